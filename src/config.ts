@@ -1,0 +1,122 @@
+// The only reader of process.env: environment → one validated, typed Config (SPEC §2).
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  turnTimeoutMs: number;
+  displayTimezone: string;
+  defaultLanguage: string;
+  maxMessageChars: number;
+  maxUploadBytes: number;
+  maxFrameBytes: number;
+  /** Empty means "the defaults for the bound port" (resolved once the port is known). */
+  allowedOrigins: string[];
+  allowedHosts: string[];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Path to a TTF/OTF font for PDF export; null = the bundled Noto Sans SC. */
+  exportFont: string | null;
+  /** Secret for signed download links; random per process when not set. */
+  linkSecret: string | null;
+  tlsCert: string | null;
+  tlsKey: string | null;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, reason: string) {
+    super(`Invalid ${variable}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `expected an integer, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function stringVar(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? fallback : raw.trim();
+}
+
+function listVar(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+function timezoneVar(env: Env, name: string, fallback: string): string {
+  const tz = stringVar(env, name, fallback);
+  if (!isValidTimezone(tz)) throw new ConfigError(name, `unknown time zone "${tz}"`);
+  return tz;
+}
+
+export function isValidTimezone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = stringVar(env, 'LOG_LEVEL', 'info');
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const origins = listVar(env, 'ALLOWED_ORIGINS');
+  for (const origin of origins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError('ALLOWED_ORIGINS', `"${origin}" is not an origin like http://host:port`);
+    }
+  }
+  const tlsCert = env.TLS_CERT?.trim() || null;
+  const tlsKey = env.TLS_KEY?.trim() || null;
+  if ((tlsCert === null) !== (tlsKey === null)) {
+    throw new ConfigError(tlsCert ? 'TLS_KEY' : 'TLS_CERT', 'TLS_CERT and TLS_KEY must be set together');
+  }
+  return {
+    port: intVar(env, 'PORT', 3000, 0, 65535),
+    host: stringVar(env, 'HOST', '127.0.0.1'),
+    dataDir: path.resolve(stringVar(env, 'DATA_DIR', './data')),
+    turnTimeoutMs: intVar(env, 'TURN_TIMEOUT_MS', 180_000, 1000, 86_400_000),
+    displayTimezone: timezoneVar(env, 'DISPLAY_TIMEZONE', 'Asia/Shanghai'),
+    defaultLanguage: stringVar(env, 'DEFAULT_LANGUAGE', 'zh-CN'),
+    maxMessageChars: intVar(env, 'MAX_MESSAGE_CHARS', 32_000, 1, 10_000_000),
+    maxUploadBytes: intVar(env, 'MAX_UPLOAD_BYTES', 10_485_760, 1, 4_294_967_296),
+    maxFrameBytes: intVar(env, 'MAX_FRAME_BYTES', 1_048_576, 1024, 268_435_456),
+    allowedOrigins: origins,
+    allowedHosts: listVar(env, 'ALLOWED_HOSTS').map((h) => h.toLowerCase()),
+    logLevel: logLevel as Config['logLevel'],
+    exportFont: env.EXPORT_FONT?.trim() || null,
+    linkSecret: env.LINK_SECRET?.trim() || null,
+    tlsCert,
+    tlsKey,
+  };
+}
+
+/** Config with the defaults that depend on the port actually bound (PORT=0). */
+export function withBoundPort(config: Config, port: number): Config {
+  return {
+    ...config,
+    allowedOrigins: config.allowedOrigins.length
+      ? config.allowedOrigins
+      : [`http://127.0.0.1:${port}`, `http://localhost:${port}`],
+    allowedHosts: config.allowedHosts.length ? config.allowedHosts : ['127.0.0.1', 'localhost'],
+  };
+}
+
+/** A config for tests and embedding: defaults merged under the caller's overrides. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}), port: 0, logLevel: 'silent', ...overrides };
+}

@@ -1,0 +1,146 @@
+// The data model of SPEC §4: field names are exact, as stored and as returned.
+import type { CurrentRound } from './rounds/types.js';
+
+export type Role = 'ai_agent' | 'user' | 'system';
+export type ParticipantKind = 'agent' | 'user';
+export type SkipReason = 'skip' | 'timeout' | 'offline' | 'passed';
+export type InteractionMode = 'default' | 'host';
+export type SystemStatus = 'active' | 'paused';
+export type PresenceStatus = 'online' | 'offline';
+
+export interface Message {
+  message_id: string;
+  room_id: string;
+  seq: number;
+  /** ISO 8601 UTC with milliseconds. */
+  timestamp: string;
+  sender: string;
+  sender_id: string;
+  role: Role;
+  text_content: string;
+  text_content_i18n: null;
+  source_language: string;
+  file_url: string;
+  file_type: string;
+  mentions: string[];
+  visible: boolean;
+  processed: boolean;
+  response_to: string | null;
+  display_timezone: string;
+  round_id: string | null;
+  skip_reason: SkipReason | null;
+  deleted: boolean;
+  /** Set by the sender for idempotent retries; never shown to others. */
+  client_msg_id?: string;
+  /** Set once a message was edited. */
+  edited_at?: string;
+}
+
+export interface Member {
+  name: string;
+  role: 'ai_agent' | 'user';
+  introduce: string;
+  status: PresenceStatus;
+  last_active: string;
+  is_host: boolean;
+  skip_list: string[];
+  language_preference: string;
+  timezone_preference: string;
+  /** agent_id or user_id of the participant. */
+  participant_id: string;
+  joined_at: string;
+}
+
+export interface Announcement {
+  user_announcement: string;
+  announcement_publisher: string;
+  timestamp: string | null;
+  system_announcement: string;
+}
+
+export interface RoomSettings {
+  display_time_format: '24h';
+  display_date_format: 'yyyy-MM-dd';
+  max_auto_rounds: number;
+  /** null = the server's TURN_TIMEOUT_MS. */
+  turn_timeout_ms: number | null;
+}
+
+/** A room as stored in rooms.json. `toPublicRoom` strips what must never leave the server. */
+export interface RoomRecord {
+  room_id: string;
+  room_name: string;
+  room_description: string;
+  created_at: string;
+  created_by: string;
+  /** Participant id of the creator (names are for display). */
+  created_by_id: string;
+  password_hash: string | null;
+  interaction_mode: InteractionMode;
+  user_participation: boolean;
+  system_status: SystemStatus;
+  language: string;
+  timezone: string;
+  members: Member[];
+  announcement: Announcement;
+  current_round: CurrentRound | null;
+  history_rounds: string[];
+  settings: RoomSettings;
+  archived: boolean;
+  /** Every message with seq ≤ this is processed (SPEC §5). */
+  processed_through_seq: number;
+}
+
+export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq'> & {
+  has_password: boolean;
+};
+
+export interface PublicRoomSummary {
+  room_id: string;
+  room_name: string;
+  room_description: string;
+  interaction_mode: InteractionMode;
+  member_count: number;
+  has_password: boolean;
+  archived: boolean;
+}
+
+export interface AgentRecord {
+  agent_id: string;
+  name: string;
+  introduce: string;
+  rooms: string[];
+  status: 'online' | 'offline' | 'busy';
+  last_active: string;
+  capabilities: string[];
+  skip_list: string[];
+  language_support: string[];
+  preferred_language: string;
+  timezone: string;
+  created_at: string;
+  token_hash: string;
+}
+
+export interface UserRecord {
+  user_id: string;
+  name: string;
+  language: string;
+  timezone: string;
+  rooms: string[];
+  last_active: string;
+  created_at: string;
+  token_hash: string;
+  /** scrypt hash, or null when the person set no password. */
+  password_hash: string | null;
+}
+
+export type Agent = Omit<AgentRecord, 'token_hash'>;
+export type User = Omit<UserRecord, 'token_hash' | 'password_hash'> & { has_password: boolean };
+
+/** Who is calling: resolved from the token by the registry. */
+export interface Participant {
+  kind: ParticipantKind;
+  id: string;
+  name: string;
+  role: 'ai_agent' | 'user';
+}
