@@ -32,3 +32,101 @@ export interface CurrentRound {
   /** Visible agent answers since the last person message or start_round. */
   guard_count: number;
 }
+
+// ── The engine's API (src/rounds/engine.ts implements `applyAction`) ──
+//
+// applyAction(view, state, action, ctx) → EngineResult. Pure: no clock, no I/O, no randomness
+// (time, presence and id generation come in through `ctx`). The driver builds `view` from the
+// stored room before each call, feeds actions, persists `state`, then carries out `effects` in
+// order.
+
+import type { ErrorCode } from '../errors.js';
+
+/** What the engine reads about the room; built fresh by the driver for every call. */
+export interface RoomView {
+  mode: 'default' | 'host';
+  status: 'active' | 'paused';
+  /** Names of agent members, in join order (after the change the action reports). */
+  agents: readonly string[];
+  /** Name of the host member (host mode matters), or null when the room is empty. */
+  host: string | null;
+  hostIsAgent: boolean;
+  maxAutoRounds: number;
+  /** Effective turn timeout: the room's `turn_timeout_ms` or the server's TURN_TIMEOUT_MS. */
+  turnTimeoutMs: number;
+  /** Room language (e.g. "zh-CN"), for the guard's system message. */
+  language: string;
+  /** Highest seq in the room log (including the message the action reports). */
+  lastSeq: number;
+  /** Highest seq of a visible person (role `user`) message, 0 if none. */
+  lastPersonSeq: number;
+}
+
+/** The persisted part: maps 1:1 onto RoomRecord fields. */
+export interface RoundState {
+  current_round: CurrentRound | null;
+  history_rounds: string[];
+  processed_through_seq: number;
+}
+
+export type EngineAction =
+  /** A visible message was posted (seq already assigned, included in view.lastSeq). */
+  | {
+      type: 'message';
+      sender: string;
+      role: 'ai_agent' | 'user' | 'system';
+      /** Room admins (creator, host) may always post. */
+      isAdmin: boolean;
+      seq: number;
+      /** Member names mentioned, text mentions first, deduplicated (may include the sender). */
+      mentions: readonly string[];
+      /** false = post and keep the turn. */
+      endTurn: boolean;
+    }
+  | { type: 'skip'; agent: string }
+  /** The armed deadline passed. */
+  | { type: 'timeout' }
+  | { type: 'member_joined'; name: string; role: 'ai_agent' | 'user' }
+  | { type: 'member_left'; name: string; role: 'ai_agent' | 'user' }
+  /** An agent became online (presence change); may start a round (rule 6.1.1). */
+  | { type: 'came_online'; name: string }
+  /** view.status holds the new status. */
+  | { type: 'status_changed' }
+  /** view.mode holds the new mode: a running round ends cleanly. */
+  | { type: 'mode_changed' }
+  | { type: 'start_round'; by: string }
+  | { type: 'pass_turn'; by: string }
+  | { type: 'extend_turn'; agent: string }
+  /** Server start: the turn holder keeps the turn with a fresh full deadline. */
+  | { type: 'restart' };
+
+export interface EngineContext {
+  /** Milliseconds since the epoch. */
+  now: number;
+  /** Agents online right now (checked only when a turn is issued). */
+  online: ReadonlySet<string>;
+  newRoundId: () => string;
+}
+
+export type EngineEffect =
+  | { type: 'round_start'; round_id: string; agent_queue: string[]; kind: RoundKind; mode: 'default' | 'host' }
+  | {
+      type: 'agent_turn';
+      round_id: string;
+      agent_name: string;
+      can_skip: boolean;
+      reason: TurnReason;
+      deadline: string;
+      timeout_ms: number;
+    }
+  | { type: 'round_end'; round_id: string; reason: RoundEndReason }
+  /** Write an invisible record for `agent` (skip_reason skip|timeout|offline|passed). */
+  | { type: 'record'; agent: string; skip_reason: 'skip' | 'timeout' | 'offline' | 'passed'; text: string; round_id: string }
+  /** Write a visible system message (the guard tripped). */
+  | { type: 'system_message'; text: string; round_id: string | null }
+  /** Arm the room's single timer at `deadline` (ISO), or cancel it when null. */
+  | { type: 'timer'; deadline: string | null };
+
+export type EngineResult =
+  | { ok: true; state: RoundState; effects: EngineEffect[] }
+  | { ok: false; code: ErrorCode; message: string; details?: unknown };
