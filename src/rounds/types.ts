@@ -1,5 +1,6 @@
 // Round state as stored in rooms.json (`current_round`, SPEC §4 and §6). The turn engine owns
 // these shapes; field names are the contract's.
+import type { ErrorCode } from '../errors.js';
 
 export type RoundKind = 'rotation' | 'host' | 'host_floor';
 export type TurnReason = 'rotation' | 'mention' | 'host';
@@ -39,8 +40,6 @@ export interface CurrentRound {
 // (time, presence and id generation come in through `ctx`). The driver builds `view` from the
 // stored room before each call, feeds actions, persists `state`, then carries out `effects` in
 // order.
-
-import type { ErrorCode } from '../errors.js';
 
 /** What the engine reads about the room; built fresh by the driver for every call. */
 export interface RoomView {
