@@ -118,7 +118,8 @@ export interface AgentRecord {
   preferred_language: string;
   timezone: string;
   created_at: string;
-  token_hash: string;
+  /** SHA-256 of each live token (a person may be logged in on several browsers). */
+  token_hashes: string[];
 }
 
 export interface UserRecord {
@@ -129,13 +130,13 @@ export interface UserRecord {
   rooms: string[];
   last_active: string;
   created_at: string;
-  token_hash: string;
+  token_hashes: string[];
   /** scrypt hash, or null when the person set no password. */
   password_hash: string | null;
 }
 
-export type Agent = Omit<AgentRecord, 'token_hash'>;
-export type User = Omit<UserRecord, 'token_hash' | 'password_hash'> & { has_password: boolean };
+export type Agent = Omit<AgentRecord, 'token_hashes'>;
+export type User = Omit<UserRecord, 'token_hashes' | 'password_hash'> & { has_password: boolean };
 
 /** Who is calling: resolved from the token by the registry. */
 export interface Participant {
@@ -143,4 +144,9 @@ export interface Participant {
   id: string;
   name: string;
   role: 'ai_agent' | 'user';
+}
+
+/** A participant plus the token hash it authenticated with (rotate_token replaces that one). */
+export interface Caller extends Participant {
+  tokenHash: string;
 }

@@ -1,0 +1,224 @@
+// Agents and people: registration, tokens, login. Holds the token and name indexes.
+import { v4 as uuidv4 } from 'uuid';
+import { AppError } from '../errors.js';
+import type { Store } from '../storage/store.js';
+import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
+import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
+import { isValidParticipantName, nameKey } from './names.js';
+
+export interface RegisterAgentInput {
+  name: string;
+  introduce?: string;
+  capabilities?: string[];
+  skip_list?: string[];
+  language_support?: string[];
+  preferred_language?: string;
+  timezone?: string;
+}
+
+export interface RegisterUserInput {
+  name: string;
+  password?: string;
+  language?: string;
+  timezone?: string;
+}
+
+export interface ParticipantDefaults {
+  language: string;
+  timezone: string;
+}
+
+/** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
+const MAX_TOKENS = 10;
+
+/** Failed password logins per name: each failure past the third doubles the wait (max 8 s). */
+const FREE_FAILURES = 3;
+const MAX_LOGIN_DELAY_MS = 8000;
+
+export function toPublicAgent(record: AgentRecord): Agent {
+  const { token_hashes: _tokenHashes, ...agent } = record;
+  return agent;
+}
+
+export function toPublicUser(record: UserRecord): User {
+  const { token_hashes: _tokenHashes, password_hash, ...user } = record;
+  return { ...user, has_password: password_hash !== null };
+}
+
+export class Participants {
+  private readonly byTokenHash = new Map<string, Participant>();
+  private readonly byNameKey = new Map<string, Participant>();
+  private readonly loginFailures = new Map<string, number>();
+  private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly defaults: ParticipantDefaults,
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+  ) {
+    for (const agent of store.listAgents()) this.index(agentParticipant(agent), agent.token_hashes);
+    for (const user of store.listUsers()) this.index(userParticipant(user), user.token_hashes);
+  }
+
+  authenticate(token: string | undefined | null): Caller | undefined {
+    if (!token) return undefined;
+    const tokenHash = hashToken(token);
+    const participant = this.byTokenHash.get(tokenHash);
+    return participant ? { ...participant, tokenHash } : undefined;
+  }
+
+  byName(name: string): Participant | undefined {
+    return this.byNameKey.get(nameKey(name));
+  }
+
+  getAgent(id: string): AgentRecord | undefined {
+    return this.store.getAgent(id);
+  }
+
+  getUser(id: string): UserRecord | undefined {
+    return this.store.getUser(id);
+  }
+
+  async registerAgent(input: RegisterAgentInput, now: Date): Promise<{ agent_id: string; token: string; agent: Agent }> {
+    this.claimName(input.name);
+    const token = newToken();
+    const record: AgentRecord = {
+      agent_id: uuidv4(),
+      name: input.name,
+      introduce: input.introduce ?? '',
+      rooms: [],
+      status: 'offline',
+      last_active: now.toISOString(),
+      capabilities: input.capabilities ?? [],
+      skip_list: input.skip_list ?? [],
+      language_support: input.language_support ?? [this.defaults.language],
+      preferred_language: input.preferred_language ?? this.defaults.language,
+      timezone: input.timezone ?? this.defaults.timezone,
+      created_at: now.toISOString(),
+      token_hashes: [hashToken(token)],
+    };
+    const participant = agentParticipant(record);
+    this.index(participant, record.token_hashes);
+    try {
+      await this.store.putAgent(record);
+    } catch (err) {
+      this.unindex(participant, record.token_hashes);
+      throw err;
+    }
+    return { agent_id: record.agent_id, token, agent: toPublicAgent(record) };
+  }
+
+  async registerUser(input: RegisterUserInput, now: Date): Promise<{ user_id: string; token: string; user: User }> {
+    this.claimName(input.name);
+    // Reserve the name before the slow hash so a concurrent registration cannot take it.
+    const placeholder: Participant = { kind: 'user', id: uuidv4(), name: input.name, role: 'user' };
+    this.byNameKey.set(nameKey(input.name), placeholder);
+    try {
+      const token = newToken();
+      const record: UserRecord = {
+        user_id: placeholder.id,
+        name: input.name,
+        language: input.language ?? this.defaults.language,
+        timezone: input.timezone ?? this.defaults.timezone,
+        rooms: [],
+        last_active: now.toISOString(),
+        created_at: now.toISOString(),
+        token_hashes: [hashToken(token)],
+        password_hash: input.password ? await hashPassword(input.password) : null,
+      };
+      this.index(placeholder, record.token_hashes);
+      await this.store.putUser(record);
+      return { user_id: record.user_id, token, user: toPublicUser(record) };
+    } catch (err) {
+      this.byNameKey.delete(nameKey(input.name));
+      throw err;
+    }
+  }
+
+  /** Login with a token (checks it, returns the same token) or with name + password (new token). */
+  async login(input: { token?: string; name?: string; password?: string }): Promise<{ participant: Caller; token: string }> {
+    if (input.token !== undefined) {
+      const participant = this.authenticate(input.token);
+      if (!participant) throw new AppError('unauthorized', 'Unknown token');
+      return { participant, token: input.token! };
+    }
+    if (input.name === undefined || input.password === undefined) {
+      throw new AppError('validation_error', 'Give either token, or name and password');
+    }
+    const key = nameKey(input.name);
+    const failures = this.loginFailures.get(key) ?? 0;
+    if (failures >= FREE_FAILURES) {
+      await this.sleep(Math.min(MAX_LOGIN_DELAY_MS, 250 * 2 ** (failures - FREE_FAILURES)));
+    }
+    const participant = this.byNameKey.get(key);
+    const user = participant?.kind === 'user' ? this.store.getUser(participant.id) : undefined;
+    const ok = user?.password_hash ? await verifyPassword(input.password, user.password_hash) : false;
+    if (!user || !ok) {
+      this.loginFailures.set(key, failures + 1);
+      throw new AppError('wrong_password', 'Name or password is wrong');
+    }
+    this.loginFailures.delete(key);
+    const participant2 = userParticipant(user);
+    const token = await this.issueToken(participant2, null);
+    return { participant: { ...participant2, tokenHash: hashToken(token) }, token };
+  }
+
+  /** Replaces the caller's token; the old one stops working at once (its sockets are closed). */
+  async rotateToken(caller: Caller): Promise<string> {
+    return this.issueToken(caller, caller.tokenHash);
+  }
+
+  /** Listeners learn which token hash stopped working (to close sockets that used it). */
+  onTokenRevoked(listener: (tokenHash: string) => void): () => void {
+    this.tokenRevokedListeners.add(listener);
+    return () => this.tokenRevokedListeners.delete(listener);
+  }
+
+  private async issueToken(participant: Participant, replacing: string | null): Promise<string> {
+    const record = participant.kind === 'agent' ? this.store.getAgent(participant.id) : this.store.getUser(participant.id);
+    if (!record) throw new AppError('not_found', 'Participant not found');
+    const token = newToken();
+    const tokenHash = hashToken(token);
+    const kept = record.token_hashes.filter((h) => h !== replacing);
+    const retired = [
+      ...(replacing !== null && record.token_hashes.includes(replacing) ? [replacing] : []),
+      ...kept.slice(0, Math.max(0, kept.length + 1 - MAX_TOKENS)),
+    ];
+    record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
+    for (const hash of retired) this.byTokenHash.delete(hash);
+    this.byTokenHash.set(tokenHash, participant);
+    if (participant.kind === 'agent') await this.store.putAgent(record as AgentRecord);
+    else await this.store.putUser(record as UserRecord);
+    for (const hash of retired) for (const listener of this.tokenRevokedListeners) listener(hash);
+    return token;
+  }
+
+  private claimName(name: string): void {
+    if (!isValidParticipantName(name)) {
+      throw new AppError(
+        'validation_error',
+        'name must be 1–32 letters, digits, "_", "-" or "." (no spaces, no "@")',
+        { field: 'name' },
+      );
+    }
+    if (this.byNameKey.has(nameKey(name))) throw new AppError('name_taken', `The name "${name}" is taken`);
+  }
+
+  private index(participant: Participant, tokenHashes: readonly string[]): void {
+    for (const hash of tokenHashes) this.byTokenHash.set(hash, participant);
+    this.byNameKey.set(nameKey(participant.name), participant);
+  }
+
+  private unindex(participant: Participant, tokenHashes: readonly string[]): void {
+    for (const hash of tokenHashes) this.byTokenHash.delete(hash);
+    this.byNameKey.delete(nameKey(participant.name));
+  }
+}
+
+function agentParticipant(agent: AgentRecord): Participant {
+  return { kind: 'agent', id: agent.agent_id, name: agent.name, role: 'ai_agent' };
+}
+
+function userParticipant(user: UserRecord): Participant {
+  return { kind: 'user', id: user.user_id, name: user.name, role: 'user' };
+}

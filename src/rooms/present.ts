@@ -1,0 +1,25 @@
+// What leaves the server: stored records without their secrets and internal bookkeeping.
+import type { Message, PublicRoomSummary, Room, RoomRecord } from '../types.js';
+
+export function presentRoom(record: RoomRecord): Room {
+  const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, ...rest } = record;
+  return structuredClone({ ...rest, has_password: password_hash !== null });
+}
+
+export function presentRoomSummary(record: RoomRecord): PublicRoomSummary {
+  return {
+    room_id: record.room_id,
+    room_name: record.room_name,
+    room_description: record.room_description,
+    interaction_mode: record.interaction_mode,
+    member_count: record.members.length,
+    has_password: record.password_hash !== null,
+    archived: record.archived,
+  };
+}
+
+/** `processed` is reported from the room's processed_through_seq (log lines are never rewritten for it). */
+export function presentMessage(message: Message, room: Pick<RoomRecord, 'processed_through_seq'>): Message {
+  const { client_msg_id: _clientMsgId, ...rest } = message;
+  return { ...rest, processed: message.seq <= room.processed_through_seq };
+}

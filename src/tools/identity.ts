@@ -1,0 +1,60 @@
+// register_agent, register_user, login, rotate_token.
+import { z } from 'zod';
+import type { App } from '../app.js';
+import { AppError } from '../errors.js';
+import { defineTool } from './registry.js';
+import { language, participantName, password, shortText, stringList, timezone } from './schemas.js';
+
+export function identityTools(app: App) {
+  return [
+    defineTool({
+      name: 'register_agent',
+      public: true,
+      description:
+        'Register a new AI agent and get its secret token (shown once). Use the token as "Authorization: Bearer <token>". Over MCP the session is bound to the new agent.',
+      input: z
+        .object({
+          name: participantName,
+          introduce: shortText.optional(),
+          capabilities: stringList.optional(),
+          skip_list: stringList.optional(),
+          language_support: stringList.optional(),
+          preferred_language: language.optional(),
+          timezone: timezone.optional(),
+        })
+        .strict(),
+      handler: (args) => app.participants.registerAgent(args, new Date(app.now())),
+    }),
+    defineTool({
+      name: 'register_user',
+      public: true,
+      description: 'Register a person (for the web page) and get a secret token. With a password, the person can log in again elsewhere.',
+      input: z
+        .object({ name: participantName, password: password.optional(), language: language.optional(), timezone: timezone.optional() })
+        .strict(),
+      handler: (args) => app.participants.registerUser(args, new Date(app.now())),
+    }),
+    defineTool({
+      name: 'login',
+      public: true,
+      description: 'Log in with an existing token (checks it; binds an MCP session), or as a person with name and password (returns a new token).',
+      input: z
+        .object({ token: z.string().min(1).max(200).optional(), name: z.string().max(64).optional(), password: password.optional() })
+        .strict(),
+      handler: async (args) => {
+        if (args.token === undefined && (args.name === undefined || args.password === undefined)) {
+          throw new AppError('validation_error', 'Give either token, or name and password');
+        }
+        const { participant, token } = await app.participants.login(args);
+        const { tokenHash: _tokenHash, ...publicParticipant } = participant;
+        return { participant: publicParticipant, token };
+      },
+    }),
+    defineTool({
+      name: 'rotate_token',
+      description: "Replace the caller's token with a new one; the old token stops working at once.",
+      input: z.object({}).strict(),
+      handler: async (_args, ctx) => ({ token: await app.participants.rotateToken(ctx.caller) }),
+    }),
+  ];
+}

@@ -1,0 +1,27 @@
+// Builds the one registry every transport serves.
+import type { App } from '../app.js';
+import { identityTools } from './identity.js';
+import { messageTools } from './messages.js';
+import { ToolRegistry } from './registry.js';
+import { roomTools } from './rooms.js';
+
+/** Stored last_active is refreshed at most this often per participant (presence is in memory). */
+const LAST_ACTIVE_PERSIST_MS = 30_000;
+
+export function buildRegistry(app: App): ToolRegistry {
+  const registry = new ToolRegistry({
+    authenticate: (token) => app.participants.authenticate(token),
+    touched: (caller) => {
+      app.presence.touch(caller.id);
+      const record = caller.kind === 'agent' ? app.store.getAgent(caller.id) : app.store.getUser(caller.id);
+      const now = app.now();
+      if (record && now - Date.parse(record.last_active) > LAST_ACTIVE_PERSIST_MS) {
+        record.last_active = new Date(now).toISOString();
+        const write = caller.kind === 'agent' ? app.store.putAgent(record as never) : app.store.putUser(record as never);
+        write.catch((err: unknown) => app.logger.warn({ err }, 'could not store last_active'));
+      }
+    },
+  });
+  registry.register(...identityTools(app), ...roomTools(app), ...messageTools(app));
+  return registry;
+}

@@ -1,0 +1,104 @@
+// One tool registry, served by REST, WebSocket and MCP alike: each tool is a name, a
+// description, an input schema and a handler that takes the caller's context.
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+import type { Caller } from '../types.js';
+
+export type Transport = 'rest' | 'ws' | 'mcp' | 'internal';
+
+export interface CallOptions {
+  /** Bearer token (REST, MCP header) or the socket's authenticated token. */
+  token?: string | null;
+  /** Already-authenticated caller (WebSocket sessions, MCP sessions bound by register/login). */
+  caller?: Caller | null;
+  transport: Transport;
+  requestId?: string;
+  signal?: AbortSignal;
+  onProgress?: (elapsedMs: number, totalMs: number) => void;
+}
+
+export interface ToolContext extends Omit<CallOptions, 'caller' | 'token'> {
+  caller: Caller | null;
+}
+
+export interface AuthedContext extends ToolContext {
+  caller: Caller;
+}
+
+interface ToolBase<S extends z.ZodType> {
+  name: string;
+  description: string;
+  input: S;
+}
+
+export type ToolDefinition<S extends z.ZodType = z.ZodType> =
+  | (ToolBase<S> & { public?: false; handler: (args: z.infer<S>, ctx: AuthedContext) => Promise<unknown> | unknown })
+  /** Callable without a token (register, login). */
+  | (ToolBase<S> & { public: true; handler: (args: z.infer<S>, ctx: ToolContext) => Promise<unknown> | unknown });
+
+/** A tool with its argument type erased: sound because `call` parses with `input` first. */
+export type RegisteredTool = ToolDefinition<z.ZodType>;
+
+export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): RegisteredTool {
+  return def as unknown as RegisteredTool;
+}
+
+export interface RegistryHooks {
+  authenticate(token: string): Caller | undefined;
+  /** Any authenticated call counts as activity (presence). */
+  touched(caller: Caller): void;
+}
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, RegisteredTool>();
+
+  constructor(private readonly hooks: RegistryHooks) {}
+
+  register(...defs: RegisteredTool[]): void {
+    for (const def of defs) {
+      if (this.tools.has(def.name)) throw new Error(`tool ${def.name} registered twice`);
+      this.tools.set(def.name, def);
+    }
+  }
+
+  list(): readonly RegisteredTool[] {
+    return [...this.tools.values()];
+  }
+
+  get(name: string): RegisteredTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Resolves the caller; throws `unauthorized` for an unknown token. */
+  resolveCaller(options: Pick<CallOptions, 'token' | 'caller'>): Caller | null {
+    if (options.caller) return options.caller;
+    if (options.token) {
+      const caller = this.hooks.authenticate(options.token);
+      if (!caller) throw new AppError('unauthorized', 'Unknown or revoked token');
+      return caller;
+    }
+    return null;
+  }
+
+  async call(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
+    const tool = this.tools.get(name);
+    if (!tool) throw new AppError('unknown_tool', `No tool named "${name}"`);
+    const caller = this.resolveCaller(options);
+    if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');
+    const parsed = tool.input.safeParse(rawArgs ?? {});
+    if (!parsed.success) throw validationError(parsed.error);
+    if (caller) this.hooks.touched(caller);
+    const ctx: ToolContext = { ...options, caller };
+    return tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext);
+  }
+}
+
+export function validationError(error: z.ZodError): AppError {
+  const issues = error.issues.map((issue) => ({
+    path: issue.path.join('.'),
+    message: issue.message,
+  }));
+  const first = issues[0];
+  const message = first ? `${first.path || 'arguments'}: ${first.message}` : 'Invalid arguments';
+  return new AppError('validation_error', message, { issues });
+}
