@@ -1,0 +1,77 @@
+// The file operations on the store's write paths, behind one small interface so tests can
+// make a write, fsync or rename fail (FileStoreOptions.fsOps) — an unwritable directory is
+// no test when the suite runs as root.
+import { open, rename, type FileHandle } from 'node:fs/promises';
+
+export interface FsOps {
+  open(path: string, flags: string): Promise<FileHandle>;
+  /** Writes the whole buffer, looping over short writes. */
+  write(handle: FileHandle, data: Buffer): Promise<void>;
+  fsync(handle: FileHandle): Promise<void>;
+  truncate(handle: FileHandle, length: number): Promise<void>;
+  close(handle: FileHandle): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  /** Makes a directory's entries (files created or renamed in it) durable. */
+  fsyncDir(dir: string): Promise<void>;
+}
+
+export const defaultFsOps: FsOps = {
+  open: (path, flags) => open(path, flags),
+  async write(handle, data) {
+    let offset = 0;
+    while (offset < data.length) {
+      const { bytesWritten } = await handle.write(data, offset, data.length - offset);
+      offset += bytesWritten;
+    }
+  },
+  fsync: (handle) => handle.sync(),
+  truncate: (handle, length) => handle.truncate(length),
+  close: (handle) => handle.close(),
+  rename: (from, to) => rename(from, to),
+  async fsyncDir(dir) {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(dir, 'r');
+      await handle.sync();
+    } catch (err) {
+      // Windows cannot open or fsync a directory; there a rename is as durable as it gets.
+      if (process.platform === 'win32' && isCode(err, 'EISDIR', 'EPERM', 'EACCES')) return;
+      throw err;
+    } finally {
+      await handle?.close();
+    }
+  },
+};
+
+export function resolveFsOps(overrides: Partial<FsOps> | undefined): FsOps {
+  return { ...defaultFsOps, ...overrides };
+}
+
+/** I/O counters, so tests and metrics can see that group commit and coalescing work. */
+export interface IoStats {
+  snapshotWrites: number;
+  logWrites: number;
+  logFsyncs: number;
+  dirFsyncs: number;
+}
+
+export function newIoStats(): IoStats {
+  return { snapshotWrites: 0, logWrites: 0, logFsyncs: 0, dirFsyncs: 0 };
+}
+
+export function isCode(err: unknown, ...codes: string[]): boolean {
+  return typeof err === 'object' && err !== null && codes.includes((err as NodeJS.ErrnoException).code ?? '');
+}
+
+/** A promise's settle functions, kept until the write that covers the caller's change ends. */
+export interface Waiter {
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export function settleAll(waiters: Waiter[], err?: unknown): void {
+  for (const w of waiters) {
+    if (err === undefined) w.resolve();
+    else w.reject(err);
+  }
+}

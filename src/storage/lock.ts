@@ -1,0 +1,166 @@
+// server.lock: one process owns a DATA_DIR (SPEC §5). The file holds the owner's pid and start
+// time; it is created with O_EXCL so two starting servers cannot both win the create. A lock
+// whose owner is gone (dead pid, or a pid reused by a process that started later) is taken
+// over with a warning.
+import { hostname } from 'node:os';
+import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Logger } from '../logger.js';
+import { isCode } from './fs-ops.js';
+import { ownStartMs, processStartMs } from './process-start.js';
+
+export const LOCK_FILE = 'server.lock';
+
+interface LockContent {
+  pid: number;
+  process_started_at: string;
+  locked_at: string;
+  hostname: string;
+}
+
+// Locks held by this process: a second store on the same directory in the same process must be
+// refused although the pid in the file is alive (it is ours).
+const heldHere = new Set<string>();
+
+// Two clocks (ours at lock time, /proc's now) may disagree by a little; a reused pid started
+// far from the recorded time.
+const START_TIME_TOLERANCE_MS = 5000;
+// An unparsable lock younger than this may be one another process is writing right now.
+const FRESH_LOCK_MS = 2000;
+const MAX_ATTEMPTS = 10;
+
+export class DataDirLock {
+  private released = false;
+
+  private constructor(readonly path: string) {}
+
+  static async acquire(dataDir: string, logger: Logger): Promise<DataDirLock> {
+    const path = resolve(dataDir, LOCK_FILE);
+    if (heldHere.has(path)) throw inUse(dataDir, process.pid, path);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      if (await tryCreate(path)) {
+        heldHere.add(path);
+        return new DataDirLock(path);
+      }
+      let raw: string;
+      try {
+        raw = await readFile(path, 'utf8');
+      } catch (err) {
+        if (isCode(err, 'ENOENT')) continue; // released meanwhile: try again
+        throw err;
+      }
+      const owner = parseLock(raw);
+      if (!owner) {
+        if (await isFresh(path)) {
+          await sleep(100);
+          continue;
+        }
+        logger.warn({ file: path }, 'lock file is unreadable and old; taking it over');
+      } else if (await ownerAlive(owner)) {
+        throw inUse(dataDir, owner.pid, path);
+      } else {
+        logger.warn({ file: path, stale_pid: owner.pid }, 'taking over a lock left by a process that is gone');
+      }
+      await removeStale(path, raw);
+    }
+    throw new Error(`Could not take the lock ${path}: other processes keep changing it`);
+  }
+
+  /** Removes the lock file. Idempotent. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    heldHere.delete(this.path);
+    try {
+      await unlink(this.path);
+    } catch (err) {
+      if (!isCode(err, 'ENOENT')) throw err;
+    }
+  }
+}
+
+function inUse(dataDir: string, pid: number, path: string): Error {
+  return new Error(
+    `DATA_DIR ${dataDir} is in use by process ${pid} (lock file ${path}). ` +
+      'Stop that server or use another DATA_DIR.',
+  );
+}
+
+async function tryCreate(path: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(path, 'wx');
+  } catch (err) {
+    if (isCode(err, 'EEXIST')) return false;
+    throw err;
+  }
+  try {
+    const content: LockContent = {
+      pid: process.pid,
+      process_started_at: new Date(await ownStartMs()).toISOString(),
+      locked_at: new Date().toISOString(),
+      hostname: hostname(),
+    };
+    await handle.writeFile(JSON.stringify(content) + '\n');
+  } finally {
+    await handle.close();
+  }
+  return true;
+}
+
+function parseLock(raw: string): LockContent | undefined {
+  try {
+    const v = JSON.parse(raw) as Partial<LockContent>;
+    if (typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0) return v as LockContent;
+  } catch {
+    // fall through: unreadable
+  }
+  return undefined;
+}
+
+async function ownerAlive(owner: LockContent): Promise<boolean> {
+  // Not held in this process (checked before), so our own pid here is an earlier run's.
+  if (owner.pid === process.pid) return false;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    if (isCode(err, 'ESRCH')) return false;
+    // EPERM: alive, owned by another user. Anything else: assume alive (the safe answer).
+  }
+  const recorded = Date.parse(owner.process_started_at);
+  const actual = await processStartMs(owner.pid);
+  if (Number.isFinite(recorded) && actual !== undefined && Math.abs(actual - recorded) > START_TIME_TOLERANCE_MS) {
+    return false; // the pid was reused by another process
+  }
+  return true;
+}
+
+async function isFresh(path: string): Promise<boolean> {
+  try {
+    return Date.now() - (await stat(path)).mtimeMs < FRESH_LOCK_MS;
+  } catch {
+    return false;
+  }
+}
+
+// Moves the stale lock aside rather than unlinking it, then checks that what was moved is the
+// stale content judged: if another process took the lock over in between, its fresh lock is put
+// back (link fails if yet another lock appeared) and the next attempt reports it as in use.
+async function removeStale(path: string, staleRaw: string): Promise<void> {
+  const aside = join(resolve(path, '..'), `${LOCK_FILE}.stale-${process.pid}-${Date.now()}`);
+  try {
+    await rename(path, aside);
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return;
+    throw err;
+  }
+  const moved = await readFile(aside, 'utf8').catch(() => staleRaw);
+  if (moved !== staleRaw) {
+    await link(aside, path).catch(() => undefined);
+  }
+  await unlink(aside).catch(() => undefined);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
