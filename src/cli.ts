@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// Entry point: `start` (default) runs the server; other subcommands are added by their modules.
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startServer } from './server.js';
+
+async function start(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let running;
+  try {
+    running = await startServer(config, logger);
+  } catch (err) {
+    process.stderr.write(`Cannot start: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    running.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+const command = process.argv[2] ?? 'start';
+const commands: Record<string, () => Promise<void>> = { start };
+
+const run = commands[command];
+if (!run) {
+  process.stderr.write(`Unknown command "${command}". Commands: ${Object.keys(commands).join(', ')}\n`);
+  process.exit(2);
+}
+await run();

@@ -1,0 +1,120 @@
+// REST gateway: POST /api/v1/tools/{name} serves the tool registry; plus health and the page.
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { App } from '../app.js';
+import { AppError, toWireError } from '../errors.js';
+import { PUBLIC_DIR } from '../paths.js';
+import type { Mount } from './mount.js';
+
+
+/** JSON bodies: a whole message of MAX_MESSAGE_CHARS in worst-case UTF-8 plus the envelope. */
+function bodyLimit(app: App): number {
+  return Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024);
+}
+
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+export function sendError(res: Response, err: unknown, app: App): void {
+  const wire = toWireError(err);
+  if (wire.code === 'internal_error') app.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+  if (!res.headersSent) res.status(err instanceof AppError ? err.status : 500).json({ ok: false, error: wire });
+}
+
+/** Host names accepted on the page and /mcp (DNS-rebinding defence). */
+export function hostAllowed(app: App, hostHeader: string | undefined): boolean {
+  if (!hostHeader) return false;
+  const host = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
+  return app.config.allowedHosts.includes('*') || app.config.allowedHosts.includes(host);
+}
+
+export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {
+  const http = express();
+  http.disable('x-powered-by');
+  http.set('trust proxy', false);
+
+  http.use((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    res.locals.requestId = incoming && /^[\w.-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', res.locals.requestId as string);
+    next();
+  });
+
+  const api = express.Router();
+  api.use(express.json({ limit: bodyLimit(app), strict: false }));
+
+  api.get('/health', (_req, res) => {
+    res.json({ ok: true, data: { status: 'ok', rooms: app.store.listRooms().length, messages: app.store.messageCount() } });
+  });
+
+  api.get('/tools', (_req, res) => {
+    res.json({
+      ok: true,
+      data: {
+        tools: app.registry.list().map((t) => ({
+          name: t.name,
+          description: t.description,
+          public: t.public === true,
+          input_schema: z.toJSONSchema(t.input, { io: 'input' }),
+        })),
+      },
+    });
+  });
+
+  api.post('/tools/:name', async (req: Request, res: Response) => {
+    const abort = new AbortController();
+    // A long-poll (wait_for_turn) stops when the client goes away.
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    try {
+      const data = await app.registry.call(String(req.params.name), req.body ?? {}, {
+        token: bearerToken(req.get('authorization')),
+        transport: 'rest',
+        requestId: res.locals.requestId as string,
+        signal: abort.signal,
+      });
+      res.json({ ok: true, data });
+    } catch (err) {
+      sendError(res, err, app);
+    }
+  });
+
+  // Transports' own routes (e.g. /mcp) and extra API routes come before the API's 404.
+  for (const mount of mounts) mount.routes?.(http, api);
+  api.use((_req, res) => {
+    sendError(res, new AppError('not_found', 'No such endpoint'), app);
+  });
+  // Body-parser errors (malformed JSON, too large) and anything else thrown in a route.
+  api.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const status = (err as { status?: number; type?: string }).status;
+    const type = (err as { type?: string }).type;
+    if (type === 'entity.too.large' || status === 413) {
+      return sendError(res, new AppError('payload_too_large', 'Request body is too large'), app);
+    }
+    if (type === 'entity.parse.failed' || (status !== undefined && status >= 400 && status < 500)) {
+      return sendError(res, new AppError('validation_error', 'Malformed JSON body'), app);
+    }
+    return sendError(res, err, app);
+  });
+
+  http.use('/api/v1', api);
+
+  const pageHostCheck = (req: Request, res: Response, next: NextFunction) => {
+    if (hostAllowed(app, req.get('host'))) return next();
+    res
+      .status(403)
+      .type('text/plain')
+      .send(`Host "${req.get('host') ?? ''}" is not allowed. Add it to ALLOWED_HOSTS to serve the page under that name.`);
+  };
+  http.use('/', pageHostCheck, express.static(PUBLIC_DIR, { index: 'index.html', fallthrough: true }));
+
+  http.use((_req, res) => {
+    res.status(404).json({ ok: false, error: { code: 'not_found', message: 'Not found' } });
+  });
+  return http;
+}

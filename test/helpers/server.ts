@@ -1,0 +1,61 @@
+// Starts the real server on port 0 with a temporary DATA_DIR, and a small REST client.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { testConfig, type Config } from '../../src/config.js';
+import { silentLogger } from '../../src/logger.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+
+export interface TestServer extends RunningServer {
+  dataDir: string;
+  call<T = any>(tool: string, args?: unknown, token?: string | null): Promise<ToolAnswer<T>>;
+  /** Calls a tool and fails the test unless it succeeded. */
+  ok<T = any>(tool: string, args?: unknown, token?: string | null): Promise<T>;
+  stop(): Promise<void>;
+}
+
+export interface ToolAnswer<T> {
+  status: number;
+  body: { ok: true; data: T } | { ok: false; error: { code: string; message: string; details?: unknown } };
+}
+
+export async function tempDataDir(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'chatroom-test-'));
+}
+
+export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+  const dataDir = overrides.dataDir ?? (await tempDataDir());
+  const running = await startServer(testConfig({ dataDir, ...overrides }), silentLogger);
+  const call = async <T>(tool: string, args: unknown = {}, token?: string | null): Promise<ToolAnswer<T>> => {
+    const res = await fetch(`${running.url}/api/v1/tools/${tool}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(args),
+    });
+    return { status: res.status, body: (await res.json()) as ToolAnswer<T>['body'] };
+  };
+  return {
+    ...running,
+    dataDir,
+    call,
+    async ok<T>(tool: string, args: unknown = {}, token?: string | null): Promise<T> {
+      const answer = await call<T>(tool, args, token);
+      if (!answer.body.ok) throw new Error(`${tool} failed: ${answer.status} ${JSON.stringify(answer.body.error)}`);
+      return answer.body.data;
+    },
+    async stop() {
+      await running.close();
+      if (!overrides.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function registerAgent(server: TestServer, name: string): Promise<{ token: string; id: string; name: string }> {
+  const data = await server.ok<{ agent_id: string; token: string }>('register_agent', { name });
+  return { token: data.token, id: data.agent_id, name };
+}
+
+export async function registerUser(server: TestServer, name: string, password?: string): Promise<{ token: string; id: string; name: string }> {
+  const data = await server.ok<{ user_id: string; token: string }>('register_user', { name, ...(password ? { password } : {}) });
+  return { token: data.token, id: data.user_id, name };
+}
