@@ -1,0 +1,70 @@
+// Runs the real server as a child process (for SIGKILL and restart tests).
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  /** Everything the process printed so far. */
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const CLI = path.join(PACKAGE_ROOT, 'src', 'cli.ts');
+
+/** Starts `tsx src/cli.ts start` and resolves once it logs the port it bound. */
+export function spawnServer(env: Record<string, string>, args: string[] = ['start']): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: PACKAGE_ROOT,
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /"url":"(http:\/\/[^"]+:(\d+))"/.exec(out);
+      if (match) {
+        child.stdout!.off('data', onData);
+        child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+        resolve({ child, url: match[1]!, port: Number(match[2]), output: () => out, exited });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    void exited.then(({ code, signal }) => reject(new Error(`server exited early (${code ?? signal}): ${out}`)));
+  });
+}
+
+/** Runs the CLI to completion and returns its exit code and output (for start-up failures). */
+export function runCli(env: Record<string, string>, args: string[] = ['start'], timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: PACKAGE_ROOT,
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output: out });
+    });
+  });
+}
+
+export async function restCall<T = any>(url: string, tool: string, args: unknown, token?: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${url}/api/v1/tools/${tool}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(args),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}

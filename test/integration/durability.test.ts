@@ -1,0 +1,116 @@
+// "Acknowledged means durable": SIGKILL the real server right after acks, restart, compare.
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { restCall, runCli, spawnServer } from '../helpers/process.js';
+
+async function tempDir() {
+  return mkdtemp(path.join(os.tmpdir(), 'chatroom-durable-'));
+}
+
+describe('durability', () => {
+  it('keeps every acknowledged message across SIGKILL: 300 concurrent sends, seq 1..300, next is 301', async () => {
+    const dataDir = await tempDir();
+    const first = await spawnServer({ DATA_DIR: dataDir });
+    const user = (await restCall(first.url, 'register_user', { name: 'Writer' })).body.data;
+    const room = (await restCall(first.url, 'create_room', { room_name: 'Durable' }, user.token)).body.data.room;
+
+    const acked = new Map<string, number>();
+    let killed = false;
+    await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        const answer = await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: `message ${i}` }, user.token);
+        expect(answer.body.ok).toBe(true);
+        acked.set(answer.body.data.message.message_id, answer.body.data.message.seq);
+        if (acked.size === 300) {
+          first.child.kill('SIGKILL');
+          killed = true;
+        }
+      }),
+    );
+    expect(killed).toBe(true);
+    expect((await first.exited).signal).toBe('SIGKILL');
+
+    // The lock of the killed process is stale: the new server takes it over.
+    const second = await spawnServer({ DATA_DIR: dataDir });
+    try {
+      const page1 = await restCall(second.url, 'get_messages', { room_id: room.room_id, after_seq: 0, limit: 200 }, user.token);
+      const page2 = await restCall(second.url, 'get_messages', { room_id: room.room_id, after_seq: 200, limit: 200 }, user.token);
+      const messages = [...page1.body.data.messages, ...page2.body.data.messages];
+      expect(messages.map((m: { seq: number }) => m.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+      for (const m of messages) expect(acked.get(m.message_id)).toBe(m.seq);
+      expect(new Set(messages.map((m: { text_content: string }) => m.text_content)).size).toBe(300);
+      const next = await restCall(second.url, 'send_message', { room_id: room.room_id, text_content: 'after restart' }, user.token);
+      expect(next.body.data.message.seq).toBe(301);
+    } finally {
+      second.child.kill('SIGTERM');
+      expect((await second.exited).code).toBe(0);
+    }
+  });
+
+  it('cuts a torn last line with a warning and keeps the rest', async () => {
+    const dataDir = await tempDir();
+    const first = await spawnServer({ DATA_DIR: dataDir });
+    const user = (await restCall(first.url, 'register_user', { name: 'Torn' })).body.data;
+    const room = (await restCall(first.url, 'create_room', { room_name: 'Torn' }, user.token)).body.data.room;
+    await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: 'kept' }, user.token);
+    first.child.kill('SIGTERM');
+    await first.exited;
+    const log = path.join(dataDir, 'room_messages', `${room.room_id}.jsonl`);
+    await writeFile(log, (await readFile(log, 'utf8')) + '{"message_id":"half-writ');
+
+    const second = await spawnServer({ DATA_DIR: dataDir });
+    try {
+      expect(second.output()).toMatch(/torn|truncat/i);
+      const page = await restCall(second.url, 'get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
+      expect(page.body.data.messages.map((m: { text_content: string }) => m.text_content)).toEqual(['kept']);
+      expect(await readFile(log, 'utf8')).not.toContain('half-writ');
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
+
+  it('refuses to start on a corrupt snapshot, naming the file and leaving it untouched', async () => {
+    const dataDir = await tempDir();
+    await writeFile(path.join(dataDir, 'rooms.json'), '{broken');
+    const result = await runCli({ DATA_DIR: dataDir });
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('rooms.json');
+    expect(await readFile(path.join(dataDir, 'rooms.json'), 'utf8')).toBe('{broken');
+  });
+
+  it('refuses a second server on the same DATA_DIR', async () => {
+    const dataDir = await tempDir();
+    const first = await spawnServer({ DATA_DIR: dataDir });
+    try {
+      const second = await runCli({ DATA_DIR: dataDir });
+      expect(second.code).not.toBe(0);
+      expect(second.output).toMatch(/in use|lock/i);
+    } finally {
+      first.child.kill('SIGTERM');
+      await first.exited;
+    }
+  });
+
+  it('stops start-up with one line naming an invalid variable', async () => {
+    const result = await runCli({ TURN_TIMEOUT_MS: '5' });
+    expect(result.code).toBe(1);
+    expect(result.output.trim().split('\n')).toHaveLength(1);
+    expect(result.output).toContain('TURN_TIMEOUT_MS');
+    const port = await runCli({ PORT: 'abc' });
+    expect(port.code).toBe(1);
+    expect(port.output).toContain('PORT');
+  });
+
+  it('logs the port it picked for PORT=0 and exits 0 on SIGTERM', async () => {
+    const dataDir = await tempDir();
+    const server = await spawnServer({ DATA_DIR: dataDir });
+    expect(server.port).toBeGreaterThan(0);
+    const health = await fetch(`${server.url}/api/v1/health`);
+    expect(health.status).toBe(200);
+    server.child.kill('SIGTERM');
+    expect((await server.exited).code).toBe(0);
+  });
+});
