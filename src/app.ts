@@ -2,6 +2,7 @@
 // → tools. The server mounts transports on top; tests may use it directly.
 import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
+import { LinkSigner } from './identity/links.js';
 import { Participants } from './identity/participants.js';
 import { Presence, realTimers, type Timers } from './identity/presence.js';
 import type { Logger } from './logger.js';
@@ -28,6 +29,7 @@ export interface App {
   messages: MessageService;
   turns: TurnService;
   registry: ToolRegistry;
+  links: LinkSigner;
   now: () => number;
   close(): Promise<void>;
 }
@@ -69,6 +71,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const app: App = {
     config, logger, store, bus, committer, participants, presence, driver, rooms, messages, turns,
     registry: undefined as unknown as ToolRegistry,
+    links: new LinkSigner(config.linkSecret, now),
     now,
     async close() {
       driver.stop();

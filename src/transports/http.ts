@@ -3,33 +3,15 @@ import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { App } from '../app.js';
-import { AppError, toWireError } from '../errors.js';
+import { AppError } from '../errors.js';
 import { PUBLIC_DIR } from '../paths.js';
+import { fileRoutes } from './files.js';
+import { bearerToken, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
-
 
 /** JSON bodies: a whole message of MAX_MESSAGE_CHARS in worst-case UTF-8 plus the envelope. */
 function bodyLimit(app: App): number {
   return Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024);
-}
-
-export function bearerToken(header: string | undefined): string | null {
-  if (!header) return null;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? match[1]! : null;
-}
-
-export function sendError(res: Response, err: unknown, app: App): void {
-  const wire = toWireError(err);
-  if (wire.code === 'internal_error') app.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
-  if (!res.headersSent) res.status(err instanceof AppError ? err.status : 500).json({ ok: false, error: wire });
-}
-
-/** Host names accepted on the page and /mcp (DNS-rebinding defence). */
-export function hostAllowed(app: App, hostHeader: string | undefined): boolean {
-  if (!hostHeader) return false;
-  const host = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
-  return app.config.allowedHosts.includes('*') || app.config.allowedHosts.includes(host);
 }
 
 export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {
@@ -83,6 +65,8 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
       sendError(res, err, app);
     }
   });
+
+  fileRoutes(app, api);
 
   // Transports' own routes (e.g. /mcp) and extra API routes come before the API's 404.
   for (const mount of mounts) mount.routes?.(http, api);

@@ -1,0 +1,192 @@
+// Uploads (POST /api/v1/rooms/{room_id}/uploads) and downloads of uploads and exports.
+// Stored names are made by the server; the client's filename only contributes sanitised
+// characters, so no upload can escape its folder.
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import type express from 'express';
+import type { Request, Response } from 'express';
+import { fileTypeFromFile } from 'file-type';
+import type { App } from '../app.js';
+import { AppError } from '../errors.js';
+import { ROOM_ID } from '../rooms/rules.js';
+import type { Caller } from '../types.js';
+import { bearerToken, sendError } from './http-util.js';
+
+/** What a stored file name may look like: `{timestamp}_{sanitised name}`. */
+const STORED_NAME = /^\d{13,}_[\p{L}\p{N}._-]{1,120}$/u;
+const MAX_NAME_CHARS = 100;
+
+export function sanitiseFilename(raw: string | undefined): string {
+  const base = (raw ?? '').split(/[/\\]/).pop() ?? '';
+  const cleaned = base
+    .normalize('NFC')
+    .replace(/[^\p{L}\p{N}._-]+/gu, '_')
+    .replace(/^[._]+/, '')
+    .slice(0, MAX_NAME_CHARS);
+  return cleaned.length > 0 ? cleaned : 'file';
+}
+
+const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif', 'image/bmp']);
+
+async function detectType(file: string): Promise<string> {
+  const detected = await fileTypeFromFile(file);
+  if (detected) return detected.mime;
+  // No magic number: call it text if the start decodes as UTF-8 without control characters.
+  const handle = await open(file, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+    const head = buffer.subarray(0, bytesRead);
+    try {
+      const text = new TextDecoder('utf-8', { fatal: true }).decode(head);
+      if (!/[\u0000-\u0008\u000e-\u001f]/.test(text)) return 'text/plain; charset=utf-8';
+    } catch {
+      // not UTF-8
+    }
+    return 'application/octet-stream';
+  } finally {
+    await handle.close();
+  }
+}
+
+function caller(app: App, req: Request): Caller {
+  const found = app.registry.resolveCaller({ token: bearerToken(req.get('authorization')) });
+  if (!found) throw new AppError('unauthorized', 'This needs a token (Authorization: Bearer <token>)');
+  app.presence.touch(found.id);
+  return found;
+}
+
+function validRoomId(roomId: string): string {
+  if (!ROOM_ID.test(roomId)) throw new AppError('validation_error', 'Not a room id');
+  return roomId;
+}
+
+async function fsyncPath(target: string): Promise<void> {
+  const handle = await open(target, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export function fileRoutes(app: App, api: express.Router): void {
+  const uploadsRoot = path.join(app.config.dataDir, 'uploads');
+
+  api.post('/rooms/:room_id/uploads', async (req: Request, res: Response) => {
+    try {
+      const who = caller(app, req);
+      const roomId = validRoomId(String(req.params.room_id));
+      const { room } = app.rooms.requireMember(roomId, who);
+      app.rooms.requireWritable(room);
+      const stored = await receiveUpload(req, path.join(uploadsRoot, roomId), app.config.maxUploadBytes, app.now);
+      const fileUrl = `/api/v1/files/${roomId}/${encodeURIComponent(stored.name)}`;
+      res.status(201).json({
+        ok: true,
+        data: {
+          file_url: fileUrl,
+          file_type: stored.type,
+          bytes: stored.bytes,
+          filename: stored.originalName,
+          signed_url: app.links.sign(`/api/v1/files/${roomId}/${stored.name}`),
+        },
+      });
+    } catch (err) {
+      sendError(res, err, app);
+    }
+  });
+
+  api.get('/files/:room_id/:name', async (req: Request, res: Response) => {
+    try {
+      const roomId = validRoomId(String(req.params.room_id));
+      const name = String(req.params.name);
+      if (!STORED_NAME.test(name)) throw new AppError('not_found', 'No such file');
+      authorizeDownload(app, req, roomId, `/api/v1/files/${roomId}/${name}`);
+      const file = path.join(uploadsRoot, roomId, name);
+      const info = await stat(file).catch(() => null);
+      if (!info?.isFile()) throw new AppError('not_found', 'No such file');
+      const type = await detectType(file);
+      const original = name.replace(/^\d+_/, '');
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.setHeader('Content-Type', type);
+      res.setHeader('Content-Security-Policy', "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox");
+      res.attachment(original);
+      if (INLINE_TYPES.has(type)) res.setHeader('Content-Disposition', res.get('Content-Disposition')!.replace(/^attachment/, 'inline'));
+      res.sendFile(file, { dotfiles: 'deny', headers: { 'Content-Type': type } });
+    } catch (err) {
+      sendError(res, err, app);
+    }
+  });
+}
+
+/** A download needs the token of a room member, or a valid signed link. */
+export function authorizeDownload(app: App, req: Request, roomId: string, pathname: string): void {
+  if (app.links.verify(pathname, req.query.expires, req.query.sig)) return;
+  if (req.query.sig !== undefined && !bearerToken(req.get('authorization'))) {
+    throw new AppError('forbidden', 'This link has expired or is not valid');
+  }
+  const who = caller(app, req);
+  app.rooms.requireMember(roomId, who);
+}
+
+interface StoredUpload {
+  name: string;
+  originalName: string;
+  type: string;
+  bytes: number;
+}
+
+async function receiveUpload(req: Request, dir: string, maxBytes: number, now: () => number): Promise<StoredUpload> {
+  const contentType = req.get('content-type') ?? '';
+  if (!contentType.startsWith('multipart/form-data')) {
+    throw new AppError('validation_error', 'Send multipart/form-data with a field named "file"');
+  }
+  await mkdir(dir, { recursive: true });
+  return new Promise<StoredUpload>((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: req.headers, limits: { files: 1, fileSize: maxBytes, fields: 10, parts: 20 } });
+    } catch {
+      reject(new AppError('validation_error', 'Malformed multipart body'));
+      return;
+    }
+    let work: Promise<StoredUpload> | null = null;
+    parser.on('file', (field, stream, info) => {
+      if (field !== 'file' || work) {
+        stream.resume();
+        return;
+      }
+      work = (async () => {
+        const originalName = sanitiseFilename(info.filename);
+        let stamp = now();
+        let name = `${stamp}_${originalName}`;
+        let target = path.join(dir, name);
+        // Never overwrite: another upload of the same name in the same millisecond gets the next one.
+        while (await stat(target).then(() => true, () => false)) {
+          stamp += 1;
+          name = `${stamp}_${originalName}`;
+          target = path.join(dir, name);
+        }
+        let truncated = false;
+        stream.on('limit', () => (truncated = true));
+        await pipeline(stream, createWriteStream(target, { flags: 'wx' }));
+        if (truncated) {
+          await rm(target, { force: true });
+          throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
+        }
+        await fsyncPath(target);
+        await fsyncPath(dir);
+        const bytes = (await stat(target)).size;
+        return { name, originalName, type: await detectType(target), bytes };
+      })();
+    });
+    parser.on('error', () => reject(new AppError('validation_error', 'Malformed multipart body')));
+    parser.on('close', () => {
+      if (!work) reject(new AppError('validation_error', 'No field named "file" in the upload'));
+      else work.then(resolve, reject);
+    });
+    req.pipe(parser);
+  });
+}

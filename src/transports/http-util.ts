@@ -1,0 +1,23 @@
+// Small HTTP helpers shared by the REST gateway, file routes and MCP.
+import type { Response } from 'express';
+import type { App } from '../app.js';
+import { AppError, toWireError } from '../errors.js';
+
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+export function sendError(res: Response, err: unknown, app: App): void {
+  const wire = toWireError(err);
+  if (wire.code === 'internal_error') app.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+  if (!res.headersSent) res.status(err instanceof AppError ? err.status : 500).json({ ok: false, error: wire });
+}
+
+/** Host names accepted on the page and /mcp (DNS-rebinding defence). */
+export function hostAllowed(app: App, hostHeader: string | undefined): boolean {
+  if (!hostHeader) return false;
+  const host = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
+  return app.config.allowedHosts.includes('*') || app.config.allowedHosts.includes(host);
+}
