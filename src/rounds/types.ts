@@ -32,6 +32,15 @@ export interface CurrentRound {
   pending_mentions: string[];
   /** Visible agent answers since the last person message or start_round. */
   guard_count: number;
+  // Optional engine bookkeeping (absent in rooms stored before these existed = 0/false/unset).
+  /** Visible agent answers in this round (rule 6.1.1: a follow-up round needs ≥ 1). */
+  answers?: number;
+  /** Why the round ended; set together with `completed`. */
+  end_reason?: RoundEndReason;
+  /** Set when the round ended: a follow-up round is due (rule 6.1.1, third trigger). */
+  follow_up?: boolean;
+  /** The guard tripped; cleared by a person's visible message or start_round. */
+  guard_tripped?: boolean;
 }
 
 // ── The engine's API (src/rounds/engine.ts implements `applyAction`) ──

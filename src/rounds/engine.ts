@@ -1,0 +1,389 @@
+// The turn engine (SPEC §6) as a pure state machine:
+//
+//   applyAction(view, state, action, ctx) → { ok: true, state, effects } | { ok: false, code, … }
+//
+// Pure: the inputs are never mutated; time is ctx.now, presence ctx.online, ids
+// ctx.newRoundId(). The driver (driver.ts) persists `state` and carries out `effects` in order.
+// On `ok: false` nothing changed.
+//
+// ── Decisions where SPEC §6 is silent ────────────────────────────────────────────────────────
+//
+// State
+// - `current_round` stays stored after the round ends (`completed: true`, `turn: null`) so the
+//   guard counter survives between rounds. A new round copies `guard_count` forward.
+// - Extra optional CurrentRound fields: `answers` (visible agent answers in this round),
+//   `end_reason`, `follow_up` (a follow-up round is due: rule 6.1.1's third trigger, decided
+//   when the round ends — ended `completed` or `mention_chain`, ≥ 1 answer, ≥ 2 agents, default
+//   mode — and re-checked against ≥ 2 agents when it fires), `guard_tripped`. TurnState uses
+//   `extensions`. The follow-up flag persists, so a round that ends while the room is paused
+//   (or while no agent is online) is followed up on resume (or when an agent comes online).
+// - `history_rounds` gets a round id when the round ends, never twice.
+// - `processed_through_seq` only grows: a round start sets it to view.lastSeq; so does a mode
+//   change (see below).
+//
+// Guard
+// - A "visible agent answer" is counted once per turn that ends answered (an `end_turn: true`
+//   post, or skip/timeout/pass/leave after ≥ 1 `end_turn: false` post), once for an agent's
+//   message that opens an idle room, and once for each message of a host/admin agent posted
+//   outside a turn in host mode. `end_turn: false` posts are not counted one by one.
+// - It trips when guard_count ≥ max_auto_rounds × number of agents (checked when counting):
+//   a visible `system_message` (zh-*: `已达到自动轮次上限（N 轮），等待用户发言或手动开始新一轮。`,
+//   otherwise English) with the round's id, then `round_end` reason `guard`. Nothing starts
+//   until a person's visible message or start_round resets the counter and the flag. An idle
+//   agent's message that trips the guard starts its round and ends it at once with `guard`.
+// - With no round ever run in the room (current_round null) nothing is counted.
+//
+// Starting rounds (default mode)
+// - After every successful action: if no round runs, the room is active, has ≥ 1 agent, the
+//   guard has not tripped, and an unanswered person message exists (view.lastPersonSeq >
+//   processed_through_seq) or a follow-up is due, a rotation round starts in join order.
+//   These automatic starts also wait until at least one agent is online (ctx.online); the
+//   driver's `came_online` action re-checks. (Otherwise a round would pass every agent as
+//   offline and mark the message processed though nobody could answer.)
+// - A person's message mentioning agents in an idle active room starts a round at once (even if
+//   they are offline, they are then passed with `offline` records): queue = the mentioned block
+//   first, then the remaining agents in join order; pending chain = the block, so the round ends
+//   with `mention_chain` after the block (the rest are not asked unless the chain dissolves).
+// - An agent's message in an idle room (no running round, active, guard not tripped) starts a
+//   round in which it has answered: queue = join order rotated to start with it (its mentioned
+//   agents, if any, inserted right after it as a chain), index 1. `end_turn` is ignored there.
+// - A person's mentions posted into an idle *paused* room are not remembered: on resume the
+//   message starts a plain join-order round.
+// - In default mode agents (admins included) get `not_your_turn` outside their turn except in an
+//   idle room. The engine never refuses people (the caller checks user_participation) and never
+//   returns `forbidden`.
+//
+// Mentions (default mode)
+// - Mentions are filtered to current agent members other than the sender, deduplicated, in
+//   order. They are applied only to rotation rounds, and agents' mentions are ignored once the
+//   guard has tripped.
+// - A new chain merges with one still running: pending = [holder, if mentioned or already in
+//   the chain] + new block + earlier members still waiting; the queue stays contiguous (block
+//   right after the holder, then the earlier chain's waiting members).
+// - A mentioned holder gets a fresh turn (`mention`, can_skip false, posted and extensions
+//   reset to 0, new deadline).
+// - If chain members still waiting leave so that the chain becomes empty, the chain dissolves
+//   and the round continues in rotation (the `mention_chain` end happens only when the last
+//   chain member finishes its own turn: answer, skip, timeout, offline, pass or leave).
+//
+// Turns
+// - Deadline = ctx.now + view.turnTimeoutMs (ISO). Every issue/re-issue emits `agent_turn` then
+//   `timer`. A round end emits `round_end` then `timer: null`.
+// - Paused: status_changed→paused sets the holder's deadline to null and emits `timer: null`.
+//   While paused no turn is issued: when the turn moves on (pass_turn, the holder leaves) the
+//   holder becomes null and the index points at the next agent; the round can still end
+//   (queue exhausted, chain end, room_empty). Resume re-issues the holder's turn (full
+//   deadline, can_skip/reason unchanged, no presence check), or issues the next turn with the
+//   usual presence check when nobody held it.
+// - Agents' `message`, `skip` and `extend_turn` get `room_paused` while paused (checked first).
+//   `pass_turn` works while paused (the next turn waits for resume). `timeout` with no armed
+//   deadline (stale, or paused) is a no-op.
+// - pass_turn writes a `passed` record even after `end_turn: false` posts (the turn then counts
+//   as answered); `conflict` when nobody holds a turn.
+// - extend_turn: holder only (`not_your_turn`), at most 3 per turn (`conflict`), fresh full
+//   deadline and agent_turn; posts with end_turn:false and restarts keep the count.
+// - restart: holder keeps the turn with a fresh full deadline (no presence check); nothing while
+//   paused; a running round with no holder (should not happen) gets its turn issued.
+// - member_joined (agent, default mode, rotation round): appended to the queue. member_left
+//   (agent): removed from the not-yet-asked part and from the chain; the holder's turn moves on
+//   without a record (counted as answered if it had posted); no agents left → `room_empty`.
+//
+// Host mode
+// - Only the host's visible message mentioning agents (other than itself) starts a host round,
+//   also while paused (its first turn is then issued on resume); a running round ends first with
+//   `superseded`. A person host's message resets the guard as any person's; an agent host's
+//   mentions are ignored once the guard tripped. When the host answers its own turn (the floor)
+//   with mentions, that turn counts as answered, the floor round ends `completed`, then the host
+//   round starts; with `end_turn: false` and mentions the floor round is superseded.
+// - A host round that ended `completed` gives an agent host (online or not: an offline host is
+//   passed) the floor once (`host_floor`, reason `host`, can_skip true); not while paused (given
+//   on resume) and not after `superseded`/`guard`/`room_empty`.
+// - Host and admin agents may post at any time (counted for the guard); other agents only while
+//   holding the turn. People's messages start nothing; unanswered messages start no rounds.
+// - start_round in host mode: floor for an agent host; `conflict` for a person host (or none).
+//
+// Mode change
+// - A running round ends with `superseded`; nothing starts, and messages up to view.lastSeq
+//   count as processed (so a host-mode conversation is not re-answered by default mode).
+//
+// Role `system` messages change nothing.
+import type { ErrorCode } from '../errors.js';
+import {
+  MAX_EXTENSIONS,
+  PASSED_TEXT,
+  SKIP_TEXT,
+  TIMEOUT_TEXT,
+  applyMentions,
+  countAnswer,
+  emitTurn,
+  endRound,
+  finishTurn,
+  firstUnasked,
+  guardTripped,
+  isPaused,
+  issueTurn,
+  newWork,
+  resetGuard,
+  running,
+  settle,
+  startHostRound,
+  startRound,
+  type Work,
+} from './engine-core.js';
+import type { EngineAction, EngineContext, EngineResult, RoomView, RoundState } from './types.js';
+
+type Refusal = Extract<EngineResult, { ok: false }>;
+type MessageAction = Extract<EngineAction, { type: 'message' }>;
+
+function refuse(code: ErrorCode, message: string, details?: unknown): Refusal {
+  return details === undefined ? { ok: false, code, message } : { ok: false, code, message, details };
+}
+
+export function applyAction(view: RoomView, state: RoundState, action: EngineAction, ctx: EngineContext): EngineResult {
+  const w = newWork(view, state, ctx);
+  const refusal = dispatch(w, action);
+  if (refusal) return refusal;
+  settle(w);
+  return { ok: true, state: w.state, effects: w.effects };
+}
+
+function dispatch(w: Work, action: EngineAction): Refusal | undefined {
+  switch (action.type) {
+    case 'message':
+      return onMessage(w, action);
+    case 'skip':
+      return onSkip(w, action.agent);
+    case 'timeout':
+      return onTimeout(w);
+    case 'member_joined':
+      return onJoined(w, action.name, action.role);
+    case 'member_left':
+      return onLeft(w, action.name, action.role);
+    case 'came_online':
+      return undefined; // settle() re-checks rule 6.1.1
+    case 'status_changed':
+      return onStatus(w);
+    case 'mode_changed':
+      return onModeChanged(w);
+    case 'start_round':
+      return onStartRound(w);
+    case 'pass_turn':
+      return onPass(w);
+    case 'extend_turn':
+      return onExtend(w, action.agent);
+    case 'restart':
+      return onRestart(w);
+    default: {
+      const never: never = action;
+      throw new Error(`unknown engine action ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** Agents mentioned by a message: members with role ai_agent, sender excluded, in order. */
+function mentionedAgents(w: Work, a: MessageAction): string[] {
+  const out: string[] = [];
+  for (const n of a.mentions) if (n !== a.sender && w.view.agents.includes(n) && !out.includes(n)) out.push(n);
+  return out;
+}
+
+function onMessage(w: Work, a: MessageAction): Refusal | undefined {
+  if (a.role === 'system') return undefined;
+  if (a.role === 'user') {
+    onPersonMessage(w, a);
+    return undefined;
+  }
+  if (isPaused(w)) return refuse('room_paused', 'The room is paused');
+  return w.view.mode === 'host' ? onHostModeAgentMessage(w, a) : onDefaultAgentMessage(w, a);
+}
+
+function onPersonMessage(w: Work, a: MessageAction): void {
+  resetGuard(w);
+  const mentioned = mentionedAgents(w, a);
+  if (w.view.mode === 'host') {
+    if (a.sender === w.view.host && mentioned.length > 0) startHostRound(w, mentioned);
+    return;
+  }
+  if (mentioned.length === 0) return; // unanswered: settle() starts a round when idle
+  const r = running(w);
+  if (r) {
+    if (r.kind === 'rotation') applyMentions(w, r, mentioned);
+    return;
+  }
+  if (isPaused(w)) return;
+  const rest = w.view.agents.filter((n) => !mentioned.includes(n));
+  startRound(w, 'rotation', [...mentioned, ...rest], 0, [...mentioned]);
+  issueTurn(w);
+}
+
+function onDefaultAgentMessage(w: Work, a: MessageAction): Refusal | undefined {
+  const r = running(w);
+  if (r && r.turn?.agent === a.sender) {
+    const mentioned = guardTripped(w) ? [] : mentionedAgents(w, a);
+    if (mentioned.length > 0 && r.kind === 'rotation') applyMentions(w, r, mentioned);
+    if (!a.endTurn) {
+      r.turn.posted += 1;
+      emitTurn(w, r);
+      return undefined;
+    }
+    if (!finishTurn(w, true)) issueTurn(w);
+    return undefined;
+  }
+  if (r || guardTripped(w)) return refuse('not_your_turn', 'It is not your turn');
+  // Idle room: the message opens a round in which the sender has already answered.
+  const agents = w.view.agents;
+  const i = agents.indexOf(a.sender);
+  const rotated = i >= 0 ? [...agents.slice(i), ...agents.slice(0, i)] : [a.sender, ...agents];
+  const mentioned = mentionedAgents(w, a);
+  const rest = rotated.slice(1).filter((n) => !mentioned.includes(n));
+  startRound(w, 'rotation', [a.sender, ...mentioned, ...rest], 1, [...mentioned]);
+  if (countAnswer(w)) return undefined;
+  issueTurn(w);
+  return undefined;
+}
+
+function onHostModeAgentMessage(w: Work, a: MessageAction): Refusal | undefined {
+  const r = running(w);
+  const isHost = a.sender === w.view.host;
+  const mentioned = isHost && !guardTripped(w) ? mentionedAgents(w, a) : [];
+  if (r && r.turn?.agent === a.sender) {
+    if (!a.endTurn && mentioned.length === 0) {
+      r.turn.posted += 1;
+      emitTurn(w, r);
+      return undefined;
+    }
+    if (a.endTurn) {
+      if (finishTurn(w, true)) return undefined; // the guard tripped
+      issueTurn(w);
+    } else if (countAnswer(w)) {
+      return undefined;
+    }
+    if (mentioned.length > 0) startHostRound(w, mentioned);
+    return undefined;
+  }
+  if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
+  if (countAnswer(w)) return undefined;
+  if (mentioned.length > 0) startHostRound(w, mentioned);
+  return undefined;
+}
+
+function onSkip(w: Work, agent: string): Refusal | undefined {
+  if (isPaused(w)) return refuse('room_paused', 'The room is paused');
+  const r = running(w);
+  if (!r || r.turn?.agent !== agent) return refuse('not_your_turn', 'It is not your turn');
+  if (r.turn.posted > 0) {
+    // After a visible post the skip just ends the turn, which counts as answered.
+    if (!finishTurn(w, true)) issueTurn(w);
+    return undefined;
+  }
+  if (!r.turn.can_skip) return refuse('cannot_skip', 'This turn cannot be skipped (you were mentioned)');
+  w.effects.push({ type: 'record', agent, skip_reason: 'skip', text: SKIP_TEXT, round_id: r.round_id });
+  if (!finishTurn(w, false)) issueTurn(w);
+  return undefined;
+}
+
+function onTimeout(w: Work): Refusal | undefined {
+  const r = running(w);
+  if (!r || !r.turn || r.turn.deadline === null || isPaused(w)) return undefined; // stale
+  if (r.turn.posted > 0) {
+    if (!finishTurn(w, true)) issueTurn(w);
+    return undefined;
+  }
+  w.effects.push({ type: 'record', agent: r.turn.agent, skip_reason: 'timeout', text: TIMEOUT_TEXT, round_id: r.round_id });
+  if (!finishTurn(w, false)) issueTurn(w);
+  return undefined;
+}
+
+function onJoined(w: Work, name: string, role: 'ai_agent' | 'user'): Refusal | undefined {
+  if (role !== 'ai_agent' || w.view.mode !== 'default') return undefined;
+  const r = running(w);
+  if (r && r.kind === 'rotation' && !r.agent_queue.slice(firstUnasked(r)).includes(name)) r.agent_queue.push(name);
+  return undefined;
+}
+
+function onLeft(w: Work, name: string, role: 'ai_agent' | 'user'): Refusal | undefined {
+  if (role !== 'ai_agent') return undefined;
+  const r = running(w);
+  if (!r) return undefined;
+  if (w.view.agents.length === 0) {
+    endRound(w, 'room_empty');
+    return undefined;
+  }
+  const free = firstUnasked(r);
+  r.agent_queue = [...r.agent_queue.slice(0, free), ...r.agent_queue.slice(free).filter((n) => n !== name)];
+  if (r.turn?.agent === name) {
+    if (!finishTurn(w, r.turn.posted > 0)) issueTurn(w);
+    return undefined;
+  }
+  r.pending_mentions = r.pending_mentions.filter((n) => n !== name);
+  if (!r.turn) issueTurn(w); // paused between turns: the round may now be over
+  return undefined;
+}
+
+function onStatus(w: Work): Refusal | undefined {
+  const r = running(w);
+  if (isPaused(w)) {
+    if (r?.turn) r.turn.deadline = null;
+    w.effects.push({ type: 'timer', deadline: null });
+    return undefined;
+  }
+  if (!r) return undefined;
+  if (!r.turn) issueTurn(w);
+  else if (r.turn.deadline === null) emitTurn(w, r);
+  return undefined;
+}
+
+function onModeChanged(w: Work): Refusal | undefined {
+  if (running(w)) endRound(w, 'superseded');
+  w.state.processed_through_seq = Math.max(w.state.processed_through_seq, w.view.lastSeq);
+  return undefined;
+}
+
+function onStartRound(w: Work): Refusal | undefined {
+  if (isPaused(w)) return refuse('room_paused', 'The room is paused');
+  const r = running(w);
+  if (r) return refuse('conflict', 'A round is already running', { current_round: r });
+  if (w.view.agents.length === 0) return refuse('conflict', 'The room has no agents');
+  if (w.view.mode === 'host') {
+    const host = w.view.host;
+    if (!w.view.hostIsAgent || host === null || !w.view.agents.includes(host)) {
+      return refuse('conflict', 'In host mode start_round gives the floor to an agent host; this host is a person');
+    }
+    resetGuard(w);
+    startRound(w, 'host_floor', [host], 0, []);
+    issueTurn(w);
+    return undefined;
+  }
+  resetGuard(w);
+  startRound(w, 'rotation', [...w.view.agents], 0, []);
+  issueTurn(w);
+  return undefined;
+}
+
+function onPass(w: Work): Refusal | undefined {
+  const r = running(w);
+  if (!r || !r.turn) return refuse('conflict', 'Nobody holds a turn');
+  const answered = r.turn.posted > 0;
+  w.effects.push({ type: 'record', agent: r.turn.agent, skip_reason: 'passed', text: PASSED_TEXT, round_id: r.round_id });
+  if (!finishTurn(w, answered)) issueTurn(w);
+  return undefined;
+}
+
+function onExtend(w: Work, agent: string): Refusal | undefined {
+  if (isPaused(w)) return refuse('room_paused', 'The room is paused');
+  const r = running(w);
+  if (!r || r.turn?.agent !== agent) return refuse('not_your_turn', 'It is not your turn');
+  const used = r.turn.extensions ?? 0;
+  if (used >= MAX_EXTENSIONS) return refuse('conflict', `extend_turn may be used at most ${MAX_EXTENSIONS} times per turn`);
+  r.turn.extensions = used + 1;
+  emitTurn(w, r);
+  return undefined;
+}
+
+function onRestart(w: Work): Refusal | undefined {
+  const r = running(w);
+  if (!r || isPaused(w)) return undefined;
+  if (r.turn) emitTurn(w, r);
+  else issueTurn(w);
+  return undefined;
+}
