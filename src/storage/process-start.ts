@@ -39,10 +39,12 @@ async function rawStartMs(pid: number): Promise<number | undefined> {
   }
 }
 
+// btime has whole-second precision and node starts its uptime clock a little after exec, so the
+// two views of our own start differ by up to ~1.5 s; a wrong USER_HZ would be off by far more.
 async function selfCheck(): Promise<boolean> {
   const fromProc = await rawStartMs(process.pid);
   if (fromProc === undefined) return false;
-  return Math.abs(fromProc - (Date.now() - process.uptime() * 1000)) < 1000;
+  return Math.abs(fromProc - (Date.now() - process.uptime() * 1000)) < 2500;
 }
 
 /** Start time of a process in ms since the epoch, or undefined when it cannot be known. */

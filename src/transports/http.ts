@@ -1,13 +1,19 @@
 // REST gateway: POST /api/v1/tools/{name} serves the tool registry; plus health and the page.
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
-import { PUBLIC_DIR } from '../paths.js';
+import { PACKAGE_ROOT, PUBLIC_DIR } from '../paths.js';
 import { fileRoutes } from './files.js';
 import { bearerToken, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
+
+export const VENDOR_FILES: Record<string, string> = {
+  '/vendor/marked.esm.js': 'node_modules/marked/lib/marked.esm.js',
+  '/vendor/purify.es.mjs': 'node_modules/dompurify/dist/purify.es.mjs',
+};
 
 /** JSON bodies: a whole message of MAX_MESSAGE_CHARS in worst-case UTF-8 plus the envelope. */
 function bodyLimit(app: App): number {
@@ -95,6 +101,12 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
       .type('text/plain')
       .send(`Host "${req.get('host') ?? ''}" is not allowed. Add it to ALLOWED_HOSTS to serve the page under that name.`);
   };
+  // The page's libraries are served from their npm packages, not copied into public/.
+  for (const [route, file] of Object.entries(VENDOR_FILES)) {
+    http.get(route, pageHostCheck, (_req, res) => {
+      res.type('text/javascript').sendFile(path.join(PACKAGE_ROOT, file), { maxAge: '1h' });
+    });
+  }
   http.use('/', pageHostCheck, express.static(PUBLIC_DIR, { index: 'index.html', fallthrough: true }));
 
   http.use((_req, res) => {
