@@ -1,4 +1,235 @@
-// MCP (Streamable HTTP) at /mcp. Placeholder until the endpoint lands.
-import type { MountFactory } from './mount.js';
+// MCP (Streamable HTTP) at /mcp on the same server: stateful sessions, one McpServer each
+// (see mcp-session.ts), keyed by the `mcp-session-id` header. DNS-rebinding defence: the Host
+// must be in ALLOWED_HOSTS and an Origin, when sent, in ALLOWED_ORIGINS.
+import { randomUUID } from 'node:crypto';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { App } from '../app.js';
+import { hostAllowed } from './http-util.js';
+import { McpSession } from './mcp-session.js';
+import type { Mount, MountFactory } from './mount.js';
 
-export const mcpMount: MountFactory = () => ({});
+export const MCP_PATH = '/mcp';
+
+export interface McpMountOptions {
+  /** A session with no request and no open stream for this long is closed (default 30 min). */
+  idleMs?: number;
+  /** At most this many sessions; the least recently used idle one makes room (default 1000). */
+  maxSessions?: number;
+}
+
+interface Entry {
+  session: McpSession;
+  transport: StreamableHTTPServerTransport;
+  lastSeen: number;
+  /** HTTP requests of this session still open (POST answers, the GET stream). */
+  open: number;
+}
+
+const JSONRPC_PARSE_ERROR = -32700;
+const JSONRPC_SERVER_ERROR = -32000;
+const JSONRPC_SESSION_NOT_FOUND = -32001;
+
+function rpcError(res: Response, status: number, code: number, message: string): void {
+  if (res.headersSent) return;
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+function originAllowed(app: App, origin: string): boolean {
+  const allowed = app.config.allowedOrigins;
+  const wanted = origin.replace(/\/$/, '').toLowerCase();
+  return allowed.some((a) => a === '*' || a.toLowerCase() === wanted);
+}
+
+/** Ids of the JSON-RPC requests in a POST body (one message or a batch). */
+function requestIds(body: unknown): Array<string | number> {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.filter(isJSONRPCRequest).map((m) => m.id);
+}
+
+export class McpEndpoint implements Mount {
+  private readonly sessions = new Map<string, Entry>();
+  private readonly idleMs: number;
+  private readonly maxSessions: number;
+  private reaper: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(
+    private readonly app: App,
+    options: McpMountOptions = {},
+  ) {
+    this.idleMs = options.idleMs ?? 30 * 60_000;
+    this.maxSessions = options.maxSessions ?? 1000;
+  }
+
+  /** Open sessions (for tests and health). */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  routes(http: express.Express): void {
+    const app = this.app;
+    const router = express.Router();
+    router.use((req, res, next) => this.guard(req, res, next));
+    router.use(
+      express.json({ limit: Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024), strict: false }),
+    );
+    router.all('/', (req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        app.logger.error({ err }, 'MCP request failed');
+        rpcError(res, 500, JSONRPC_SERVER_ERROR, 'Internal server error');
+      });
+    });
+    router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+      const { status, type } = err as { status?: number; type?: string };
+      if (type === 'entity.too.large' || status === 413) return rpcError(res, 413, JSONRPC_SERVER_ERROR, 'Request body is too large');
+      if (type === 'entity.parse.failed' || (status !== undefined && status >= 400 && status < 500)) {
+        return rpcError(res, 400, JSONRPC_PARSE_ERROR, 'Parse error: malformed JSON body');
+      }
+      app.logger.error({ err }, 'MCP request failed');
+      return rpcError(res, 500, JSONRPC_SERVER_ERROR, 'Internal server error');
+    });
+    http.use(MCP_PATH, router);
+  }
+
+  attach(): void {
+    this.reaper = setInterval(() => this.reapIdle(), Math.min(60_000, this.idleMs));
+    this.reaper.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.reaper) clearInterval(this.reaper);
+    await Promise.all([...this.sessions.keys()].map((id) => this.drop(id)));
+  }
+
+  /** DNS-rebinding defence and CORS for allowed browser origins. */
+  private guard(req: Request, res: Response, next: NextFunction): void {
+    const app = this.app;
+    const host = req.get('host');
+    if (!hostAllowed(app, host)) {
+      return rpcError(
+        res,
+        403,
+        JSONRPC_SERVER_ERROR,
+        `Host "${host ?? ''}" is not allowed on ${MCP_PATH}. Add it to ALLOWED_HOSTS (now: ${app.config.allowedHosts.join(',')}) to accept it.`,
+      );
+    }
+    const origin = req.get('origin');
+    if (origin !== undefined) {
+      if (!originAllowed(app, origin)) {
+        return rpcError(
+          res,
+          403,
+          JSONRPC_SERVER_ERROR,
+          `Origin "${origin}" is not allowed on ${MCP_PATH}. Add it to ALLOWED_ORIGINS (now: ${app.config.allowedOrigins.join(',')}) to accept it.`,
+        );
+      }
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Vary', 'Origin');
+      res.setHeader('Access-Control-Expose-Headers', 'mcp-session-id, mcp-protocol-version');
+      if (req.method === 'OPTIONS') {
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
+        res.setHeader(
+          'Access-Control-Allow-Headers',
+          'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
+        );
+        res.setHeader('Access-Control-Max-Age', '600');
+        res.status(204).end();
+        return;
+      }
+    }
+    next();
+  }
+
+  private async handle(req: Request, res: Response): Promise<void> {
+    if (this.closing) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Server is shutting down');
+    const sessionId = req.get('mcp-session-id');
+    let entry: Entry | undefined;
+    if (sessionId) {
+      entry = this.sessions.get(sessionId);
+      if (!entry) {
+        return rpcError(res, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found (expired or closed): start a new session with initialize');
+      }
+    } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
+      if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
+      entry = await this.createSession();
+    } else {
+      return rpcError(
+        res,
+        400,
+        JSONRPC_SERVER_ERROR,
+        'Bad Request: send initialize first (POST without mcp-session-id), then the mcp-session-id header on every request',
+      );
+    }
+
+    const current = entry;
+    current.lastSeen = Date.now();
+    current.open += 1;
+    const ids = req.method === 'POST' ? requestIds(req.body) : [];
+    res.on('close', () => {
+      current.open -= 1;
+      current.lastSeen = Date.now();
+      // The client went away before the answer (e.g. gave up on a long wait_for_turn): stop it.
+      if (!res.writableFinished) for (const id of ids) current.session.abortRequest(id);
+    });
+    await current.transport.handleRequest(req, res, req.body);
+    // An initialize that failed leaves a transport without a session: nothing to keep.
+    if (!sessionId && !current.transport.sessionId) await current.session.close();
+  }
+
+  private async createSession(): Promise<Entry> {
+    const session = new McpSession(this.app);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, entry);
+      },
+      onsessionclosed: (id) => {
+        void this.drop(id);
+      },
+    });
+    const entry: Entry = { session, transport, lastSeen: Date.now(), open: 0 };
+    transport.onclose = () => {
+      if (transport.sessionId) void this.drop(transport.sessionId);
+    };
+    await session.server.connect(transport);
+    return entry;
+  }
+
+  private async drop(id: string): Promise<void> {
+    const entry = this.sessions.get(id);
+    if (!entry) return;
+    this.sessions.delete(id);
+    await entry.session.close();
+  }
+
+  private idle(entry: Entry, now: number): boolean {
+    return entry.open <= 0 && now - entry.lastSeen >= this.idleMs;
+  }
+
+  private reapIdle(): void {
+    const now = Date.now();
+    for (const [id, entry] of this.sessions) if (this.idle(entry, now)) void this.drop(id);
+  }
+
+  /** Keeps the number of sessions bounded: the least recently used session without open requests goes. */
+  private makeRoom(): boolean {
+    if (this.sessions.size < this.maxSessions) return true;
+    let oldest: [string, Entry] | undefined;
+    for (const pair of this.sessions) {
+      if (pair[1].open > 0) continue;
+      if (!oldest || pair[1].lastSeen < oldest[1].lastSeen) oldest = pair;
+    }
+    if (!oldest) return false;
+    void this.drop(oldest[0]);
+    return true;
+  }
+}
+
+export function createMcpMount(options: McpMountOptions = {}): MountFactory {
+  return (app) => new McpEndpoint(app, options);
+}
+
+export const mcpMount: MountFactory = createMcpMount();

@@ -1,0 +1,251 @@
+// One MCP session: its own McpServer serving the tool registry, and the participant the session
+// is bound to. The registry is the one source of truth: tools/list converts each tool's zod
+// schema to JSON Schema, tools/call hands the raw arguments to `registry.call`, which parses them
+// with the same schema, so a bad argument is our `validation_error` (as an error result) and the
+// session lives on.
+//
+// Binding rules (docs/mcp.md):
+// - A valid `Authorization: Bearer` token on any request binds an unbound session to its owner.
+// - An unbound session may call `register_agent`, `register_user` or `login`; the session is then
+//   bound to that participant (the server keeps the token in memory for the session's lifetime).
+// - A bound session always acts as the bound participant. A header token of another participant
+//   is refused with `forbidden`, as are `register_*` and a `login` as somebody else. A header token
+//   that is unknown (or was rotated) is `unauthorized` — it is never silently replaced.
+// - The binding is checked on every call: if the token the session was bound with is rotated
+//   elsewhere, calls fail with `unauthorized` until the session logs in again as the same
+//   participant. `rotate_token` inside the session keeps the session bound (to the new token).
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { App } from '../app.js';
+import { AppError, toWireError } from '../errors.js';
+import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/instructions.js';
+import type { RegisteredTool, ToolRegistry } from '../tools/registry.js';
+import type { Caller } from '../types.js';
+import { bearerToken } from './http-util.js';
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+type RequestId = Extra['requestId'];
+
+/** Tools that identify an unbound session. */
+const BINDING_TOOLS = new Set(['register_agent', 'register_user', 'login']);
+
+const toolCache = new WeakMap<ToolRegistry, Tool[]>();
+
+/** The registry as MCP tools: same names, descriptions and (JSON Schema) arguments. */
+export function mcpTools(registry: ToolRegistry): Tool[] {
+  let tools = toolCache.get(registry);
+  if (!tools) {
+    tools = registry.list().map(toMcpTool);
+    toolCache.set(registry, tools);
+  }
+  return tools;
+}
+
+function toMcpTool(tool: RegisteredTool): Tool {
+  const schema = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: { ...schema, type: 'object' } as Tool['inputSchema'],
+  };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A success: the data as JSON text and as structured content. */
+export function successResult(data: unknown): CallToolResult {
+  const structured = isPlainObject(data) ? data : { result: data ?? null };
+  return { content: [{ type: 'text', text: JSON.stringify(data ?? null) }], structuredContent: structured };
+}
+
+/** An error of the registry as a tool result (`isError: true`), code in the text and the structure. */
+export function errorResult(err: unknown): CallToolResult {
+  const error = toWireError(err);
+  const body = { ok: false, error };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
+}
+
+function headerValue(extra: Extra, name: string): string | undefined {
+  const value = extra.requestInfo?.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export class McpSession {
+  readonly server: McpServer;
+  /** Requests being handled, to abort them when their HTTP response goes away. */
+  private readonly inflight = new Map<RequestId, AbortController>();
+  private boundId: string | null = null;
+  private boundName: string | null = null;
+  /** The token the session acts with (kept in memory only). */
+  private token: string | null = null;
+  /** A register/login of an unbound session is running. */
+  private binding = false;
+  private closed = false;
+
+  constructor(private readonly app: App) {
+    this.server = new McpServer(
+      { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
+      { capabilities: { tools: { listChanged: false } }, instructions: MCP_INSTRUCTIONS },
+    );
+    this.server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: mcpTools(app.registry) }));
+    this.server.server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      this.callTool(request.params.name, request.params.arguments ?? {}, extra),
+    );
+  }
+
+  /** Name of the bound participant, or null. */
+  get participant(): string | null {
+    return this.boundName;
+  }
+
+  /** The HTTP response that carried this request closed before the answer: stop waiting. */
+  abortRequest(id: RequestId): void {
+    this.inflight.get(id)?.abort();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const controller of this.inflight.values()) controller.abort();
+    this.inflight.clear();
+    await this.server.close().catch(() => undefined);
+  }
+
+  private async callTool(name: string, args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> {
+    const abort = new AbortController();
+    const onAbort = () => abort.abort();
+    extra.signal.addEventListener('abort', onAbort, { once: true });
+    if (extra.signal.aborted) abort.abort();
+    this.inflight.set(extra.requestId, abort);
+    let claimed = false;
+    try {
+      const tool = this.app.registry.get(name);
+      const caller = this.identify(name, bearerToken(headerValue(extra, 'authorization')));
+      if (tool?.public && BINDING_TOOLS.has(name)) claimed = this.checkIdentification(name, args);
+      if (tool && !tool.public && !caller) {
+        throw new AppError(
+          'unauthorized',
+          'This MCP session has no identity yet: call register_agent (new agent) or login {token} first, or configure the header "Authorization: Bearer <token>".',
+        );
+      }
+      const progressToken = extra._meta?.progressToken;
+      const onProgress = (elapsedMs: number, totalMs: number) => {
+        // Waiting keeps the agent online.
+        if (caller) this.app.presence.touch(caller.id);
+        if (progressToken === undefined || abort.signal.aborted) return;
+        extra
+          .sendNotification({
+            method: 'notifications/progress',
+            params: {
+              progressToken,
+              progress: Math.round(elapsedMs / 100) / 10,
+              total: Math.round(totalMs / 100) / 10,
+              message: `waiting for your turn (${Math.round(elapsedMs / 1000)} s of ${Math.round(totalMs / 1000)} s)`,
+            },
+          })
+          .catch(() => undefined);
+      };
+      const data = await this.app.registry.call(name, args, {
+        caller,
+        token: null,
+        transport: 'mcp',
+        requestId: String(extra.requestId),
+        signal: abort.signal,
+        onProgress,
+      });
+      this.afterCall(name, data);
+      return successResult(data);
+    } catch (err) {
+      if (toWireError(err).code === 'internal_error') this.app.logger.error({ err, tool: name }, 'MCP tool call failed');
+      return errorResult(err);
+    } finally {
+      if (claimed) this.binding = false;
+      extra.signal.removeEventListener('abort', onAbort);
+      this.inflight.delete(extra.requestId);
+    }
+  }
+
+  /** The caller of this call, binding the session to a valid header token. */
+  private identify(toolName: string, headerToken: string | null): Caller | null {
+    const participants = this.app.participants;
+    if (headerToken) {
+      const fromHeader = participants.authenticate(headerToken);
+      if (!fromHeader) throw new AppError('unauthorized', 'The token in the Authorization header is unknown or was rotated');
+      if (this.boundId !== null && fromHeader.id !== this.boundId) {
+        throw new AppError(
+          'forbidden',
+          `This MCP session is bound to "${this.boundName}" and cannot act as "${fromHeader.name}"; open a new session for another participant.`,
+        );
+      }
+      if (this.boundId === null && this.binding) {
+        throw new AppError('conflict', 'This MCP session is being identified by another call; try again.');
+      }
+      this.bind(fromHeader, headerToken);
+      return fromHeader;
+    }
+    if (this.token === null) return null;
+    const bound = participants.authenticate(this.token);
+    if (bound) return bound;
+    // The session's token was rotated or revoked elsewhere: only a login as the same participant helps.
+    if (toolName === 'login') return null;
+    throw new AppError(
+      'unauthorized',
+      `The token this session was bound with (as "${this.boundName}") was rotated or revoked; call login with the current token, or open a new session.`,
+    );
+  }
+
+  /** register_* / login: allowed once on an unbound session, and login as the same participant. */
+  private checkIdentification(name: string, args: Record<string, unknown>): boolean {
+    if (this.boundId !== null) {
+      if (name !== 'login') {
+        throw new AppError(
+          'forbidden',
+          `This MCP session is already bound to "${this.boundName}"; open a new session to ${name === 'register_agent' ? 'register another agent' : 'register someone else'}.`,
+        );
+      }
+      const target =
+        typeof args.token === 'string'
+          ? this.app.participants.authenticate(args.token)
+          : typeof args.name === 'string'
+            ? this.app.participants.byName(args.name)
+            : undefined;
+      if (target && target.id !== this.boundId) {
+        throw new AppError(
+          'forbidden',
+          `This MCP session is bound to "${this.boundName}" and cannot log in as "${target.name}"; open a new session for another participant.`,
+        );
+      }
+      return false;
+    }
+    if (this.binding) throw new AppError('conflict', 'This MCP session is being identified by another call; try again.');
+    this.binding = true;
+    return true;
+  }
+
+  private afterCall(name: string, data: unknown): void {
+    const token = isPlainObject(data) && typeof data.token === 'string' ? data.token : null;
+    if (!token) return;
+    if (BINDING_TOOLS.has(name) || name === 'rotate_token') {
+      const caller = this.app.participants.authenticate(token);
+      if (caller && (this.boundId === null || caller.id === this.boundId)) this.bind(caller, token);
+    }
+  }
+
+  private bind(caller: Caller, token: string): void {
+    this.boundId = caller.id;
+    this.boundName = caller.name;
+    this.token = token;
+  }
+}
