@@ -194,7 +194,10 @@ export function startRound(w: Work, kind: RoundKind, queue: string[], index: num
     guard_tripped: false,
   };
   w.state.current_round = r;
-  w.state.processed_through_seq = Math.max(w.state.processed_through_seq, w.view.lastSeq);
+  // Every earlier message is processed, including records/system messages this same action
+  // emitted before: the driver numbers them view.lastSeq + 1, + 2, … in effect order.
+  const written = w.effects.filter((e) => e.type === 'record' || e.type === 'system_message').length;
+  w.state.processed_through_seq = Math.max(w.state.processed_through_seq, w.view.lastSeq + written);
   w.effects.push({ type: 'round_start', round_id: r.round_id, agent_queue: [...queue], kind, mode: w.view.mode });
   return r;
 }

@@ -18,8 +18,9 @@
 //   `extensions`. The follow-up flag persists, so a round that ends while the room is paused
 //   (or while no agent is online) is followed up on resume (or when an agent comes online).
 // - `history_rounds` gets a round id when the round ends, never twice.
-// - `processed_through_seq` only grows: a round start sets it to view.lastSeq; so does a mode
-//   change (see below).
+// - `processed_through_seq` only grows: a round start sets it to view.lastSeq plus the records
+//   and system messages emitted earlier in the same action (the driver numbers those
+//   view.lastSeq + 1, + 2, … in effect order); a mode change sets it to view.lastSeq.
 //
 // Guard
 // - A "visible agent answer" is counted once per turn that ends answered (an `end_turn: true`
