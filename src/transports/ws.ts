@@ -1,4 +1,503 @@
-// WebSocket hub at /ws (SPEC §8). Placeholder until the hub lands.
+// WebSocket hub at /ws (SPEC §8): authenticates sockets, keeps each subscribed to its
+// participant's rooms, fans room events out (serialised once per event), replays history on
+// `subscribe` with `after_seq`, and serves `call` frames from the same tool registry as REST.
+//
+// Ordering: the bus publishes a room's events synchronously in commit order and this hub
+// writes them in that order. A replay reads the store only up to the last message whose
+// `message_new` was already published (`lastPublished`): later messages are still on their way
+// through the bus and reach the socket live, so the seam has neither a gap nor a duplicate.
+import type http from 'node:http';
+import type https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { App } from '../app.js';
+import { toWireError } from '../errors.js';
+import type { AccessEvent, RoomEvent } from '../events/bus.js';
+import { yourTurn } from '../messages/service.js';
+import { presentMessage } from '../rooms/present.js';
+import type { Caller, Message } from '../types.js';
+import { parseClientFrame } from './ws-frames.js';
 import type { MountFactory } from './mount.js';
+import { CLOSE, type CallFrame, type EventFrame, type RoomCursor } from './ws-protocol.js';
+import { Session, type RoomSub } from './ws-session.js';
 
-export const wsMount: MountFactory = () => ({});
+export interface WsOptions {
+  /** Time a new socket has to send its auth frame (SPEC: 10 s). */
+  authTimeoutMs: number;
+  /** Server ping interval; a socket that has not answered the previous ping is dropped. */
+  heartbeatMs: number;
+  /** Unsent bytes after which a socket counts as a slow consumer and is dropped (1 MiB). */
+  maxBufferedBytes: number;
+  /** Live events that may wait behind one replay before the socket is dropped. */
+  maxQueuedEvents: number;
+  /** Replayed messages written between two waits for the socket to drain. */
+  replayChunk: number;
+  /** On close(): how long sockets get to finish the 1001 closing handshake. */
+  shutdownGraceMs: number;
+}
+
+export const WS_DEFAULTS: Readonly<WsOptions> = {
+  authTimeoutMs: 10_000,
+  heartbeatMs: 30_000,
+  maxBufferedBytes: 1024 * 1024,
+  maxQueuedEvents: 10_000,
+  replayChunk: 256,
+  shutdownGraceMs: 1000,
+};
+
+export const WS_PATH = '/ws';
+
+const hubs = new WeakMap<App, WsHub>();
+
+/** The hub serving an app (tests tune its timers through `configure`). */
+export function wsHubOf(app: App): WsHub | undefined {
+  return hubs.get(app);
+}
+
+export function createWsMount(overrides: Partial<WsOptions> = {}): MountFactory {
+  return (app) => {
+    const hub = new WsHub(app, { ...WS_DEFAULTS, ...overrides });
+    hubs.set(app, hub);
+    return {
+      attach: (server) => hub.attach(server),
+      close: () => hub.close(),
+    };
+  };
+}
+
+export const wsMount: MountFactory = createWsMount();
+
+export class WsHub {
+  private readonly wss: WebSocketServer;
+  private readonly sessions = new Set<Session>();
+  private readonly byRoom = new Map<string, Set<Session>>();
+  private readonly byParticipant = new Map<string, Set<Session>>();
+  private readonly byToken = new Map<string, Set<Session>>();
+  /** Highest seq per room whose message_new the bus has published. */
+  private readonly lastPublished = new Map<string, number>();
+  private readonly disposers: Array<() => void> = [];
+  private heartbeat: NodeJS.Timeout | undefined;
+  private server: http.Server | https.Server | undefined;
+  private closing = false;
+
+  constructor(
+    private readonly app: App,
+    private options: WsOptions,
+  ) {
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: app.config.maxFrameBytes,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
+    // Everything stored before the hub existed has been published (start-up is over).
+    for (const room of app.store.listRooms()) this.lastPublished.set(room.room_id, app.store.nextSeq(room.room_id) - 1);
+    this.disposers.push(
+      app.bus.subscribe((event) => this.onRoomEvent(event)),
+      app.bus.subscribeAccess((event) => this.onAccess(event)),
+      app.participants.onTokenRevoked((tokenHash) => this.onTokenRevoked(tokenHash)),
+    );
+  }
+
+  /** Changes timers and limits at run time (tests shorten the auth timeout and heartbeat). */
+  configure(overrides: Partial<WsOptions>): void {
+    this.options = { ...this.options, ...overrides };
+    if (this.heartbeat && overrides.heartbeatMs !== undefined) this.startHeartbeat();
+  }
+
+  stats(): { sockets: number; authenticated: number; rooms: number } {
+    let authenticated = 0;
+    for (const s of this.sessions) if (s.state === 'open') authenticated++;
+    return { sockets: this.sessions.size, authenticated, rooms: this.byRoom.size };
+  }
+
+  attach(server: http.Server | https.Server): void {
+    this.server = server;
+    server.on('upgrade', this.onUpgrade);
+    this.startHeartbeat();
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.server?.off('upgrade', this.onUpgrade);
+    clearInterval(this.heartbeat);
+    for (const dispose of this.disposers) dispose();
+    const closed = [...this.sessions].map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.ws.readyState === 3) return resolve();
+          s.ws.once('close', () => resolve());
+          s.close(CLOSE.GOING_AWAY);
+        }),
+    );
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, this.options.shutdownGraceMs).unref());
+    await Promise.race([Promise.all(closed), grace]);
+    for (const s of this.sessions) s.ws.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+
+  // ── connections ──
+
+  private readonly onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    let pathname: string;
+    try {
+      pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    } catch {
+      pathname = '';
+    }
+    if (pathname !== WS_PATH) {
+      // Another mount may serve this path; answer only when nobody else listens.
+      if (this.server?.listenerCount('upgrade') === 1) refuse(socket, 404, 'Not Found', `No WebSocket endpoint at ${pathname}. Use ${WS_PATH}.`);
+      return;
+    }
+    if (this.closing) return refuse(socket, 503, 'Service Unavailable', 'The server is shutting down.');
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.originAllowed(origin)) {
+      return refuse(
+        socket,
+        403,
+        'Forbidden',
+        `Origin "${origin}" is not allowed. Add it to ALLOWED_ORIGINS (now: ${this.app.config.allowedOrigins.join(',')}) to connect from that page.`,
+      );
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
+  };
+
+  private originAllowed(origin: string): boolean {
+    const wanted = origin.toLowerCase().replace(/\/$/, '');
+    return this.app.config.allowedOrigins.some((o) => o === '*' || o.toLowerCase().replace(/\/$/, '') === wanted);
+  }
+
+  private onConnection(ws: WebSocket): void {
+    const session = new Session(ws, this.options);
+    this.sessions.add(session);
+    session.authTimer = setTimeout(() => {
+      if (session.state === 'awaiting_auth') session.closeUnauthorized('no auth frame in time');
+    }, this.options.authTimeoutMs);
+    ws.on('message', (data, isBinary) => this.onFrame(session, data, isBinary));
+    ws.on('pong', () => {
+      session.alive = true;
+    });
+    ws.on('error', (err) => {
+      // Oversize frames (1009) and protocol errors: ws closes the socket itself.
+      this.app.logger.debug({ err, session: session.id }, 'websocket error');
+    });
+    ws.on('close', (code) => this.onClose(session, code));
+  }
+
+  private onClose(session: Session, code: number): void {
+    clearTimeout(session.authTimer);
+    const wasAuthenticated = session.state === 'open' || session.state === 'revoked';
+    session.state = 'closed';
+    this.sessions.delete(session);
+    for (const controller of session.calls) controller.abort();
+    if (session.dropped) this.app.logger.warn({ session: session.id, reason: session.dropped }, 'websocket dropped');
+    if (!session.caller) return;
+    this.unindexAll(session);
+    removeFrom(this.byParticipant, session.caller.id, session);
+    removeFrom(this.byToken, session.caller.tokenHash, session);
+    if (wasAuthenticated) {
+      try {
+        this.app.presence.socketClosed(session.caller.id);
+      } catch (err) {
+        this.app.logger.error({ err }, 'presence update failed');
+      }
+    }
+    this.app.logger.debug({ session: session.id, code }, 'websocket closed');
+  }
+
+  private onFrame(session: Session, data: RawData, isBinary: boolean): void {
+    session.alive = true;
+    const text = isBinary ? '' : rawText(data);
+    const parsed = parseClientFrame(text);
+    if (session.state === 'awaiting_auth') {
+      if (!parsed.ok || parsed.frame.type !== 'auth') return session.closeUnauthorized('first frame must be {"type":"auth","token":…}');
+      const caller = this.app.participants.authenticate(parsed.frame.token);
+      if (!caller) return session.closeUnauthorized('unknown or revoked token');
+      return this.authenticate(session, caller);
+    }
+    if (session.state !== 'open') return;
+    if (!parsed.ok) {
+      const error = toWireError(parsed.error);
+      if (parsed.callId !== undefined) session.send({ type: 'result', id: parsed.callId, ok: false, error });
+      else session.send({ type: 'error', error });
+      return;
+    }
+    const frame = parsed.frame;
+    switch (frame.type) {
+      case 'auth':
+        session.send({ type: 'error', error: { code: 'validation_error', message: 'Already authenticated' } });
+        return;
+      case 'subscribe':
+        void this.subscribe(session, frame.room_id, frame.after_seq);
+        return;
+      case 'unsubscribe':
+        this.unsubscribe(session, frame.room_id);
+        return;
+      case 'call':
+        void this.call(session, frame);
+        return;
+      case 'ping':
+        session.send({ type: 'pong', server_time: new Date(this.app.now()).toISOString() });
+        return;
+      default: {
+        const never: never = frame;
+        throw new Error(`unhandled frame ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private authenticate(session: Session, caller: Caller): void {
+    clearTimeout(session.authTimer);
+    session.state = 'open';
+    session.caller = caller;
+    addTo(this.byParticipant, caller.id, session);
+    addTo(this.byToken, caller.tokenHash, session);
+    const rooms: RoomCursor[] = [];
+    for (const roomId of this.roomsOf(caller)) {
+      const cursor = this.lastPublished.get(roomId) ?? 0;
+      this.addSub(session, roomId, cursor);
+      rooms.push({ room_id: roomId, last_seq: cursor });
+    }
+    try {
+      this.app.presence.socketOpened(caller.id);
+    } catch (err) {
+      this.app.logger.error({ err }, 'presence update failed');
+    }
+    const { tokenHash: _tokenHash, ...participant } = caller;
+    session.send({ type: 'auth_ok', participant, rooms, server_time: new Date(this.app.now()).toISOString() });
+  }
+
+  private roomsOf(caller: Caller): string[] {
+    const record = caller.kind === 'agent' ? this.app.store.getAgent(caller.id) : this.app.store.getUser(caller.id);
+    const listed = record?.rooms ?? [];
+    // Membership in the room record is the truth (isolation); the participant's list is the index.
+    return listed.filter((roomId) => this.app.store.getRoom(roomId)?.members.some((m) => m.participant_id === caller.id));
+  }
+
+  // ── subscriptions ──
+
+  private addSub(session: Session, roomId: string, lastSent: number, replaying = false): RoomSub {
+    const sub: RoomSub = { lastSent, queue: replaying ? [] : null };
+    session.subs.set(roomId, sub);
+    addTo(this.byRoom, roomId, session);
+    return sub;
+  }
+
+  private removeSub(session: Session, roomId: string): boolean {
+    const had = session.subs.delete(roomId);
+    removeFrom(this.byRoom, roomId, session);
+    return had;
+  }
+
+  private unindexAll(session: Session): void {
+    for (const roomId of [...session.subs.keys()]) this.removeSub(session, roomId);
+  }
+
+  private async subscribe(session: Session, roomId: string, afterSeq: number | undefined): Promise<void> {
+    const caller = session.caller!;
+    let room;
+    try {
+      room = this.app.rooms.requireMember(roomId, caller).room;
+    } catch (err) {
+      session.send({ type: 'error', error: toWireError(err), room_id: roomId });
+      return;
+    }
+    const bound = this.lastPublished.get(roomId) ?? 0;
+    if (afterSeq === undefined) {
+      // Already live: keep the cursor. Otherwise start live from what is published now.
+      if (!session.subs.has(roomId)) this.addSub(session, roomId, bound);
+      session.send({ type: 'subscribed', room_id: roomId, last_seq: bound });
+    } else {
+      const sub = this.addSub(session, roomId, Math.min(afterSeq, bound), true);
+      session.send({ type: 'subscribed', room_id: roomId, last_seq: bound, after_seq: afterSeq });
+      if (!(await this.replay(session, roomId, sub, afterSeq, bound))) return;
+      session.flush(sub);
+    }
+    room = this.app.store.getRoom(roomId);
+    const turn = room && session.subs.has(roomId) ? yourTurn(room, caller.name) : null;
+    if (room && turn?.deadline) {
+      const frame: EventFrame = {
+        type: 'event',
+        event: 'agent_turn',
+        room_id: roomId,
+        data: {
+          round_id: turn.round_id,
+          agent_id: caller.id,
+          agent_name: caller.name,
+          can_skip: turn.can_skip,
+          reason: turn.reason,
+          deadline: turn.deadline,
+          timeout_ms: room.settings.turn_timeout_ms ?? this.app.config.turnTimeoutMs,
+        },
+      };
+      session.send(frame);
+    }
+  }
+
+  /**
+   * Writes message_new for seqs (afterSeq, bound] in chunks, waiting for the socket to drain
+   * between chunks. Live events of the room queue up in `sub` meanwhile. False when the
+   * subscription was replaced or dropped on the way.
+   */
+  private async replay(session: Session, roomId: string, sub: RoomSub, afterSeq: number, bound: number): Promise<boolean> {
+    let seq = afterSeq + 1;
+    const current = () => session.isOpen && session.subs.get(roomId) === sub;
+    while (seq <= bound) {
+      if (!current()) return false;
+      const room = this.app.store.getRoom(roomId);
+      if (!room) return false;
+      const messages = this.app.store.roomMessages(roomId);
+      let last: Promise<void> | undefined;
+      for (let n = 0; n < this.options.replayChunk && seq <= bound; n++, seq++) {
+        const message = messageAt(messages, seq);
+        if (!message) continue;
+        const frame = serialise({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, room) } });
+        sub.lastSent = seq;
+        last = session.sendAndWait(frame);
+      }
+      if (seq <= bound && last) await last;
+    }
+    return current();
+  }
+
+  private unsubscribe(session: Session, roomId: string): void {
+    this.removeSub(session, roomId);
+    session.send({ type: 'unsubscribed', room_id: roomId });
+  }
+
+  // ── calls ──
+
+  private async call(session: Session, frame: CallFrame): Promise<void> {
+    const controller = new AbortController();
+    session.calls.add(controller);
+    try {
+      const data = await this.app.registry.call(frame.tool, frame.args ?? {}, {
+        caller: session.caller,
+        transport: 'ws',
+        requestId: `ws-${session.id}-${String(frame.id)}`,
+        signal: controller.signal,
+      });
+      session.send({ type: 'result', id: frame.id, ok: true, data: data ?? null });
+    } catch (err) {
+      const error = toWireError(err);
+      if (error.code === 'internal_error') this.app.logger.error({ err, tool: frame.tool }, 'websocket call failed');
+      session.send({ type: 'result', id: frame.id, ok: false, error });
+    } finally {
+      session.calls.delete(controller);
+      if (session.state === 'revoked' && session.calls.size === 0) session.closeUnauthorized('token revoked');
+    }
+  }
+
+  // ── bus ──
+
+  private onRoomEvent(event: RoomEvent): void {
+    let seq = 0;
+    if (event.event === 'message_new') {
+      seq = event.data.message.seq;
+      if (seq > (this.lastPublished.get(event.room_id) ?? 0)) this.lastPublished.set(event.room_id, seq);
+    }
+    const sessions = this.byRoom.get(event.room_id);
+    if (!sessions || sessions.size === 0) return;
+    const frame = serialise(event);
+    for (const session of sessions) session.deliver(event.room_id, frame, seq);
+  }
+
+  private onAccess(event: AccessEvent): void {
+    if (event.type === 'token_revoked') return; // handled per token through onTokenRevoked
+    const sessions = this.byParticipant.get(event.participant_id);
+    if (!sessions) return;
+    for (const session of sessions) {
+      if (session.state !== 'open') continue;
+      if (event.type === 'joined') {
+        if (session.subs.has(event.room_id)) continue;
+        const cursor = this.lastPublished.get(event.room_id) ?? 0;
+        this.addSub(session, event.room_id, cursor);
+        session.send({ type: 'subscribed', room_id: event.room_id, last_seq: cursor });
+      } else if (this.removeSub(session, event.room_id)) {
+        session.send({ type: 'unsubscribed', room_id: event.room_id });
+      }
+    }
+  }
+
+  /**
+   * The token stopped working: its sockets stop receiving at once and close with 4401 once
+   * their in-flight calls answered (so `rotate_token` over the socket still gets its result).
+   */
+  private onTokenRevoked(tokenHash: string): void {
+    const sessions = this.byToken.get(tokenHash);
+    if (!sessions) return;
+    for (const session of [...sessions]) {
+      if (session.state !== 'open') continue;
+      session.state = 'revoked';
+      this.unindexAll(session);
+      if (session.calls.size === 0) session.closeUnauthorized('token revoked');
+      else for (const controller of session.calls) controller.abort();
+    }
+  }
+
+  private startHeartbeat(): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => {
+      for (const session of this.sessions) {
+        if (!session.alive) {
+          session.drop('no pong');
+          continue;
+        }
+        session.alive = false;
+        if (session.ws.readyState === 1) session.ws.ping();
+      }
+    }, this.options.heartbeatMs);
+    this.heartbeat.unref();
+  }
+}
+
+/** One string per event, written as-is to every recipient. */
+function serialise(event: RoomEvent): string {
+  const data =
+    event.event === 'message_new' || event.event === 'message_update' ? { message: withoutPrivate(event.data.message) } : event.data;
+  return JSON.stringify({ type: 'event', event: event.event, room_id: event.room_id, data });
+}
+
+/** client_msg_id belongs to the sender's retries and is never shown to others (SPEC §7). */
+function withoutPrivate(message: Message): Message {
+  if (message.client_msg_id === undefined) return message;
+  const { client_msg_id: _clientMsgId, ...rest } = message;
+  return rest;
+}
+
+/** Logs are contiguous (seq k at index k-1); falls back to a search if that ever changes. */
+function messageAt(messages: readonly Message[], seq: number): Message | undefined {
+  const guess = messages[seq - 1];
+  if (guess?.seq === seq) return guess;
+  return messages.find((m) => m.seq === seq);
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+function refuse(socket: Duplex, status: number, statusText: string, body: string): void {
+  const payload = Buffer.from(`${body}\n`, 'utf8');
+  socket.end(
+    `HTTP/1.1 ${status} ${statusText}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n${payload.toString('utf8')}`,
+  );
+  socket.once('finish', () => socket.destroy());
+}
+
+function addTo<K>(index: Map<K, Set<Session>>, key: K, session: Session): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(session);
+}
+
+function removeFrom<K>(index: Map<K, Set<Session>>, key: K, session: Session): void {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(session);
+  if (set.size === 0) index.delete(key);
+}
+

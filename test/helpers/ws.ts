@@ -1,0 +1,127 @@
+// A raw WebSocket test client: records every frame, waits for frames matching a predicate,
+// and reports how the socket closed. No reconnects, no dedupe: it shows the wire as it is.
+import WebSocket from 'ws';
+import type { AuthOkFrame, ServerFrame } from '../../src/transports/ws-protocol.js';
+
+export interface Closed {
+  code: number;
+  reason: string;
+}
+
+export function wsUrl(httpUrl: string): string {
+  return `${httpUrl.replace(/^http/, 'ws')}/ws`;
+}
+
+export class TestSocket {
+  readonly frames: ServerFrame[] = [];
+  readonly closed: Promise<Closed>;
+  private waiters: Array<{ pred: (f: ServerFrame) => boolean; resolve: (f: ServerFrame) => void }> = [];
+  private nextId = 1;
+
+  private constructor(readonly ws: WebSocket) {
+    this.closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') }));
+    });
+    ws.on('error', () => undefined);
+    ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as ServerFrame;
+      this.frames.push(frame);
+      this.waiters = this.waiters.filter((w) => {
+        if (!w.pred(frame)) return true;
+        w.resolve(frame);
+        return false;
+      });
+    });
+  }
+
+  static open(url: string, options: { origin?: string } = {}): Promise<TestSocket> {
+    const ws = new WebSocket(url, { headers: options.origin ? { origin: options.origin } : {} });
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(new TestSocket(ws)));
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}: ${body}`), { status: res.statusCode, body })));
+      });
+      ws.once('error', reject);
+    });
+  }
+
+  /** Opens and authenticates; resolves with auth_ok. */
+  static async connect(url: string, token: string): Promise<TestSocket> {
+    const socket = await TestSocket.open(url);
+    await socket.auth(token);
+    return socket;
+  }
+
+  send(frame: unknown): void {
+    this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+  }
+
+  async auth(token: string): Promise<AuthOkFrame> {
+    this.send({ type: 'auth', token });
+    return (await this.waitFor((f) => f.type === 'auth_ok')) as AuthOkFrame;
+  }
+
+  /** The first frame (already received or still to come) matching `pred`. */
+  waitFor<F extends ServerFrame = ServerFrame>(pred: (f: ServerFrame) => boolean, timeoutMs = 5000, label = 'frame'): Promise<F> {
+    const found = this.frames.find(pred);
+    if (found) return Promise.resolve(found as F);
+    return new Promise((resolve, reject) => {
+      const waiter = { pred, resolve: (f: ServerFrame) => (clearTimeout(timer), resolve(f as F)) };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`timed out waiting for ${label}; got ${this.frames.map(describe).join(', ')}`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  waitForEvent(event: string, pred: (data: any, roomId: string) => boolean = () => true, timeoutMs = 5000) {
+    return this.waitFor<Extract<ServerFrame, { type: 'event' }>>(
+      (f) => f.type === 'event' && f.event === event && pred(f.data, f.room_id),
+      timeoutMs,
+      `event ${event}`,
+    );
+  }
+
+  /** Sends a call frame and resolves with its result frame. */
+  async call(tool: string, args: unknown = {}): Promise<Extract<ServerFrame, { type: 'result' }>> {
+    const id = `t${this.nextId++}`;
+    this.send({ type: 'call', id, tool, args });
+    return this.waitFor((f) => f.type === 'result' && f.id === id, 10_000, `result of ${tool}`);
+  }
+
+  events(roomId?: string): Array<Extract<ServerFrame, { type: 'event' }>> {
+    return this.frames.filter((f): f is Extract<ServerFrame, { type: 'event' }> => f.type === 'event' && (!roomId || f.room_id === roomId));
+  }
+
+  messageSeqs(roomId: string): number[] {
+    return this.events(roomId)
+      .filter((f) => f.event === 'message_new')
+      .map((f) => (f.data as { message: { seq: number } }).message.seq);
+  }
+
+  close(): Promise<Closed> {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close();
+    return this.closed;
+  }
+
+  terminate(): void {
+    this.ws.terminate();
+  }
+}
+
+function describe(f: ServerFrame): string {
+  return f.type === 'event' ? `event:${f.event}` : f.type;
+}
+
+/** Resolves when `check` passes, polling; for outcomes that have no frame of their own. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000, label = 'condition'): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${label}`);
+}
