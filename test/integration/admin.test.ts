@@ -1,0 +1,194 @@
+// Room administration, turn control, deletion and paging over real HTTP.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RoomEvent } from '../../src/events/bus.js';
+import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+afterEach(async () => {
+  await server?.stop();
+});
+
+function collect(s: TestServer, roomId: string) {
+  const events: RoomEvent[] = [];
+  s.app.bus.subscribe((e) => {
+    if (e.room_id === roomId) events.push(e);
+  });
+  return events;
+}
+
+async function expectCode(promise: ReturnType<TestServer['call']>, status: number, code: string) {
+  const answer = await promise;
+  expect(answer.status).toBe(status);
+  expect(answer.body.ok ? 'ok' : answer.body.error.code).toBe(code);
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 50));
+
+async function roomWithAgents(names: string[], opts: Record<string, unknown> = {}) {
+  const owner = await registerUser(server, 'Owner');
+  const { room } = await server.ok('create_room', { room_name: 'Admin', ...opts }, owner.token);
+  const agents = [];
+  for (const name of names) {
+    const agent = await registerAgent(server, name);
+    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    agents.push(agent);
+  }
+  return { owner, room, agents, events: collect(server, room.room_id) };
+}
+
+describe('update_room', () => {
+  it('changes settings for admins, sets and clears the password, and ends a round on mode change', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 });
+    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    await expectCode(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, agents[0]!.token), 403, 'forbidden');
+    await expectCode(server.call('update_room', { room_id: room.room_id, turn_timeout_ms: 5 }, owner.token), 400, 'validation_error');
+    const updated = await server.ok(
+      'update_room',
+      { room_id: room.room_id, room_description: '新描述', max_auto_rounds: 2, turn_timeout_ms: 2000, user_participation: false, password: 'pw1' },
+      owner.token,
+    );
+    expect(updated.room).toMatchObject({ room_description: '新描述', user_participation: false, has_password: true });
+    expect(updated.room.settings).toMatchObject({ max_auto_rounds: 2, turn_timeout_ms: 2000 });
+    await settle();
+    expect(events.some((e) => e.event === 'room_update')).toBe(true);
+
+    // The room's own timeout applies to turns.
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
+    const { room: running } = await server.ok('get_room', { room_id: room.room_id }, owner.token);
+    const deadline = Date.parse(running.current_round.turn.deadline);
+    expect(deadline - Date.now()).toBeLessThanOrEqual(2000);
+
+    await server.ok('update_room', { room_id: room.room_id, interaction_mode: 'host' }, owner.token);
+    await settle();
+    const end = events.filter((e) => e.event === 'round_end').at(-1) as Extract<RoomEvent, { event: 'round_end' }>;
+    expect(end.data.reason).toBe('superseded');
+    const cleared = await server.ok('update_room', { room_id: room.room_id, password: null }, owner.token);
+    expect(cleared.room.has_password).toBe(false);
+  });
+});
+
+describe('remove_member', () => {
+  it('removes a member; if it held the turn, the turn moves on', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 });
+    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
+    await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'B' }, agents[0]!.token), 403, 'forbidden');
+    await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'Nobody' }, owner.token), 404, 'not_found');
+    const { room: after } = await server.ok('remove_member', { room_id: room.room_id, name: 'a' }, owner.token);
+    expect(after.members.map((m: { name: string }) => m.name)).toEqual(['Owner', 'B']);
+    expect(after.current_round.turn.agent).toBe('B');
+    await settle();
+    expect(events.some((e) => e.event === 'member_leave' && e.data.member.name === 'A')).toBe(true);
+    await expectCode(server.call('get_room', { room_id: room.room_id }, agents[0]!.token), 403, 'not_a_member');
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
+    expect(messages.filter((m: { visible: boolean }) => !m.visible)).toHaveLength(0);
+  });
+});
+
+describe('archive_room', () => {
+  it('makes the room read-only and hides it from the list unless asked', async () => {
+    server = await startTestServer();
+    const { owner, room, agents } = await roomWithAgents(['A']);
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'before' }, owner.token);
+    await expectCode(server.call('archive_room', { room_id: room.room_id }, agents[0]!.token), 403, 'forbidden');
+    const { room: archived } = await server.ok('archive_room', { room_id: room.room_id }, owner.token);
+    expect(archived).toMatchObject({ archived: true, system_status: 'paused' });
+    await expectCode(server.call('send_message', { room_id: room.room_id, text_content: 'after' }, owner.token), 403, 'forbidden');
+    const visible = await server.ok('list_rooms', {}, owner.token);
+    expect(visible.rooms.map((r: { room_id: string }) => r.room_id)).not.toContain(room.room_id);
+    const all = await server.ok('list_rooms', { include_archived: true }, owner.token);
+    expect(all.rooms.map((r: { room_id: string }) => r.room_id)).toContain(room.room_id);
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id }, owner.token);
+    expect(messages.map((m: { text_content: string }) => m.text_content)).toEqual(['before']);
+  });
+});
+
+describe('pass_turn and extend_turn', () => {
+  it('passes a silent agent with a passed record; extends at most three times', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 });
+    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    await expectCode(server.call('pass_turn', { room_id: room.room_id }, owner.token), 409, 'conflict');
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
+    await expectCode(server.call('pass_turn', { room_id: room.room_id }, agents[1]!.token), 403, 'forbidden');
+    const passed = await server.ok('pass_turn', { room_id: room.room_id }, owner.token);
+    expect(passed.passed).toBe('A');
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
+    expect(messages.at(-1)).toMatchObject({ sender: 'A', visible: false, skip_reason: 'passed' });
+
+    const b = agents[1]!;
+    await expectCode(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'not_your_turn');
+    const deadlines: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+      const extended = await server.ok('extend_turn', { room_id: room.room_id }, b.token);
+      deadlines.push(extended.your_turn.deadline);
+    }
+    await expectCode(server.call('extend_turn', { room_id: room.room_id }, b.token), 409, 'conflict');
+    expect(new Set(deadlines).size).toBe(3);
+    await settle();
+    const bTurns = events.filter((e) => e.event === 'agent_turn' && e.data.agent_name === 'B');
+    expect(bTurns).toHaveLength(4); // issued once, re-sent on each extension
+  });
+});
+
+describe('delete_message', () => {
+  it('lets the sender or an admin retract; keeps the seq; broadcasts message_update', async () => {
+    server = await startTestServer();
+    const { owner, room } = await roomWithAgents([]);
+    const guest = await registerUser(server, 'Guest');
+    await server.ok('join_room', { room_id: room.room_id }, guest.token);
+    const events = collect(server, room.room_id);
+    const mine = (await server.ok('send_message', { room_id: room.room_id, text_content: 'oops' }, guest.token)).message;
+    const theirs = (await server.ok('send_message', { room_id: room.room_id, text_content: 'admin text' }, owner.token)).message;
+    await expectCode(server.call('delete_message', { message_id: theirs.message_id }, guest.token), 403, 'forbidden');
+    const deleted = await server.ok('delete_message', { message_id: mine.message_id }, guest.token);
+    expect(deleted.message).toMatchObject({ deleted: true, text_content: '', seq: mine.seq });
+    await server.ok('delete_message', { message_id: theirs.message_id }, owner.token);
+    const byAdmin = await server.ok('send_message', { room_id: room.room_id, text_content: 'guest again' }, guest.token);
+    await server.ok('delete_message', { message_id: byAdmin.message.message_id }, owner.token);
+    await settle();
+    expect(events.filter((e) => e.event === 'message_update')).toHaveLength(3);
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
+    expect(messages.map((m: { seq: number; deleted: boolean }) => [m.seq, m.deleted])).toEqual([
+      [1, true],
+      [2, true],
+      [3, true],
+    ]);
+    const search = await server.ok('search_messages', { room_id: room.room_id, query: 'oops' }, owner.token);
+    expect(search.messages).toHaveLength(0);
+  });
+});
+
+describe('get_messages paging', () => {
+  it('walks a 1,000-message room both ways without a gap or a repeat', async () => {
+    server = await startTestServer();
+    const { owner, room } = await roomWithAgents([]);
+    await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => server.ok('send_message', { room_id: room.room_id, text_content: `m${i}` }, owner.token)),
+    );
+    const forward: number[] = [];
+    let after = 0;
+    for (;;) {
+      const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: after, limit: 200 }, owner.token);
+      if (messages.length === 0) break;
+      forward.push(...messages.map((m: { seq: number }) => m.seq));
+      after = messages.at(-1).seq;
+    }
+    expect(forward).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+
+    const backward: number[] = [];
+    let before: number | undefined;
+    for (;;) {
+      const { messages } = await server.ok(
+        'get_messages',
+        { room_id: room.room_id, limit: 150, ...(before !== undefined ? { before_seq: before } : {}) },
+        owner.token,
+      );
+      if (messages.length === 0) break;
+      backward.unshift(...messages.map((m: { seq: number }) => m.seq));
+      before = messages[0].seq;
+    }
+    expect(backward).toEqual(forward);
+    await expectCode(server.call('get_messages', { room_id: room.room_id, limit: 201 }, owner.token), 400, 'validation_error');
+  });
+});
