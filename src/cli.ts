@@ -2,6 +2,7 @@
 // Entry point: `start` (default) runs the server; other subcommands are added by their modules.
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
 async function start(): Promise<void> {
@@ -41,7 +42,7 @@ async function start(): Promise<void> {
 }
 
 const command = process.argv[2] ?? 'start';
-const commands: Record<string, () => Promise<void>> = { start };
+const commands: Record<string, () => Promise<void>> = { start, mcp: () => runMcpStdio(process.argv.slice(3)) };
 
 const run = commands[command];
 if (!run) {

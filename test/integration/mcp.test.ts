@@ -1,0 +1,362 @@
+// MCP over Streamable HTTP (and the stdio proxy) with the SDK's own Client against the real server.
+import http from 'node:http';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectMcp, resultText, type McpTestClient } from '../helpers/mcp.js';
+import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+const clients: McpTestClient[] = [];
+let counter = 0;
+const unique = (prefix: string) => `${prefix}${++counter}`;
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  await server.stop();
+});
+
+async function mcp(token?: string): Promise<McpTestClient> {
+  const client = await connectMcp(server.url, { token: token ?? null });
+  clients.push(client);
+  return client;
+}
+
+/** An MCP agent (registered over MCP, no header) in a fresh room with a person who can post. */
+async function agentInRoom() {
+  const agent = await mcp();
+  const name = unique('mcpbot');
+  const registered = await agent.ok('register_agent', { name });
+  const { room } = await agent.ok('create_room', { room_name: unique('Room ') });
+  const person = await registerUser(server, unique('person'));
+  await server.ok('join_room', { room_id: room.room_id }, person.token);
+  return { agent, name, token: registered.token as string, roomId: room.room_id as string, person };
+}
+
+function turnListeners(): number {
+  return (server.app.driver as unknown as { turnListeners: Set<unknown> }).turnListeners.size;
+}
+
+function rawRequest(headers: Record<string, string>, body: unknown): Promise<{ status: number; body: string }> {
+  const url = new URL('/mcp', server.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+const initializeBody = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+};
+
+describe('MCP tools', () => {
+  it('lists every registry tool with its input schema, and instructions', async () => {
+    const client = await mcp();
+    const { tools } = await client.client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    const registry = server.app.registry.list().map((t) => t.name).sort();
+    expect(names).toEqual(registry);
+    for (const name of ['register_agent', 'login', 'wait_for_turn', 'send_message', 'skip_response', 'get_context']) {
+      expect(names).toContain(name);
+    }
+    const send = tools.find((t) => t.name === 'send_message')!;
+    expect(send.inputSchema.type).toBe('object');
+    expect(send.inputSchema.required).toEqual(expect.arrayContaining(['room_id', 'text_content']));
+    expect(Object.keys(send.inputSchema.properties ?? {})).toContain('end_turn');
+    const instructions = client.client.getInstructions() ?? '';
+    expect(instructions).toMatch(/wait_for_turn/);
+    expect(instructions).toMatch(/can_skip: false/);
+    expect(instructions).toMatch(/end_turn: false/);
+    expect(instructions).toMatch(/never instructions/i);
+  });
+
+  it('registers over MCP, waits for a person, answers the turn', async () => {
+    const { agent, name, roomId, person } = await agentInRoom();
+    const started = Date.now();
+    const waiting = agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 20 });
+    await new Promise((r) => setTimeout(r, 300));
+    const posted = await server.ok('send_message', { room_id: roomId, text_content: 'Hello agents, what is 2+2?' }, person.token);
+    const turn = await waiting;
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(turn.your_turn).toMatchObject({ room_id: roomId, can_skip: true });
+    expect(turn.context.messages.map((m: { text_content: string }) => m.text_content)).toContain('Hello agents, what is 2+2?');
+
+    const answer = await agent.ok('send_message', { room_id: roomId, text_content: '4', response_to: posted.message.message_id });
+    expect(answer.message).toMatchObject({ sender: name, role: 'ai_agent', text_content: '4', room_id: roomId });
+    const context = await agent.ok('get_context', { room_id: roomId });
+    expect(context.your_turn).toBeNull();
+  });
+
+  it('returns data as JSON text and structuredContent', async () => {
+    const client = await mcp();
+    const result = (await client.call('register_agent', { name: unique('jsonbot') })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    expect(JSON.parse(resultText(result))).toEqual(result.structuredContent);
+    expect(result.structuredContent).toMatchObject({ agent_id: expect.any(String), token: expect.any(String) });
+  });
+
+  it('refuses skip_response with cannot_skip when the agent was mentioned', async () => {
+    const { agent, name, roomId, person } = await agentInRoom();
+    await server.ok('send_message', { room_id: roomId, text_content: `@${name} please answer this one` }, person.token);
+    const turn = await agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 10 });
+    expect(turn.your_turn).toMatchObject({ can_skip: false });
+    const error = await agent.err('skip_response', { room_id: roomId });
+    expect(error.code).toBe('cannot_skip');
+    // The turn stays with the agent, and answering works.
+    const again = await agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 1 });
+    expect(again.your_turn).toMatchObject({ can_skip: false });
+    await agent.ok('send_message', { room_id: roomId, text_content: 'Here is my answer.' });
+  });
+
+  it('returns your_turn: null with a hint after timeout_s', async () => {
+    const { agent, roomId } = await agentInRoom();
+    const started = Date.now();
+    const result = await agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 1 });
+    const elapsed = Date.now() - started;
+    expect(result.your_turn).toBeNull();
+    expect(result.hint).toMatch(/again/i);
+    expect(elapsed).toBeGreaterThanOrEqual(900);
+    expect(elapsed).toBeLessThan(5_000);
+  });
+
+  it('stops waiting when the client cancels', async () => {
+    const { agent, roomId } = await agentInRoom();
+    const before = turnListeners();
+    const controller = new AbortController();
+    const started = Date.now();
+    const waiting = agent.call('wait_for_turn', { room_id: roomId, timeout_s: 40 }, { signal: controller.signal });
+    await expect.poll(turnListeners).toBe(before + 1);
+    controller.abort('test cancels');
+    await expect(waiting).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // The server side resolved: its listener is gone, and the session answers at once.
+    await expect.poll(turnListeners, { timeout: 3_000 }).toBe(before);
+    const quick = Date.now();
+    await agent.ok('list_rooms', {});
+    expect(Date.now() - quick).toBeLessThan(2_000);
+  });
+
+  it('stops waiting when the HTTP connection goes away', async () => {
+    const { token, roomId } = await agentInRoom();
+    const before = turnListeners();
+    const client = await connectMcp(server.url, { token });
+    const waiting = client.call('wait_for_turn', { room_id: roomId, timeout_s: 40 }).catch(() => 'closed');
+    await expect.poll(turnListeners).toBe(before + 1);
+    // Drop the connection without a cancellation notice (a client that gave up).
+    await client.transport.close();
+    await expect.poll(turnListeners, { timeout: 3_000 }).toBe(before);
+    await waiting;
+  });
+
+  it('sends progress notifications while waiting', async () => {
+    const { agent, roomId } = await agentInRoom();
+    const progress: Progress[] = [];
+    const result = await agent.ok(
+      'wait_for_turn',
+      { room_id: roomId, timeout_s: 6 },
+      { onprogress: (p) => progress.push(p), timeout: 30_000 },
+    );
+    expect(result.your_turn).toBeNull();
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    expect(progress[0]!.total).toBe(6);
+    expect(progress[0]!.progress).toBeGreaterThan(0);
+  }, 20_000);
+
+  it('answers a bad argument with validation_error and keeps the session', async () => {
+    const { agent, roomId } = await agentInRoom();
+    const error = await agent.err('send_message', { room_id: roomId, text_content: 42 });
+    expect(error.code).toBe('validation_error');
+    const unknownField = await agent.err('wait_for_turn', { room_id: roomId, timeout_s: 1, bogus: true });
+    expect(unknownField.code).toBe('validation_error');
+    const tooLong = await agent.err('wait_for_turn', { timeout_s: 51 });
+    expect(tooLong.code).toBe('validation_error');
+    const unknown = await agent.err('no_such_tool', {});
+    expect(unknown.code).toBe('unknown_tool');
+    const result = await agent.call('list_rooms', {});
+    expect(result.isError).toBeFalsy();
+    expect(resultText(result)).toContain(roomId);
+  });
+
+  it('gives errors as results with the code in text and structuredContent', async () => {
+    const { agent, roomId } = await agentInRoom();
+    const result = await agent.call('send_message', { room_id: roomId, text_content: 'out of turn?' });
+    // An idle room accepts an agent's message (SPEC §6.1.4); a second one is out of turn.
+    expect(result.isError).toBeFalsy();
+    const second = await agent.call('skip_response', { room_id: roomId });
+    expect(second.isError).toBe(true);
+    const structured = second.structuredContent as { ok: boolean; error: { code: string } };
+    expect(structured.ok).toBe(false);
+    expect(resultText(second)).toContain(structured.error.code);
+  });
+});
+
+describe('MCP identity', () => {
+  it('needs an identity before other tools', async () => {
+    const client = await mcp();
+    const error = await client.err('list_rooms', {});
+    expect(error.code).toBe('unauthorized');
+    expect(error.message).toMatch(/register_agent|login/);
+  });
+
+  it('works with a token in the Authorization header', async () => {
+    const agent = await registerAgent(server, unique('headerbot'));
+    const client = await mcp(agent.token);
+    const { room } = await client.ok('create_room', { room_name: unique('Header room ') });
+    expect(room.members.map((m: { name: string }) => m.name)).toEqual([agent.name]);
+  });
+
+  it('binds a session to the participant of login {token}', async () => {
+    const agent = await registerAgent(server, unique('loginbot'));
+    const client = await mcp();
+    const login = await client.ok('login', { token: agent.token });
+    expect(login.participant).toMatchObject({ name: agent.name, kind: 'agent' });
+    const { room } = await client.ok('create_room', { room_name: unique('Login room ') });
+    expect(room.created_by).toBeDefined();
+    expect(room.members[0].name).toBe(agent.name);
+  });
+
+  it('keeps a bound session to its participant', async () => {
+    const other = await registerAgent(server, unique('otherbot'));
+    const client = await mcp();
+    const me = await client.ok('register_agent', { name: unique('boundbot') });
+
+    expect((await client.err('register_agent', { name: unique('secondbot') })).code).toBe('forbidden');
+    expect((await client.err('login', { token: other.token })).code).toBe('forbidden');
+    client.setHeaderToken(other.token);
+    expect((await client.err('list_rooms', {})).code).toBe('forbidden');
+    client.setHeaderToken('not-a-real-token');
+    expect((await client.err('list_rooms', {})).code).toBe('unauthorized');
+    // Its own token in the header, or none: acts as itself.
+    client.setHeaderToken(me.token);
+    const { room } = await client.ok('create_room', { room_name: unique('Bound room ') });
+    expect(room.members[0].name).toBe(me.agent.name);
+    client.setHeaderToken(null);
+    expect((await client.ok('login', { token: me.token })).participant.name).toBe(me.agent.name);
+    expect((await client.ok('get_room', { room_id: room.room_id })).room.room_id).toBe(room.room_id);
+  });
+
+  it('a header-bound session cannot switch participant', async () => {
+    const a = await registerAgent(server, unique('hdrA'));
+    const b = await registerAgent(server, unique('hdrB'));
+    const client = await mcp(a.token);
+    await client.ok('list_rooms', {});
+    client.setHeaderToken(b.token);
+    const error = await client.err('list_rooms', {});
+    expect(error.code).toBe('forbidden');
+    expect(error.message).toContain(a.name);
+  });
+
+  it('follows rotate_token inside the session, and stops when the token is rotated elsewhere', async () => {
+    const client = await mcp();
+    const me = await client.ok('register_agent', { name: unique('rotbot') });
+    const rotated = await client.ok('rotate_token', {});
+    expect(rotated.token).not.toBe(me.token);
+    await client.ok('list_rooms', {});
+    // Rotated by another client: the session's token stops working.
+    const elsewhere = await server.ok('rotate_token', {}, rotated.token);
+    expect((await client.err('list_rooms', {})).code).toBe('unauthorized');
+    await client.ok('login', { token: elsewhere.token });
+    await client.ok('list_rooms', {});
+  });
+});
+
+describe('MCP HTTP endpoint', () => {
+  it('refuses a Host that is not allowed, naming the setting', async () => {
+    const res = await rawRequest({ host: 'evil.example:80' }, initializeBody);
+    expect(res.status).toBe(403);
+    expect(res.body).toContain('ALLOWED_HOSTS');
+  });
+
+  it('refuses an Origin that is not allowed, naming the setting', async () => {
+    const res = await rawRequest({ origin: 'http://evil.example' }, initializeBody);
+    expect(res.status).toBe(403);
+    expect(res.body).toContain('ALLOWED_ORIGINS');
+    const ok = await rawRequest({ origin: `http://127.0.0.1:${server.port}` }, initializeBody);
+    expect(ok.status).toBe(200);
+  });
+
+  it('answers an unknown session with 404 and malformed JSON with a parse error', async () => {
+    const unknown = await rawRequest({ 'mcp-session-id': 'nope' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    expect(unknown.status).toBe(404);
+    const noSession = await rawRequest({}, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    expect(noSession.status).toBe(400);
+    const res = await fetch(new URL('/mcp', server.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc": ',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32700);
+  });
+
+  it('closes a session on DELETE', async () => {
+    const client = await connectMcp(server.url);
+    const sessionId = client.transport.sessionId!;
+    expect(sessionId).toBeTruthy();
+    await client.close();
+    const res = await rawRequest({ 'mcp-session-id': sessionId }, { jsonrpc: '2.0', id: 3, method: 'tools/list' });
+    expect(res.status).toBe(404);
+  });
+});
+
+describe('MCP stdio proxy', () => {
+  it('lists tools and calls one through `agent-chatroom mcp --url`', async () => {
+    const root = path.resolve(import.meta.dirname, '../..');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli.ts'), 'mcp', '--url', server.url],
+      cwd: root,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'stdio-test', version: '0.0.0' });
+    await client.connect(transport);
+    try {
+      expect(client.getInstructions()).toMatch(/wait_for_turn/);
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(server.app.registry.list().map((t) => t.name).sort());
+      const registered = (await client.callTool({ name: 'register_agent', arguments: { name: unique('stdiobot') } })) as CallToolResult;
+      expect(registered.isError).toBeFalsy();
+      const { room } = (
+        (await client.callTool({ name: 'create_room', arguments: { room_name: unique('Stdio room ') } })) as CallToolResult
+      ).structuredContent as { room: { room_id: string } };
+      expect(room.room_id).toBeTruthy();
+      const bad = (await client.callTool({ name: 'get_room', arguments: {} })) as CallToolResult;
+      expect(bad.isError).toBe(true);
+      expect((bad.structuredContent as { error: { code: string } }).error.code).toBe('validation_error');
+      const progress: Progress[] = [];
+      const waited = (await client.callTool({ name: 'wait_for_turn', arguments: { room_id: room.room_id, timeout_s: 1 } }, undefined, {
+        onprogress: (p) => progress.push(p),
+      })) as CallToolResult;
+      expect((waited.structuredContent as { your_turn: unknown }).your_turn).toBeNull();
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
