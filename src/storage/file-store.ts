@@ -34,7 +34,7 @@ export interface FileStoreOptions {
   fsOps?: Partial<FsOps>;
   /** Room log descriptors kept open at once; idle ones beyond are closed LRU. Default 256. */
   maxOpenLogs?: number;
-  /** Room logs read in parallel at open. Default 16. */
+  /** Room logs read ahead at open while others are parsed. Default 4. */
   loadConcurrency?: number;
 }
 
@@ -70,7 +70,7 @@ export class FileStore implements Store {
     this.dataDir = options.dataDir;
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
-    this.loadConcurrency = options.loadConcurrency ?? 16;
+    this.loadConcurrency = options.loadConcurrency ?? 4;
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
@@ -124,7 +124,7 @@ export class FileStore implements Store {
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
       const { messages, size } = await readRoomLog(join(logDir, file), roomId, this.logger);
-      for (const m of messages) this.index.apply(roomId, m);
+      this.index.loadRoom(roomId, messages);
       this.logs.registerExisting(roomId, size);
     });
     this.logger.info(
@@ -225,7 +225,7 @@ export class FileStore implements Store {
       // Serialise everything before touching the index, so a bad message changes nothing.
       let lines = '';
       for (const m of messages) lines += JSON.stringify(m) + '\n';
-      for (const m of messages) this.index.apply(roomId, m);
+      this.index.loadRoom(roomId, messages);
       return this.logs.append(roomId, lines);
     });
   }

@@ -102,9 +102,13 @@ async function tryCreate(path: string): Promise<boolean> {
       hostname: hostname(),
     };
     await handle.writeFile(JSON.stringify(content) + '\n');
-  } finally {
-    await handle.close();
+  } catch (err) {
+    // Leave no empty lock behind to block the next start for FRESH_LOCK_MS.
+    await handle.close().catch(() => undefined);
+    await unlink(path).catch(() => undefined);
+    throw err;
   }
+  await handle.close();
   return true;
 }
 

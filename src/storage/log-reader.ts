@@ -44,10 +44,13 @@ export async function readRoomLog(path: string, roomId: string, logger: Logger):
       const nl = text.indexOf('\n', pos);
       const line = text.slice(pos, nl);
       lineNo++;
-      if (line.trim() !== '') {
-        if (bad) throw corruptLine(path, bad); // a bad line with good data after it
+      if (line.length > 0) {
         const parsed = parseLine(line, roomId);
-        if (typeof parsed === 'string') {
+        if (parsed === BLANK) {
+          // whitespace only: ignored like an empty line
+        } else if (bad) {
+          throw corruptLine(path, bad); // a bad line with more lines after it
+        } else if (typeof parsed === 'string') {
           bad = { lineNo, byteOffset: start + Buffer.byteLength(text.slice(0, pos)), reason: parsed };
         } else {
           messages.push(parsed);
@@ -80,13 +83,16 @@ function chunkBoundary(buf: Buffer, start: number, end: number): number {
   return buf.indexOf(NEWLINE, start + CHUNK_BYTES) + 1; // one line longer than a chunk
 }
 
-/** The message, or why the line is not one. */
-function parseLine(line: string, roomId: string): Message | string {
+const BLANK = Symbol('blank line');
+
+/** The message, or why the line is not one. Blank lines are checked for only on failure: this
+ *  runs a million times at start-up. */
+function parseLine(line: string, roomId: string): Message | string | typeof BLANK {
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch (err) {
-    return (err as Error).message;
+    return line.trim() === '' ? BLANK : (err as Error).message;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
   const m = value as Partial<Message>;

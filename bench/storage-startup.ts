@@ -1,0 +1,77 @@
+// Start-up time of the FileStore with a large DATA_DIR (target: 1,000,000 messages in 1,000
+// rooms under 5 s), plus append throughput with group commit.
+//   npx tsx bench/storage-startup.ts [messages=1000000] [rooms=1000]
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { silentLogger } from '../src/logger.js';
+import { FileStore } from '../src/storage/file-store.js';
+import type { Message } from '../src/types.js';
+
+const total = Number(process.argv[2] ?? 1_000_000);
+const rooms = Number(process.argv[3] ?? 1_000);
+const perRoom = Math.ceil(total / rooms);
+
+function message(roomId: string, seq: number): Message {
+  return {
+    message_id: randomUUID(),
+    room_id: roomId,
+    seq,
+    timestamp: new Date(1_780_000_000_000 + seq * 1000).toISOString(),
+    sender: seq % 2 ? 'claude' : 'alice',
+    sender_id: seq % 2 ? 'agent-1' : 'user-1',
+    role: seq % 2 ? 'ai_agent' : 'user',
+    text_content: `Message number ${seq}: a typical chat line of moderate length, with a @mention and some words.`,
+    text_content_i18n: null,
+    source_language: 'en',
+    file_url: '',
+    file_type: '',
+    mentions: seq % 5 ? [] : ['alice'],
+    visible: true,
+    processed: false,
+    response_to: null,
+    display_timezone: 'Asia/Shanghai',
+    round_id: null,
+    skip_reason: null,
+    deleted: false,
+  };
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'chatroom-bench-'));
+try {
+  const logDir = join(dir, 'room_messages');
+  await mkdir(logDir, { recursive: true });
+  let bytes = 0;
+  for (let r = 0; r < rooms; r++) {
+    const roomId = `room-${r}`;
+    const lines: string[] = [];
+    for (let seq = 1; seq <= perRoom; seq++) lines.push(JSON.stringify(message(roomId, seq)));
+    const text = lines.join('\n') + '\n';
+    bytes += text.length;
+    await writeFile(join(logDir, `${roomId}.jsonl`), text);
+  }
+  console.log(`wrote ${rooms * perRoom} messages in ${rooms} rooms, ${(bytes / 1e6).toFixed(0)} MB`);
+
+  const t0 = performance.now();
+  const store = new FileStore({ dataDir: dir, logger: silentLogger });
+  await store.open();
+  const openMs = performance.now() - t0;
+  console.log(`open: ${openMs.toFixed(0)} ms, ${store.messageCount()} messages, heap ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB`);
+
+  const n = 20_000;
+  const t1 = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    const roomId = `room-${i % 50}`;
+    pending.push(store.appendMessages(roomId, [message(roomId, store.nextSeq(roomId))]));
+    if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(pending);
+  const appendMs = performance.now() - t1;
+  const s = store.stats();
+  console.log(`append: ${n} messages to 50 rooms in ${appendMs.toFixed(0)} ms (${s.logFsyncs} fsyncs)`);
+  await store.close();
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,127 @@
+// Start-up recovery (SPEC §5): torn last lines are cut with a warning, a bad line in the middle
+// or a corrupt snapshot stops open with a message naming the file, and nothing is rewritten.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '../../src/logger.js';
+import { FileStore } from '../../src/storage/file-store.js';
+import { makeMessage, memoryLogger, tempDir } from './storage-helpers.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let logDir: string;
+const stores: FileStore[] = [];
+
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+  logDir = join(dir, 'room_messages');
+  await mkdir(logDir, { recursive: true });
+});
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
+  await cleanup();
+});
+
+function store(logger = silentLogger): FileStore {
+  const s = new FileStore({ dataDir: dir, logger });
+  stores.push(s);
+  return s;
+}
+
+const line = (seq: number) => JSON.stringify(makeMessage('r1', seq)) + '\n';
+
+describe('torn room logs', () => {
+  it('cuts a last line without a newline, keeps what precedes it, and warns naming the file', async () => {
+    const good = line(1) + line(2);
+    const file = join(logDir, 'r1.jsonl');
+    await writeFile(file, good + line(3).slice(0, 40));
+    const { logger, warnings } = memoryLogger();
+    const s = store(logger);
+    await s.open();
+    expect(s.roomMessages('r1').map((m) => m.seq)).toEqual([1, 2]);
+    expect(await readFile(file, 'utf8')).toBe(good);
+    expect(warnings().some((w) => w.file === file && /torn/.test(w.msg))).toBe(true);
+
+    // Appends continue cleanly after the cut.
+    await s.appendMessages('r1', [makeMessage('r1', s.nextSeq('r1'))]);
+    await s.close();
+    const again = store();
+    await again.open();
+    expect(again.roomMessages('r1').map((m) => m.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('cuts a complete but unparsable last line (e.g. zero-filled after a crash)', async () => {
+    const good = line(1);
+    const file = join(logDir, 'r1.jsonl');
+    await writeFile(file, good + '{"message_id":"x","seq":\n');
+    const { logger, warnings } = memoryLogger();
+    const s = store(logger);
+    await s.open();
+    expect(s.messageCount()).toBe(1);
+    expect(await readFile(file, 'utf8')).toBe(good);
+    expect(warnings()).toHaveLength(1);
+    expect(String(warnings()[0]!.reason)).toMatch(/line 2/);
+  });
+
+  it('handles a file that is nothing but a torn line', async () => {
+    const file = join(logDir, 'r1.jsonl');
+    await writeFile(file, Buffer.alloc(30)); // zeroes, no newline
+    const s = store();
+    await s.open();
+    expect(s.nextSeq('r1')).toBe(1);
+    expect((await stat(file)).size).toBe(0);
+  });
+
+  it('refuses to open on a bad line in the middle, naming the file and line, without touching it', async () => {
+    const file = join(logDir, 'r1.jsonl');
+    const content = line(1) + 'not json\n' + line(3);
+    await writeFile(file, content);
+    const s = store();
+    await expect(s.open()).rejects.toThrow(/r1\.jsonl.*line 2/);
+    expect(await readFile(file, 'utf8')).toBe(content);
+    // The failed open released the lock.
+    await expect(stat(join(dir, 'server.lock'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('treats a line of another room as corrupt', async () => {
+    await writeFile(join(logDir, 'r1.jsonl'), JSON.stringify(makeMessage('r2', 1)) + '\n' + line(2));
+    await expect(store().open()).rejects.toThrow(/r1\.jsonl.*line 1.*room_id/);
+  });
+
+  it('orders a hand-edited log by seq and applies versions wherever they appear', async () => {
+    const [m1, m2, m3] = [makeMessage('r1', 1), makeMessage('r1', 2), makeMessage('r1', 3)];
+    const m1v2 = { ...m1!, text_content: 'edited' };
+    const lines = [m2, m1, m1v2, m3].map((m) => JSON.stringify(m) + '\n').join('');
+    await writeFile(join(logDir, 'r1.jsonl'), lines);
+    const s = store();
+    await s.open();
+    expect(s.roomMessages('r1')).toEqual([m1v2, m2, m3]);
+    expect(s.getMessage(m1!.message_id)).toEqual(m1v2);
+    expect(s.messageCount()).toBe(3);
+  });
+
+  it('loads blank lines and CRLF line ends without complaint', async () => {
+    await writeFile(join(logDir, 'r1.jsonl'), line(1) + '\n' + line(2).replace('\n', '\r\n'));
+    const s = store();
+    await s.open();
+    expect(s.roomMessages('r1').map((m) => m.seq)).toEqual([1, 2]);
+  });
+});
+
+describe('corrupt snapshots', () => {
+  it.each([
+    ['rooms.json', '{broken'],
+    ['agents.json', '{"agent_id":"a1"}'],
+    ['users.json', '[{"name":"no id"}]'],
+  ])('rejects open naming %s and leaves it byte-for-byte unchanged', async (file, content) => {
+    await writeFile(join(dir, file), content);
+    await expect(store().open()).rejects.toThrow(new RegExp(file.replace('.', '\\.')));
+    expect(await readFile(join(dir, file), 'utf8')).toBe(content);
+  });
+
+  it('treats missing snapshot files as empty', async () => {
+    const s = store();
+    await s.open();
+    expect([s.listAgents(), s.listUsers(), s.listRooms()]).toEqual([[], [], []]);
+  });
+});
