@@ -326,37 +326,91 @@ describe('MCP HTTP endpoint', () => {
   });
 });
 
+function stdioClient(url: string, extraArgs: string[] = []) {
+  const root = path.resolve(import.meta.dirname, '../..');
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli.ts'), 'mcp', '--url', url, ...extraArgs],
+    cwd: root,
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'stdio-test', version: '0.0.0' });
+  const call = async (name: string, args: Record<string, unknown> = {}, options?: Parameters<Client['callTool']>[2]) =>
+    (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
+  return { transport, client, call };
+}
+
 describe('MCP stdio proxy', () => {
-  it('lists tools and calls one through `agent-chatroom mcp --url`', async () => {
-    const root = path.resolve(import.meta.dirname, '../..');
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli.ts'), 'mcp', '--url', server.url],
-      cwd: root,
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'stdio-test', version: '0.0.0' });
+  it('lists tools, calls them, forwards progress and cancellation (`agent-chatroom mcp --url`)', async () => {
+    const { client, call, transport } = stdioClient(server.url);
     await client.connect(transport);
     try {
       expect(client.getInstructions()).toMatch(/wait_for_turn/);
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(server.app.registry.list().map((t) => t.name).sort());
-      const registered = (await client.callTool({ name: 'register_agent', arguments: { name: unique('stdiobot') } })) as CallToolResult;
+      const registered = await call('register_agent', { name: unique('stdiobot') });
       expect(registered.isError).toBeFalsy();
-      const { room } = (
-        (await client.callTool({ name: 'create_room', arguments: { room_name: unique('Stdio room ') } })) as CallToolResult
-      ).structuredContent as { room: { room_id: string } };
+      const { room } = (await call('create_room', { room_name: unique('Stdio room ') })).structuredContent as {
+        room: { room_id: string };
+      };
       expect(room.room_id).toBeTruthy();
-      const bad = (await client.callTool({ name: 'get_room', arguments: {} })) as CallToolResult;
+      const bad = await call('get_room', {});
       expect(bad.isError).toBe(true);
       expect((bad.structuredContent as { error: { code: string } }).error.code).toBe('validation_error');
+
       const progress: Progress[] = [];
-      const waited = (await client.callTool({ name: 'wait_for_turn', arguments: { room_id: room.room_id, timeout_s: 1 } }, undefined, {
-        onprogress: (p) => progress.push(p),
-      })) as CallToolResult;
+      const waited = await call('wait_for_turn', { room_id: room.room_id, timeout_s: 6 }, { onprogress: (p) => progress.push(p) });
       expect((waited.structuredContent as { your_turn: unknown }).your_turn).toBeNull();
+      expect(progress.length).toBeGreaterThanOrEqual(1);
+      expect(progress[0]!.total).toBe(6);
+
+      const before = turnListeners();
+      const controller = new AbortController();
+      const waiting = call('wait_for_turn', { room_id: room.room_id, timeout_s: 40 }, { signal: controller.signal });
+      await expect.poll(turnListeners).toBe(before + 1);
+      controller.abort('cancelled by the test');
+      await expect(waiting).rejects.toThrow();
+      await expect.poll(turnListeners, { timeout: 5_000 }).toBe(before);
     } finally {
       await client.close();
     }
   }, 60_000);
+
+  it('reopens a lost upstream session as the same agent', async () => {
+    const first = await startTestServer();
+    const { dataDir, port } = { dataDir: first.dataDir, port: first.port };
+    let second: TestServer | undefined;
+    const { client, call, transport } = stdioClient(first.url);
+    await client.connect(transport);
+    try {
+      const name = unique('phoenix');
+      expect((await call('register_agent', { name })).isError).toBeFalsy();
+      const { room } = (await call('create_room', { room_name: unique('Phoenix room ') })).structuredContent as {
+        room: { room_id: string };
+      };
+      // Restart the server on the same port and data: the old MCP session is gone (404).
+      await first.close();
+      second = await startTestServer({ dataDir, port });
+      const again = await call('get_room', { room_id: room.room_id });
+      expect(again.isError).toBeFalsy();
+      const members = (again.structuredContent as { room: { members: Array<{ name: string }> } }).room.members;
+      expect(members.map((m) => m.name)).toEqual([name]);
+    } finally {
+      await client.close();
+      await second?.stop();
+      await first.stop();
+    }
+  }, 60_000);
+
+  it('reports an unreachable server as an error result', async () => {
+    const { client, call, transport } = stdioClient('http://127.0.0.1:9');
+    await client.connect(transport);
+    try {
+      const result = await call('list_rooms', {});
+      expect(result.isError).toBe(true);
+      expect(resultText(result)).toMatch(/Cannot reach the chatroom server at http:\/\/127\.0\.0\.1:9\/mcp/);
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
 });
