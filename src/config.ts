@@ -21,6 +21,12 @@ export interface Config {
   linkSecret: string | null;
   tlsCert: string | null;
   tlsKey: string | null;
+  /** Calls per 10 s per participant (0 = off). */
+  rateLimitPerToken: number;
+  /** Calls per 10 s per client address (0 = off). */
+  rateLimitPerAddress: number;
+  /** Open WebSockets per participant. */
+  maxSocketsPerToken: number;
 }
 
 export class ConfigError extends Error {
@@ -102,6 +108,9 @@ export function loadConfig(env: Env = process.env): Config {
     linkSecret: env.LINK_SECRET?.trim() || null,
     tlsCert,
     tlsKey,
+    rateLimitPerToken: intVar(env, 'RATE_LIMIT_PER_TOKEN', 3000, 0, 10_000_000),
+    rateLimitPerAddress: intVar(env, 'RATE_LIMIT_PER_ADDRESS', 20_000, 0, 10_000_000),
+    maxSocketsPerToken: intVar(env, 'MAX_SOCKETS_PER_TOKEN', 20, 1, 100_000),
   };
 }
 

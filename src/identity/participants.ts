@@ -1,6 +1,7 @@
 // Agents and people: registration, tokens, login. Holds the token and name indexes.
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
+import { FailureDelay } from '../limits/rate-limits.js';
 import type { Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
 import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
@@ -31,9 +32,6 @@ export interface ParticipantDefaults {
 /** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
 const MAX_TOKENS = 10;
 
-/** Failed password logins per name: each failure past the third doubles the wait (max 8 s). */
-const FREE_FAILURES = 3;
-const MAX_LOGIN_DELAY_MS = 8000;
 
 export function toPublicAgent(record: AgentRecord): Agent {
   const { token_hashes: _tokenHashes, ...agent } = record;
@@ -48,14 +46,15 @@ export function toPublicUser(record: UserRecord): User {
 export class Participants {
   private readonly byTokenHash = new Map<string, Participant>();
   private readonly byNameKey = new Map<string, Participant>();
-  private readonly loginFailures = new Map<string, number>();
+  private readonly loginFailures: FailureDelay;
   private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
 
   constructor(
     private readonly store: Store,
     private readonly defaults: ParticipantDefaults,
-    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+    loginFailures: FailureDelay = new FailureDelay(),
   ) {
+    this.loginFailures = loginFailures;
     for (const agent of store.listAgents()) this.index(agentParticipant(agent), agent.token_hashes);
     for (const user of store.listUsers()) this.index(userParticipant(user), user.token_hashes);
   }
@@ -140,27 +139,24 @@ export class Participants {
     if (input.token !== undefined) {
       const participant = this.authenticate(input.token);
       if (!participant) throw new AppError('unauthorized', 'Unknown token');
-      return { participant, token: input.token! };
+      return { participant, token: input.token };
     }
     if (input.name === undefined || input.password === undefined) {
       throw new AppError('validation_error', 'Give either token, or name and password');
     }
     const key = nameKey(input.name);
-    const failures = this.loginFailures.get(key) ?? 0;
-    if (failures >= FREE_FAILURES) {
-      await this.sleep(Math.min(MAX_LOGIN_DELAY_MS, 250 * 2 ** (failures - FREE_FAILURES)));
-    }
+    await this.loginFailures.beforeAttempt(key);
     const participant = this.byNameKey.get(key);
     const user = participant?.kind === 'user' ? this.store.getUser(participant.id) : undefined;
     const ok = user?.password_hash ? await verifyPassword(input.password, user.password_hash) : false;
     if (!user || !ok) {
-      this.loginFailures.set(key, failures + 1);
+      this.loginFailures.failed(key);
       throw new AppError('wrong_password', 'Name or password is wrong');
     }
-    this.loginFailures.delete(key);
-    const participant2 = userParticipant(user);
-    const token = await this.issueToken(participant2, null);
-    return { participant: { ...participant2, tokenHash: hashToken(token) }, token };
+    this.loginFailures.succeeded(key);
+    const loggedIn = userParticipant(user);
+    const token = await this.issueToken(loggedIn, null);
+    return { participant: { ...loggedIn, tokenHash: hashToken(token) }, token };
   }
 
   /** Replaces the caller's token; the old one stops working at once (its sockets are closed). */

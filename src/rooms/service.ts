@@ -3,6 +3,7 @@
 import { AppError } from '../errors.js';
 import type { EventBus, RoomEvent } from '../events/bus.js';
 import { hashPassword, verifyPassword } from '../identity/secrets.js';
+import { FailureDelay } from '../limits/rate-limits.js';
 import type { Presence } from '../identity/presence.js';
 import type { RoundsDriver } from '../rounds/driver.js';
 import type { EngineAction } from '../rounds/types.js';
@@ -37,6 +38,8 @@ export interface RoomDefaults {
 }
 
 export class RoomService {
+  private readonly passwordFailures = new FailureDelay();
+
   constructor(
     private readonly store: Store,
     private readonly committer: Committer,
@@ -121,7 +124,13 @@ export class RoomService {
     this.requireWritable(room);
     if (room.password_hash) {
       if (!password) throw new AppError('wrong_password', 'This room needs a password');
-      if (!(await verifyPassword(password, room.password_hash))) throw new AppError('wrong_password', 'Wrong room password');
+      const key = `${caller.id}\u0000${room.room_id}`;
+      await this.passwordFailures.beforeAttempt(key);
+      if (!(await verifyPassword(password, room.password_hash))) {
+        this.passwordFailures.failed(key);
+        throw new AppError('wrong_password', 'Wrong room password');
+      }
+      this.passwordFailures.succeeded(key);
       // The slow hash yielded: someone may have joined us meanwhile.
       if (room.members.some((m) => m.participant_id === caller.id)) return presentRoom(room);
     }

@@ -1,5 +1,6 @@
 // Builds the one registry every transport serves.
 import type { App } from '../app.js';
+import { RateLimits } from '../limits/rate-limits.js';
 import { identityTools } from './identity.js';
 import { messageTools } from './messages.js';
 import { ToolRegistry } from './registry.js';
@@ -9,7 +10,9 @@ import { roomTools } from './rooms.js';
 const LAST_ACTIVE_PERSIST_MS = 30_000;
 
 export function buildRegistry(app: App): ToolRegistry {
+  const limits = new RateLimits({ perToken: app.config.rateLimitPerToken, perAddress: app.config.rateLimitPerAddress });
   const registry = new ToolRegistry({
+    limit: (caller, address) => limits.consume({ participantId: caller?.id ?? null, address }),
     authenticate: (token) => app.participants.authenticate(token),
     touched: (caller) => {
       app.presence.touch(caller.id);

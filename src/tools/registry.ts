@@ -12,6 +12,8 @@ export interface CallOptions {
   /** Already-authenticated caller (WebSocket sessions, MCP sessions bound by register/login). */
   caller?: Caller | null;
   transport: Transport;
+  /** Client address, for per-address rate limits. */
+  address?: string | null;
   requestId?: string;
   signal?: AbortSignal;
   onProgress?: (elapsedMs: number, totalMs: number) => void;
@@ -47,6 +49,8 @@ export interface RegistryHooks {
   authenticate(token: string): Caller | undefined;
   /** Any authenticated call counts as activity (presence). */
   touched(caller: Caller): void;
+  /** Throws `rate_limited` when the caller or its address is over its limit. */
+  limit(caller: Caller | null, address: string | null): Promise<void>;
 }
 
 export class ToolRegistry {
@@ -84,6 +88,7 @@ export class ToolRegistry {
     const tool = this.tools.get(name);
     if (!tool) throw new AppError('unknown_tool', `No tool named "${name}"`);
     const caller = this.resolveCaller(options);
+    await this.hooks.limit(caller, options.address ?? null);
     if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');
     const parsed = tool.input.safeParse(rawArgs ?? {});
     if (!parsed.success) throw validationError(parsed.error);

@@ -63,6 +63,7 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
       const data = await app.registry.call(String(req.params.name), req.body ?? {}, {
         token: bearerToken(req.get('authorization')),
         transport: 'rest',
+        address: req.socket.remoteAddress ?? null,
         requestId: res.locals.requestId as string,
         signal: abort.signal,
       });

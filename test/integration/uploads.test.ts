@@ -27,7 +27,7 @@ const PNG = Buffer.from(
 
 async function upload(filename: string, content: Buffer | string, token = owner.token, room = roomId) {
   const form = new FormData();
-  form.append('file', new Blob([content]), filename);
+  form.append('file', new Blob([typeof content === 'string' ? content : new Uint8Array(content)]), filename);
   const res = await fetch(`${server.url}/api/v1/rooms/${room}/uploads`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}` },
