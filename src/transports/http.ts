@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
 import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
@@ -24,6 +25,25 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
   const http = express();
   http.disable('x-powered-by');
   http.set('trust proxy', false);
+  http.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: true,
+        directives: {
+          'default-src': ["'self'"],
+          'script-src': ["'self'"],
+          'style-src': ["'self'"],
+          'img-src': ["'self'", 'data:', 'blob:'],
+          'connect-src': ["'self'", 'ws:', 'wss:'],
+          'object-src': ["'none'"],
+          'frame-ancestors': ["'none'"],
+          // Over plain http on 127.0.0.1 an upgrade to https would break every request.
+          'upgrade-insecure-requests': app.config.tlsCert ? [] : null,
+        },
+      },
+      strictTransportSecurity: app.config.tlsCert ? undefined : false,
+    }),
+  );
 
   http.use((req, res, next) => {
     const incoming = req.get('x-request-id');

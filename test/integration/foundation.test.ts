@@ -60,6 +60,42 @@ describe('REST envelope', () => {
   });
 });
 
+describe('HTTP hardening', () => {
+  it('serves the page with a strict Content-Security-Policy and security headers', async () => {
+    const res = await fetch(`${server.url}/`);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("object-src 'none'");
+    expect(csp).not.toContain('upgrade-insecure-requests');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('x-powered-by')).toBeNull();
+  });
+
+  it('refuses the page under a Host name that is not allowed, naming the setting', async () => {
+    const http = await import('node:http');
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(`${server.url}/`, { headers: { host: 'evil.example:80' } }, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer.status).toBe(403);
+    expect(answer.body).toContain('ALLOWED_HOSTS');
+  });
+
+  it('serves the page libraries from their npm packages', async () => {
+    for (const file of ['/vendor/marked.esm.js', '/vendor/purify.es.mjs']) {
+      const res = await fetch(server.url + file);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/javascript/);
+    }
+  });
+});
+
 describe('identity', () => {
   it('registers agents and people with unique names, case-insensitively, and stores only token hashes', async () => {
     const agent = await server.ok('register_agent', { name: 'Claude', introduce: 'reviewer' });
