@@ -254,17 +254,16 @@ function onHostModeAgentMessage(w: Work, a: MessageAction): Refusal | undefined 
       return undefined;
     }
     if (a.endTurn) {
-      if (finishTurn(w, true)) return undefined; // the guard tripped
-      issueTurn(w);
-    } else if (countAnswer(w)) {
-      return undefined;
+      if (!finishTurn(w, true)) issueTurn(w);
+    } else {
+      countAnswer(w);
     }
-    if (mentioned.length > 0) startHostRound(w, mentioned);
-    return undefined;
+  } else {
+    if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
+    countAnswer(w);
   }
-  if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
-  if (countAnswer(w)) return undefined;
-  if (mentioned.length > 0) startHostRound(w, mentioned);
+  // The answer just counted may have tripped the guard: then the mentions start nothing.
+  if (mentioned.length > 0 && !guardTripped(w)) startHostRound(w, mentioned);
   return undefined;
 }
 

@@ -44,8 +44,8 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ t: fc.constant('leave' as const), who: idx }) },
   { weight: 5, arbitrary: fc.record({ t: fc.constant('online' as const), who: idx }) },
   { weight: 5, arbitrary: fc.record({ t: fc.constant('offline' as const), who: idx }) },
-  { weight: 3, arbitrary: fc.constant({ t: 'pause' as const }) },
-  { weight: 4, arbitrary: fc.constant({ t: 'resume' as const }) },
+  { weight: 2, arbitrary: fc.constant({ t: 'pause' as const }) },
+  { weight: 5, arbitrary: fc.constant({ t: 'resume' as const }) },
   { weight: 3, arbitrary: fc.constant({ t: 'start' as const }) },
   { weight: 3, arbitrary: fc.constant({ t: 'pass' as const }) },
   { weight: 2, arbitrary: fc.constant({ t: 'restart' as const }) },
@@ -60,7 +60,7 @@ const setup = fc.record({
   offline: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
   mode: fc.constantFrom('default' as const, 'host' as const),
   maxAutoRounds: fc.integer({ min: 1, max: 3 }),
-  paused: fc.boolean(),
+  paused: fc.nat({ max: 4 }).map((n) => n === 0),
 });
 
 const pick = <T>(list: readonly T[], i: number): T | undefined => (list.length === 0 ? undefined : list[i % list.length]);
@@ -128,92 +128,115 @@ function run(sim: Room, s: Step): Outcome {
   }
 }
 
+/** How often each interesting thing happened, so the generator is known to reach it. */
+const coverage: Record<string, number> = {};
+
+/** A cheap assertion: vitest's expect is too slow for tens of thousands of steps. */
+function check(cond: boolean, what: string, detail?: unknown): asserts cond {
+  if (!cond) throw new Error(`invariant broken: ${what}${detail === undefined ? '' : ` ${JSON.stringify(detail)}`}`);
+}
+
 class Checker {
   private readonly open = new Set<string>();
   private readonly seen = new Set<string>();
   private history: string[] = [];
   private processed = 0;
+  /** guard_tripped before the step being checked. */
+  private tripped = false;
 
   constructor(private readonly sim: Room) {}
 
-  afterStep(s: Step | null, outcome: Outcome, guardWasTripped: boolean): void {
+  afterStep(s: Step | null, outcome: Outcome): void {
     const sim = this.sim;
+    const agents = sim.agents;
+    const guardWasTripped = this.tripped;
     const state = sim.state;
     const { result, actor } = outcome;
     const effects: EngineEffect[] = result?.ok ? result.effects : [];
 
     // Agents' calls in a paused room are refused with room_paused (before not_your_turn).
     if (sim.status === 'paused' && actor?.role === 'ai_agent') {
-      expect(result).toMatchObject({ ok: false, code: 'room_paused' });
+      check(result?.ok === false && result.code === 'room_paused', 'paused room refuses agents with room_paused', result);
     }
 
+    // The guard's system message is written exactly when the guard trips.
+    const trippedNow = state.current_round?.guard_tripped === true;
+    const notices = effects.filter((e) => e.type === 'system_message').length;
+    check(notices === (trippedNow && !guardWasTripped ? 1 : 0), 'one system message exactly when the guard trips', effects);
+    this.tripped = trippedNow;
+
+    if (result && !result.ok) coverage[result.code] = (coverage[result.code] ?? 0) + 1;
+    let lastTurn: Extract<EngineEffect, { type: 'agent_turn' }> | null = null;
     for (const e of effects) {
+      const key =
+        e.type === 'round_end' ? `end:${e.reason}` : e.type === 'record' ? `record:${e.skip_reason}` : e.type === 'round_start' ? `start:${e.kind}` : e.type;
+      coverage[key] = (coverage[key] ?? 0) + 1;
       if (e.type === 'round_start') {
-        expect(this.seen.has(e.round_id), `round ${e.round_id} started twice`).toBe(false);
+        check(!this.seen.has(e.round_id), 'a round starts once', e);
         this.seen.add(e.round_id);
         this.open.add(e.round_id);
         // Once the guard tripped, only a person's message or start_round starts a round.
-        if (guardWasTripped) expect(s?.t === 'start' || (s?.t === 'post' && actor?.role === 'user')).toBe(true);
+        if (guardWasTripped) check(s?.t === 'start' || (s?.t === 'post' && actor?.role === 'user'), 'tripped guard blocks rounds', s);
       }
       if (e.type === 'round_end') {
-        expect(this.open.has(e.round_id), `round ${e.round_id} ended but was not open`).toBe(true);
+        check(this.open.has(e.round_id), 'round_end matches an open round', e);
         this.open.delete(e.round_id);
       }
-      if (e.type === 'record') expect(sim.agents, `record for non-agent ${e.agent}`).toContain(e.agent);
-      if (e.type === 'agent_turn') expect(sim.agents).toContain(e.agent_name);
+      if (e.type === 'record') check(agents.includes(e.agent), 'records only for agents', e);
+      if (e.type === 'agent_turn') {
+        check(agents.includes(e.agent_name), 'turns only for agents', e);
+        lastTurn = e;
+      }
     }
-    const lastTurn = [...effects].reverse().find((e) => e.type === 'agent_turn');
-    if (lastTurn && lastTurn.type === 'agent_turn') {
-      expect(sim.holder).toBe(lastTurn.agent_name);
-      expect(sim.running?.turn?.deadline).toBe(lastTurn.deadline);
+    const r = sim.running;
+    if (lastTurn) {
+      check(sim.holder === lastTurn.agent_name && r?.turn?.deadline === lastTurn.deadline, 'last agent_turn = the holder', lastTurn);
     }
 
-    const r = sim.running;
-    expect(this.open.size).toBeLessThanOrEqual(1);
-    expect([...this.open]).toEqual(r ? [r.round_id] : []);
+    check(this.open.size === (r ? 1 : 0) && (!r || this.open.has(r.round_id)), 'the open round is the running round');
     if (r) {
       if (r.turn) {
-        expect(sim.agents).toContain(r.turn.agent);
-        expect(r.agent_queue[r.current_agent_index]).toBe(r.turn.agent);
+        check(agents.includes(r.turn.agent), 'the holder is an agent member', r);
+        check(r.agent_queue[r.current_agent_index] === r.turn.agent, 'the holder sits at the index', r);
       }
-      for (const n of r.pending_mentions) expect(r.agent_queue.slice(r.current_agent_index)).toContain(n);
+      const unasked = r.agent_queue.slice(r.current_agent_index);
+      check(r.pending_mentions.every((n) => unasked.includes(n)), 'the chain is in the unasked part', r);
       if (sim.status === 'active') {
-        expect(r.turn, 'active running round without a holder').not.toBeNull();
-        expect(r.turn!.deadline).not.toBeNull();
-        expect(sim.timer).toBe(r.turn!.deadline);
+        check(r.turn !== null && r.turn.deadline !== null && sim.timer === r.turn.deadline, 'active round: holder, deadline, timer', {
+          r,
+          timer: sim.timer,
+        });
       } else {
-        expect(r.turn?.deadline ?? null).toBeNull();
-        expect(sim.timer).toBeNull();
+        check((r.turn?.deadline ?? null) === null && sim.timer === null, 'paused: no deadline, no timer', r);
       }
     } else {
-      expect(sim.timer).toBeNull();
+      check(sim.timer === null, 'no round: no timer');
     }
     // Never active with an online agent, an unanswered message, no holder and no timer.
-    const onlineAgent = sim.agents.some((a) => sim.online.has(a));
+    const onlineAgent = agents.some((a) => sim.online.has(a));
     const unanswered = sim.lastPersonSeq > state.processed_through_seq;
-    const tripped = state.current_round?.guard_tripped === true;
-    if (sim.mode === 'default' && sim.status === 'active' && onlineAgent && unanswered && !tripped) {
-      expect(r?.turn ?? null, 'idle room with an unanswered message').not.toBeNull();
-      expect(sim.timer).not.toBeNull();
+    if (sim.mode === 'default' && sim.status === 'active' && onlineAgent && unanswered && !trippedNow) {
+      check(r?.turn != null && sim.timer !== null, 'an unanswered message is being answered', state);
     }
 
-    expect(state.history_rounds.slice(0, this.history.length)).toEqual(this.history);
-    expect(new Set(state.history_rounds).size).toBe(state.history_rounds.length);
-    this.history = [...state.history_rounds];
-    expect(state.processed_through_seq).toBeGreaterThanOrEqual(this.processed);
+    const h = state.history_rounds;
+    check(h.length >= this.history.length && this.history.every((id, i) => h[i] === id), 'history only grows', h);
+    check(new Set(h).size === h.length, 'history has no duplicates', h);
+    this.history = [...h];
+    check(state.processed_through_seq >= this.processed, 'processed_through_seq never decreases');
     this.processed = state.processed_through_seq;
   }
 
   drained(): void {
-    expect(this.open.size).toBe(0);
-    for (const id of this.seen) expect(this.history).toContain(id);
+    check(this.open.size === 0, 'every round ended', [...this.open]);
+    for (const id of this.seen) check(this.history.includes(id), 'every ended round is in history', id);
   }
 }
 
 describe('turn engine invariants (property)', () => {
   it('hold under random action sequences, and every started round ends exactly once', () => {
     fc.assert(
-      fc.property(setup, fc.array(step, { maxLength: 60 }), (cfg, steps) => {
+      fc.property(setup, fc.array(step, { minLength: 20, maxLength: 80, size: 'max' }), (cfg, steps) => {
         const agents = AGENT_POOL.slice(0, cfg.agents);
         const sim = new Room({
           mode: cfg.mode,
@@ -225,19 +248,23 @@ describe('turn engine invariants (property)', () => {
         });
         if (cfg.paused) sim.pause();
         const checker = new Checker(sim);
-        checker.afterStep(null, { result: null }, false);
-        for (const s of steps) {
-          const tripped = sim.state.current_round?.guard_tripped === true;
-          const result = run(sim, s);
-          checker.afterStep(s, result, tripped);
-        }
+        checker.afterStep(null, { result: null });
+        for (const s of steps) checker.afterStep(s, run(sim, s));
         // Drain: resume, then let every deadline pass until no round runs.
-        if (sim.status === 'paused') checker.afterStep(null, { result: sim.resume() }, false);
-        for (let i = 0; i < 1000 && sim.running; i++) checker.afterStep({ t: 'timeout' }, { result: sim.fire() }, false);
+        if (sim.status === 'paused') checker.afterStep(null, { result: sim.resume() });
+        for (let i = 0; i < 1000 && sim.running; i++) checker.afterStep({ t: 'timeout' }, { result: sim.fire() });
         expect(sim.running).toBeNull();
         checker.drained();
       }),
-      { numRuns: 1500 },
+      { numRuns: 2000 },
     );
+    for (const key of [
+      'start:rotation', 'start:host', 'start:host_floor',
+      'end:completed', 'end:mention_chain', 'end:superseded', 'end:room_empty', 'end:guard',
+      'record:skip', 'record:timeout', 'record:offline', 'record:passed', 'system_message',
+      'not_your_turn', 'room_paused', 'cannot_skip', 'conflict',
+    ]) {
+      expect(coverage[key] ?? 0, `never saw ${key}`).toBeGreaterThan(20);
+    }
   });
 });
