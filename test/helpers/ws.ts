@@ -8,6 +8,14 @@ export interface Closed {
   reason: string;
 }
 
+/** Event frames with loosely typed data, for terse assertions. */
+export interface AnyEventFrame {
+  type: 'event';
+  event: string;
+  room_id: string;
+  data: any;
+}
+
 export function wsUrl(httpUrl: string): string {
   return `${httpUrl.replace(/^http/, 'ws')}/ws`;
 }
@@ -64,7 +72,7 @@ export class TestSocket {
   }
 
   /** The first frame (already received or still to come) matching `pred`. */
-  waitFor<F extends ServerFrame = ServerFrame>(pred: (f: ServerFrame) => boolean, timeoutMs = 5000, label = 'frame'): Promise<F> {
+  waitFor<F = ServerFrame>(pred: (f: ServerFrame) => boolean, timeoutMs = 5000, label = 'frame'): Promise<F> {
     const found = this.frames.find(pred);
     if (found) return Promise.resolve(found as F);
     return new Promise((resolve, reject) => {
@@ -78,7 +86,7 @@ export class TestSocket {
   }
 
   waitForEvent(event: string, pred: (data: any, roomId: string) => boolean = () => true, timeoutMs = 5000) {
-    return this.waitFor<Extract<ServerFrame, { type: 'event' }>>(
+    return this.waitFor<AnyEventFrame>(
       (f) => f.type === 'event' && f.event === event && pred(f.data, f.room_id),
       timeoutMs,
       `event ${event}`,
@@ -92,8 +100,8 @@ export class TestSocket {
     return this.waitFor((f) => f.type === 'result' && f.id === id, 10_000, `result of ${tool}`);
   }
 
-  events(roomId?: string): Array<Extract<ServerFrame, { type: 'event' }>> {
-    return this.frames.filter((f): f is Extract<ServerFrame, { type: 'event' }> => f.type === 'event' && (!roomId || f.room_id === roomId));
+  events(roomId?: string): AnyEventFrame[] {
+    return this.frames.filter((f) => f.type === 'event' && (!roomId || f.room_id === roomId)) as AnyEventFrame[];
   }
 
   messageSeqs(roomId: string): number[] {
