@@ -6,6 +6,7 @@ import { LinkSigner } from './identity/links.js';
 import { Participants } from './identity/participants.js';
 import { Presence, realTimers, type Timers } from './identity/presence.js';
 import type { Logger } from './logger.js';
+import { instrumentBus, instrumentStore, Metrics } from './observability/metrics.js';
 import { MessageService } from './messages/service.js';
 import { Committer } from './rooms/commit.js';
 import { RoomService } from './rooms/service.js';
@@ -30,6 +31,7 @@ export interface App {
   turns: TurnService;
   registry: ToolRegistry;
   links: LinkSigner;
+  metrics: Metrics;
   now: () => number;
   close(): Promise<void>;
 }
@@ -43,15 +45,17 @@ export interface AppOptions {
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const now = options.now ?? Date.now;
   const timers = options.timers ?? realTimers;
-  const store = options.store ?? createStore(config.dataDir, logger);
-  await store.open();
-  const bus = new InProcessBus();
+  const rawStore = options.store ?? createStore(config.dataDir, logger);
+  await rawStore.open();
+  const metrics = new Metrics(rawStore);
+  const store = instrumentStore(rawStore, metrics);
+  const bus = instrumentBus(new InProcessBus(), metrics);
   const committer = new Committer(store, bus);
   const participants = new Participants(store, { language: config.defaultLanguage, timezone: config.displayTimezone });
   const presence = new Presence(now, timers);
   for (const agent of store.listAgents()) presence.seed(agent.agent_id, Date.parse(agent.last_active));
   for (const user of store.listUsers()) presence.seed(user.user_id, Date.parse(user.last_active));
-  const driver = new RoundsDriver({ store, committer, presence, turnTimeoutMs: config.turnTimeoutMs, now, timers, logger });
+  const driver = new RoundsDriver({ store, committer, presence, turnTimeoutMs: config.turnTimeoutMs, now, timers, logger, metrics });
   const rooms = new RoomService(store, committer, driver, presence, bus, {
     language: config.defaultLanguage,
     timezone: config.displayTimezone,
@@ -72,6 +76,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     config, logger, store, bus, committer, participants, presence, driver, rooms, messages, turns,
     registry: undefined as unknown as ToolRegistry,
     links: new LinkSigner(config.linkSecret, now),
+    metrics,
     now,
     async close() {
       driver.stop();

@@ -6,6 +6,7 @@ import { v4 as uuidv4 } from 'uuid';
 import type { RoomEvent } from '../events/bus.js';
 import type { Presence, Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Committer } from '../rooms/commit.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 import type { Store } from '../storage/store.js';
@@ -22,6 +23,7 @@ export interface DriverOptions {
   now: () => number;
   timers: Timers;
   logger: Logger;
+  metrics?: Metrics;
 }
 
 export interface ApplyExtras {
@@ -113,6 +115,7 @@ export class RoundsDriver {
     );
     if (!result.ok) return result;
 
+    this.countTurns(room, action, result.effects);
     room.current_round = result.state.current_round;
     room.history_rounds = result.state.history_rounds;
     room.processed_through_seq = result.state.processed_through_seq;
@@ -187,6 +190,30 @@ export class RoundsDriver {
       );
     }
     return { ok: true, done, effects: result.effects };
+  }
+
+  /** Feeds the turn counters: new turns issued, answers, and how turns were passed. */
+  private countTurns(room: RoomRecord, action: EngineAction, effects: readonly EngineEffect[]): void {
+    const metrics = this.opts.metrics;
+    if (!metrics) return;
+    const before = room.current_round && !room.current_round.completed ? room.current_round : null;
+    if (action.type === 'message' && action.role === 'ai_agent' && action.endTurn && (before === null || before.turn?.agent === action.sender)) {
+      metrics.turns.inc({ outcome: 'answered' });
+    }
+    let holder = before?.turn ? `${before.round_id}/${before.turn.agent}` : null;
+    for (const effect of effects) {
+      if (effect.type === 'agent_turn') {
+        const next = `${effect.round_id}/${effect.agent_name}`;
+        if (next !== holder) metrics.turns.inc({ outcome: 'issued' });
+        holder = next;
+      } else if (effect.type === 'record') {
+        holder = null;
+        const outcome = effect.skip_reason === 'skip' ? 'skipped' : effect.skip_reason === 'timeout' ? 'timed_out' : effect.skip_reason;
+        metrics.turns.inc({ outcome });
+      } else if (effect.type === 'round_start' || effect.type === 'round_end') {
+        metrics.rounds.inc({ event: effect.type === 'round_start' ? 'started' : 'ended' });
+      }
+    }
   }
 
   private buildEngineMessage(

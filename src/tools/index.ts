@@ -13,6 +13,11 @@ export function buildRegistry(app: App): ToolRegistry {
   const limits = new RateLimits({ perToken: app.config.rateLimitPerToken, perAddress: app.config.rateLimitPerAddress });
   const registry = new ToolRegistry({
     limit: (caller, address) => limits.consume({ participantId: caller?.id ?? null, address }),
+    observe: (call) => {
+      app.metrics.toolCalls.inc({ tool: call.tool, transport: call.transport, outcome: call.outcome });
+      // Names and outcomes only: message texts and tokens never reach the log at info level.
+      app.logger.info({ reqId: call.requestId, tool: call.tool, transport: call.transport, outcome: call.outcome, ms: call.ms }, 'call');
+    },
     authenticate: (token) => app.participants.authenticate(token),
     touched: (caller) => {
       app.presence.touch(caller.id);

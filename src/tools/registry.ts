@@ -51,6 +51,17 @@ export interface RegistryHooks {
   touched(caller: Caller): void;
   /** Throws `rate_limited` when the caller or its address is over its limit. */
   limit(caller: Caller | null, address: string | null): Promise<void>;
+  /** Told the outcome of every call (metrics, logs): `ok` or the error code. */
+  observe?(call: CallRecord): void;
+}
+
+export interface CallRecord {
+  tool: string;
+  transport: Transport;
+  outcome: string;
+  ms: number;
+  requestId?: string | undefined;
+  callerId?: string | undefined;
 }
 
 export class ToolRegistry {
@@ -85,6 +96,27 @@ export class ToolRegistry {
   }
 
   async call(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
+    const started = performance.now();
+    const record = (outcome: string) =>
+      this.hooks.observe?.({
+        tool: this.tools.has(name) ? name : 'unknown',
+        transport: options.transport,
+        outcome,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        requestId: options.requestId,
+        callerId: options.caller?.id,
+      });
+    try {
+      const result = await this.dispatch(name, rawArgs, options);
+      record('ok');
+      return result;
+    } catch (err) {
+      record(err instanceof AppError ? err.code : 'internal_error');
+      throw err;
+    }
+  }
+
+  private async dispatch(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
     const tool = this.tools.get(name);
     if (!tool) throw new AppError('unknown_tool', `No tool named "${name}"`);
     const caller = this.resolveCaller(options);

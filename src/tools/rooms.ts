@@ -1,6 +1,7 @@
 // Room tools: create, list, get, join, leave, status, announcement, settings, members, archive.
 import { z } from 'zod';
 import type { App } from '../app.js';
+import { roomStats } from '../rounds/stats.js';
 import { defineTool } from './registry.js';
 import { language, password, roomDescription, roomId, roomName, timezone } from './schemas.js';
 
@@ -82,6 +83,15 @@ export function roomTools(app: App) {
       description: 'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
       input: z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
       handler: async (args, ctx) => ({ room: await rooms.removeMember(ctx.caller, args.room_id, args.name) }),
+    }),
+    defineTool({
+      name: 'get_room_stats',
+      description: 'Per-agent turn statistics of a room (members only): turns answered, skipped, timed out, passed, offline, and the median answer time.',
+      input: z.object({ room_id: roomId }).strict(),
+      handler: (args, ctx) => {
+        const { room } = rooms.requireMember(args.room_id, ctx.caller);
+        return { stats: roomStats(room, app.store.roomMessages(room.room_id)) };
+      },
     }),
     defineTool({
       name: 'archive_room',

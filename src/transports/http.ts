@@ -59,6 +59,11 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
     res.json({ ok: true, data: { status: 'ok', rooms: app.store.listRooms().length, messages: app.store.messageCount() } });
   });
 
+  // Prometheus text format; no message texts or tokens in it.
+  api.get('/metrics', async (_req, res) => {
+    res.type(app.metrics.registry.contentType).send(await app.metrics.text());
+  });
+
   api.get('/tools', (_req, res) => {
     res.json({
       ok: true,

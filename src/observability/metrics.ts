@@ -1,0 +1,123 @@
+// Prometheus metrics (GET /api/v1/metrics). One registry per app, so several servers in one
+// process (tests) do not share counters.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EventBus } from '../events/bus.js';
+import type { Store } from '../storage/store.js';
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export type TurnOutcome = 'issued' | 'answered' | 'skipped' | 'timed_out' | 'offline' | 'passed';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly turns: Counter<'outcome'>;
+  readonly rounds: Counter<'event'>;
+  readonly toolCalls: Counter<'tool' | 'transport' | 'outcome'>;
+  readonly appendSeconds: Histogram;
+  readonly snapshotSeconds: Histogram;
+  readonly broadcastSeconds: Histogram;
+  private socketCount: () => number = () => 0;
+
+  constructor(store: Store) {
+    const registers = [this.registry];
+    this.turns = new Counter({ name: 'chatroom_turns_total', help: 'Turns by outcome', labelNames: ['outcome'], registers });
+    this.rounds = new Counter({ name: 'chatroom_rounds_total', help: 'Rounds started and ended', labelNames: ['event'], registers });
+    this.toolCalls = new Counter({
+      name: 'chatroom_tool_calls_total',
+      help: 'Tool calls by tool, transport and outcome (ok or error code)',
+      labelNames: ['tool', 'transport', 'outcome'],
+      registers,
+    });
+    this.appendSeconds = new Histogram({
+      name: 'chatroom_storage_append_seconds',
+      help: 'Time from a log append to its fsync (the acknowledgement wait)',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.snapshotSeconds = new Histogram({
+      name: 'chatroom_storage_snapshot_seconds',
+      help: 'Time from a snapshot change to its durable write',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.broadcastSeconds = new Histogram({
+      name: 'chatroom_broadcast_seconds',
+      help: 'Time to hand one event to every subscriber',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    const self = this;
+    new Gauge({
+      name: 'chatroom_sockets',
+      help: 'Open WebSocket connections',
+      registers,
+      collect() {
+        this.set(self.socketCount());
+      },
+    });
+    new Gauge({
+      name: 'chatroom_rooms',
+      help: 'Rooms stored',
+      registers,
+      collect() {
+        this.set(store.listRooms().length);
+      },
+    });
+    new Gauge({
+      name: 'chatroom_messages',
+      help: 'Messages stored (all rooms)',
+      registers,
+      collect() {
+        this.set(store.messageCount());
+      },
+    });
+  }
+
+  /** The WebSocket hub tells how many sockets are open. */
+  countSocketsWith(counter: () => number): void {
+    this.socketCount = counter;
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/** A view of `target` with some methods replaced; every other method runs on the target itself. */
+function withOverrides<T extends object>(target: T, overrides: Partial<T>): T {
+  return new Proxy(target, {
+    get(obj, prop) {
+      if (Object.prototype.hasOwnProperty.call(overrides, prop)) return overrides[prop as keyof T];
+      const value = Reflect.get(obj, prop, obj) as unknown;
+      return typeof value === 'function' ? value.bind(obj) : value;
+    },
+  });
+}
+
+/** Wraps a store so every durable write is timed; reads pass straight through. */
+export function instrumentStore(store: Store, metrics: Metrics): Store {
+  const timed = <A extends unknown[]>(histogram: Histogram, write: (...args: A) => Promise<void>) =>
+    (...args: A) => {
+      const stop = histogram.startTimer();
+      const done = write(...args);
+      done.then(() => void stop(), () => undefined);
+      return done;
+    };
+  return withOverrides(store, {
+    appendMessages: timed(metrics.appendSeconds, store.appendMessages.bind(store)),
+    putRoom: timed(metrics.snapshotSeconds, store.putRoom.bind(store)),
+    putAgent: timed(metrics.snapshotSeconds, store.putAgent.bind(store)),
+    putUser: timed(metrics.snapshotSeconds, store.putUser.bind(store)),
+  });
+}
+
+/** Wraps a bus so the time to hand each event to all listeners is measured. */
+export function instrumentBus(bus: EventBus, metrics: Metrics): EventBus {
+  return withOverrides(bus, {
+    publish: (event) => {
+      const stop = metrics.broadcastSeconds.startTimer();
+      bus.publish(event);
+      stop();
+    },
+  });
+}
