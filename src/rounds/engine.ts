@@ -93,7 +93,8 @@
 // - Only the host's visible message mentioning agents (other than itself) starts a host round,
 //   also while paused (its first turn is then issued on resume); a running round ends first with
 //   `superseded`. A person host's message resets the guard as any person's; an agent host's
-//   mentions are ignored once the guard tripped. When the host answers its own turn (the floor)
+//   mentions are ignored once the guard tripped, including when the host's own message is the
+//   answer that trips it. When the host answers its own turn (the floor)
 //   with mentions, that turn counts as answered, the floor round ends `completed`, then the host
 //   round starts; with `end_turn: false` and mentions the floor round is superseded.
 // - A host round that ended `completed` gives an agent host (online or not: an offline host is
@@ -102,6 +103,10 @@
 // - Host and admin agents may post at any time (counted for the guard); other agents only while
 //   holding the turn. People's messages start nothing; unanswered messages start no rounds.
 // - start_round in host mode: floor for an agent host; `conflict` for a person host (or none).
+//
+// start_round checks, in order: `room_paused`; `conflict` while a round runs (details:
+// `{ current_round }`, the running round as stored); `conflict` with no agents; then it resets
+// the guard and starts a join-order round (default mode) or the floor (host mode).
 //
 // Mode change
 // - A running round ends with `superseded`; nothing starts, and messages up to view.lastSeq

@@ -111,7 +111,10 @@ export type EngineAction =
 export interface EngineContext {
   /** Milliseconds since the epoch. */
   now: number;
-  /** Agents online right now (checked only when a turn is issued). */
+  /**
+   * Agents online right now. Checked when a turn is issued (offline → passed), and for automatic
+   * round starts (unanswered message / follow-up), which wait until some agent is online.
+   */
   online: ReadonlySet<string>;
   newRoundId: () => string;
 }
