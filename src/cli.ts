@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 // Entry point: `start` (default) runs the server; other subcommands are added by their modules.
+import path from 'node:path';
+import { agentCommand } from './agent/run.js';
+import { backupDataDir } from './backup.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { runMcpStdio } from './mcp/stdio.js';
@@ -42,7 +45,23 @@ async function start(): Promise<void> {
 }
 
 const command = process.argv[2] ?? 'start';
-const commands: Record<string, () => Promise<void>> = { start, mcp: () => runMcpStdio(process.argv.slice(3)) };
+async function backup(): Promise<void> {
+  const target = process.argv[3];
+  if (!target) {
+    process.stderr.write('Usage: agent-chatroom backup <target-dir>   (copies DATA_DIR, default ./data)\n');
+    process.exit(2);
+  }
+  const dataDir = path.resolve(process.env.DATA_DIR?.trim() || './data');
+  try {
+    const result = await backupDataDir(dataDir, path.resolve(target));
+    process.stdout.write(`Backed up ${dataDir} to ${path.resolve(target)}: ${JSON.stringify(result)}\n`);
+  } catch (err) {
+    process.stderr.write(`Backup failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+const commands: Record<string, () => Promise<void>> = { start, backup, mcp: () => runMcpStdio(process.argv.slice(3)), agent: () => agentCommand(process.argv.slice(3)) };
 
 const run = commands[command];
 if (!run) {

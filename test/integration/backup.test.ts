@@ -1,0 +1,68 @@
+// Backups of a live DATA_DIR and the restore path the README describes.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { restCall, runCli, spawnServer } from '../helpers/process.js';
+import { startTestServer, tempDataDir } from '../helpers/server.js';
+
+describe('backup and restore', () => {
+  it('copies a live DATA_DIR consistently while messages keep flowing, and a server starts on the copy', async () => {
+    const dataDir = await tempDataDir();
+    const live = await spawnServer({ DATA_DIR: dataDir });
+    const user = (await restCall(live.url, 'register_user', { name: 'Backer' })).body.data;
+    const room = (await restCall(live.url, 'create_room', { room_name: 'Backed Up' }, user.token)).body.data.room;
+
+    const ackedBeforeBackup = new Set<string>();
+    let backupStarted = false;
+    let stop = false;
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; !stop; i++) {
+        const answer = await restCall(live.url, 'send_message', { room_id: room.room_id, text_content: `w${w}-${i}` }, user.token);
+        if (!backupStarted) ackedBeforeBackup.add(answer.body.data.message.message_id);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const target = path.join(await mkdtemp(path.join(os.tmpdir(), 'chatroom-backup-')), 'copy');
+    backupStarted = true;
+    const snapshotOfAcks = new Set(ackedBeforeBackup);
+    const result = await runCli({ DATA_DIR: dataDir }, ['backup', target]);
+    stop = true;
+    await Promise.all(writers);
+    expect(result.code).toBe(0);
+    expect(result.output).toContain('Backed up');
+    live.child.kill('SIGTERM');
+    await live.exited;
+
+    // Restore: start a server on the copy.
+    const restored = await startTestServer({ dataDir: target });
+    try {
+      const seqs: number[] = [];
+      const ids = new Set<string>();
+      for (let after = 0; ; ) {
+        const { messages } = await restored.ok('get_messages', { room_id: room.room_id, after_seq: after, limit: 200 }, user.token);
+        if (messages.length === 0) break;
+        for (const m of messages) {
+          seqs.push(m.seq);
+          ids.add(m.message_id);
+        }
+        after = messages.at(-1).seq;
+      }
+      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+      for (const id of snapshotOfAcks) expect(ids.has(id)).toBe(true);
+      const next = await restored.ok('send_message', { room_id: room.room_id, text_content: 'after restore' }, user.token);
+      expect(next.message.seq).toBe(seqs.length + 1);
+    } finally {
+      await restored.stop();
+    }
+  });
+
+  it('refuses a non-empty target', async () => {
+    const dataDir = await tempDataDir();
+    const target = await tempDataDir();
+    await writeFile(path.join(target, 'keep.txt'), 'x');
+    const result = await runCli({ DATA_DIR: dataDir }, ['backup', target]);
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('not empty');
+  });
+});
