@@ -86,6 +86,8 @@ export class McpSession {
   readonly server: McpServer;
   /** Requests being handled, to abort them when their HTTP response goes away. */
   private readonly inflight = new Map<RequestId, AbortController>();
+  /** Tool calls still running (to answer them before the session closes). */
+  private readonly running = new Set<Promise<CallToolResult>>();
   private boundId: string | null = null;
   private boundName: string | null = null;
   /** The token the session acts with (kept in memory only). */
@@ -100,9 +102,12 @@ export class McpSession {
       { capabilities: { tools: { listChanged: false } }, instructions: MCP_INSTRUCTIONS },
     );
     this.server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: mcpTools(app.registry) }));
-    this.server.server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      this.callTool(request.params.name, request.params.arguments ?? {}, extra),
-    );
+    this.server.server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const call = this.callTool(request.params.name, request.params.arguments ?? {}, extra);
+      this.running.add(call);
+      void call.finally(() => this.running.delete(call));
+      return call;
+    });
   }
 
   /** Name of the bound participant, or null. */
@@ -115,10 +120,24 @@ export class McpSession {
     this.inflight.get(id)?.abort();
   }
 
-  async close(): Promise<void> {
+  /**
+   * Closes the session. With `graceMs`, running calls are stopped first (a waiting
+   * `wait_for_turn` answers `your_turn: null`) and get up to that long to send their answer.
+   */
+  async close(graceMs = 0): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const controller of this.inflight.values()) controller.abort();
+    if (graceMs > 0 && this.running.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.running]),
+        new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
+      ]);
+      clearTimeout(timer);
+      // Let the transport write the answers before it closes the streams.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     this.inflight.clear();
     await this.server.close().catch(() => undefined);
   }

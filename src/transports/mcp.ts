@@ -27,6 +27,9 @@ interface Entry {
   open: number;
 }
 
+/** On shutdown, running calls are stopped and get this long to send their answers. */
+const SHUTDOWN_GRACE_MS = 1000;
+
 const JSONRPC_PARSE_ERROR = -32700;
 const JSONRPC_SERVER_ERROR = -32000;
 const JSONRPC_SESSION_NOT_FOUND = -32001;
@@ -101,7 +104,7 @@ export class McpEndpoint implements Mount {
   async close(): Promise<void> {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
-    await Promise.all([...this.sessions.keys()].map((id) => this.drop(id)));
+    await Promise.all([...this.sessions.keys()].map((id) => this.drop(id, SHUTDOWN_GRACE_MS)));
   }
 
   /** DNS-rebinding defence and CORS for allowed browser origins. */
@@ -198,11 +201,11 @@ export class McpEndpoint implements Mount {
     return entry;
   }
 
-  private async drop(id: string): Promise<void> {
+  private async drop(id: string, graceMs = 0): Promise<void> {
     const entry = this.sessions.get(id);
     if (!entry) return;
     this.sessions.delete(id);
-    await entry.session.close();
+    await entry.session.close(graceMs);
   }
 
   private idle(entry: Entry, now: number): boolean {

@@ -316,6 +316,27 @@ describe('MCP HTTP endpoint', () => {
     expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32700);
   });
 
+  it('ends pending waits and sessions when the server shuts down', async () => {
+    const own = await startTestServer();
+    try {
+      const client = await connectMcp(own.url);
+      await client.ok('register_agent', { name: unique('shutdownbot') });
+      const { room } = await client.ok('create_room', { room_name: unique('Shutdown room ') });
+      const waiting = client.call('wait_for_turn', { room_id: room.room_id, timeout_s: 40 });
+      await new Promise((r) => setTimeout(r, 300));
+      const started = Date.now();
+      await own.close();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // The pending wait is answered (no turn) before the session closes.
+      const answer = await waiting;
+      expect(answer.isError).toBeFalsy();
+      expect((answer.structuredContent as { your_turn: unknown }).your_turn).toBeNull();
+      await client.client.close().catch(() => undefined);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('closes a session on DELETE', async () => {
     const client = await connectMcp(server.url);
     const sessionId = client.transport.sessionId!;
