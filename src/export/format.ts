@@ -1,0 +1,165 @@
+// Shared by the Markdown and PDF exports (SPEC §9): the input shape, labels in the room
+// language, display times, role names and attachment links.
+import { formatInTimeZone } from 'date-fns-tz';
+import type { Message, Room, Role } from '../types.js';
+
+export interface ExportInput {
+  /** The public room (src/types.ts). */
+  room: Room;
+  /**
+   * All messages of the room in `seq` order, invisible skip records included (the export
+   * filters them). An async iterable (e.g. read line by line from the log) works too.
+   */
+  messages: Iterable<Message> | AsyncIterable<Message>;
+  exportedAt: Date;
+  /** Display timezone (the room timezone), e.g. 'Asia/Shanghai'. */
+  timezone: string;
+  /** Maps a stored `file_url` to an absolute or signed link (default: unchanged). */
+  fileUrl?: (fileUrl: string) => string;
+}
+
+export const DISPLAY_FORMAT = 'yyyy-MM-dd HH:mm:ss';
+
+/** `yyyy-MM-dd HH:mm:ss` in `timezone`; the input unchanged when it is not a valid time. */
+export function displayTime(value: string | Date, timezone: string): string {
+  const date = typeof value === 'string' ? new Date(value) : value;
+  if (Number.isNaN(date.getTime())) return typeof value === 'string' ? value : '';
+  return formatInTimeZone(date, timezone, DISPLAY_FORMAT);
+}
+
+export interface Labels {
+  title: string;
+  description: string;
+  announcement: string;
+  systemAnnouncement: string;
+  publishedBy: (name: string, time: string) => string;
+  exportedAt: string;
+  timezone: string;
+  roomId: string;
+  members: string;
+  none: string;
+  host: string;
+  creator: string;
+  round: (n: number) => string;
+  outsideRounds: string;
+  replyTo: (seq: number, sender: string) => string;
+  replyToUnknown: string;
+  attachment: string;
+  deleted: string;
+  edited: string;
+  page: (n: number) => string;
+  image: string;
+  roles: Record<Role, string>;
+  /** Separator between a label and its value. */
+  colon: string;
+  /** Opening and closing brackets around a remark. */
+  paren: [string, string];
+  listSep: string;
+}
+
+const ZH: Labels = {
+  title: '聊天记录导出',
+  description: '描述',
+  announcement: '公告',
+  systemAnnouncement: '系统公告',
+  publishedBy: (name, time) => (time ? `${name} 发布于 ${time}` : `${name} 发布`),
+  exportedAt: '导出时间',
+  timezone: '时区',
+  roomId: '房间 ID',
+  members: '成员',
+  none: '（无）',
+  host: '主持人',
+  creator: '创建者',
+  round: (n) => `第 ${n} 轮`,
+  outsideRounds: '轮次之外',
+  replyTo: (seq, sender) => `回复 #${seq} ${sender}`,
+  replyToUnknown: '回复 一条不在导出中的消息',
+  attachment: '附件',
+  deleted: '（已撤回）',
+  edited: '（已编辑）',
+  page: (n) => `第 ${n} 页`,
+  image: '图片',
+  roles: { ai_agent: 'AI 代理', user: '用户', system: '系统' },
+  colon: '：',
+  paren: ['（', '）'],
+  listSep: '，',
+};
+
+const EN: Labels = {
+  title: 'Chat history export',
+  description: 'Description',
+  announcement: 'Announcement',
+  systemAnnouncement: 'System announcement',
+  publishedBy: (name, time) => (time ? `by ${name}, ${time}` : `by ${name}`),
+  exportedAt: 'Exported at',
+  timezone: 'Time zone',
+  roomId: 'Room ID',
+  members: 'Members',
+  none: '(none)',
+  host: 'host',
+  creator: 'creator',
+  round: (n) => `Round ${n}`,
+  outsideRounds: 'Outside rounds',
+  replyTo: (seq, sender) => `Reply to #${seq} ${sender}`,
+  replyToUnknown: 'Reply to a message not in this export',
+  attachment: 'Attachment',
+  deleted: '(deleted)',
+  edited: '(edited)',
+  page: (n) => `Page ${n}`,
+  image: 'Image',
+  roles: { ai_agent: 'AI agent', user: 'person', system: 'system' },
+  colon: ': ',
+  paren: [' (', ')'],
+  listSep: ', ',
+};
+
+/** Chinese labels for `zh*` languages, English otherwise. */
+export function labelsFor(language: string | undefined): Labels {
+  return /^zh/i.test(language ?? '') ? ZH : EN;
+}
+
+export function roleLabel(labels: Labels, role: string): string {
+  return (labels.roles as Record<string, string>)[role] ?? role;
+}
+
+/** Remarks about a member: role, host, creator. */
+export function memberRemarks(labels: Labels, room: Room, member: Room['members'][number]): string[] {
+  const out = [roleLabel(labels, member.role)];
+  if (member.is_host) out.push(labels.host);
+  if (member.name === room.created_by) out.push(labels.creator);
+  return out;
+}
+
+export interface Attachment {
+  /** What to show: the original file name where it can be recovered. */
+  name: string;
+  url: string;
+  type: string;
+}
+
+/** The attachment of a message, or null. Stored names look like `{timestamp}_{filename}`. */
+export function attachmentOf(message: Message, mapUrl?: (u: string) => string): Attachment | null {
+  if (!message.file_url) return null;
+  const url = mapUrl ? mapUrl(message.file_url) : message.file_url;
+  const path = message.file_url.split(/[?#]/, 1)[0] ?? '';
+  let base = path.slice(path.lastIndexOf('/') + 1);
+  try {
+    base = decodeURIComponent(base);
+  } catch {
+    // keep it as stored
+  }
+  base = base.replace(/^\d{8,}[-_]/, '') || base || message.file_url;
+  return { name: base, url, type: message.file_type };
+}
+
+/** Control characters other than tab and newline are dropped (they break both outputs). */
+export function cleanText(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\r\n?/g, '\n').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '');
+}
+
+/** A file name for an export: `{room_id}-{yyyyMMddHHmmss}.{md|pdf}` (UTC). */
+export function exportFilename(room: Pick<Room, 'room_id'>, format: 'markdown' | 'pdf', exportedAt: Date): string {
+  const stamp = formatInTimeZone(exportedAt, 'UTC', 'yyyyMMddHHmmss');
+  return `${room.room_id}-${stamp}.${format === 'markdown' ? 'md' : 'pdf'}`;
+}

@@ -1,0 +1,136 @@
+// Markdown export (SPEC §9): a header about the room, then every visible message in `seq`
+// order. Message texts are Markdown already and are written as they are. The output is
+// streamed in chunks with backpressure; only small maps are kept, never the messages.
+import type { Message, Room } from '../types.js';
+import {
+  attachmentOf,
+  cleanText,
+  displayTime,
+  labelsFor,
+  memberRemarks,
+  roleLabel,
+  type ExportInput,
+  type Labels,
+} from './format.js';
+import { ChunkWriter } from './stream.js';
+import { exportItems, type ReplyRef } from './walk.js';
+
+export type { ExportInput } from './format.js';
+
+/**
+ * Writes the export to `out` and ends it; resolves once `out` has finished. Rejects (leaving
+ * `out` to the caller to destroy) when `out` errors or closes early.
+ */
+export async function writeMarkdownExport(input: ExportInput, out: NodeJS.WritableStream): Promise<void> {
+  const labels = labelsFor(input.room.language);
+  const tz = input.timezone;
+  const w = new ChunkWriter(out);
+  w.push(renderHeader(input, labels));
+  for await (const item of exportItems(input.messages)) {
+    if (item.kind === 'round') w.push(`## ${labels.round(item.number)}\n\n`);
+    else if (item.kind === 'outside') w.push(`## ${labels.outsideRounds}\n\n`);
+    else w.push(renderMessage(item.message, item.reply, labels, tz, input.fileUrl));
+    await w.flush();
+  }
+  await w.end();
+}
+
+function renderHeader(input: ExportInput, labels: Labels): string {
+  const { room, timezone } = input;
+  const lines: string[] = [];
+  const field = (name: string, value: string): void => {
+    lines.push(`- **${name}**${labels.colon}${indentContinuation(value)}`);
+  };
+  lines.push(`# ${labels.title}${labels.colon}${room.room_name}`, '');
+  field(labels.description, room.room_description.trim() || labels.none);
+  field(labels.announcement, announcementText(room, labels, timezone));
+  if (room.announcement?.system_announcement?.trim()) {
+    field(labels.systemAnnouncement, cleanText(room.announcement.system_announcement.trim()));
+  }
+  field(labels.exportedAt, displayTime(input.exportedAt, timezone));
+  field(labels.timezone, timezone);
+  field(labels.roomId, `\`${room.room_id}\``);
+  lines.push('', `## ${labels.members}`, '');
+  if (room.members.length === 0) lines.push(labels.none);
+  for (const member of room.members) {
+    lines.push(`- **${member.name}** — ${memberRemarks(labels, room, member).join(labels.listSep)}`);
+  }
+  lines.push('', '---', '', '');
+  return lines.join('\n');
+}
+
+function announcementText(room: Room, labels: Labels, timezone: string): string {
+  const a = room.announcement;
+  const text = a?.user_announcement?.trim();
+  if (!text) return labels.none;
+  let by = '';
+  if (a.announcement_publisher) {
+    const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
+    by = `${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`;
+  }
+  return cleanText(text) + by;
+}
+
+/** Continuation lines of a list item value are indented so they stay in the item. */
+function indentContinuation(value: string): string {
+  return value.replace(/\n/g, '\n  ');
+}
+
+function renderMessage(
+  m: Message,
+  reply: ReplyRef | 'unknown' | null,
+  labels: Labels,
+  tz: string,
+  mapUrl: ExportInput['fileUrl'],
+): string {
+  const parts: string[] = [];
+  const meta = [`#${m.seq}`, m.sender, roleLabel(labels, m.role), displayTime(m.timestamp, tz)];
+  let heading = `### ${meta.join(' · ')}`;
+  if (m.edited_at && !m.deleted) heading += ` ${labels.edited}`;
+  parts.push(heading, '');
+  if (reply) {
+    parts.push(`> ${reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender)}`, '');
+  }
+  if (m.deleted) {
+    parts.push(`*${labels.deleted}*`, '');
+  } else {
+    const text = closeOpenFence(cleanText(m.text_content)).trim();
+    if (text) parts.push(text, '');
+  }
+  const att = m.deleted ? null : attachmentOf(m, mapUrl);
+  if (att) {
+    const type = att.type ? ` (${att.type})` : '';
+    parts.push(`${labels.attachment}${labels.colon}[${escapeLinkText(att.name)}](${linkDestination(att.url)})${type}`, '');
+  }
+  parts.push('');
+  return parts.join('\n');
+}
+
+function escapeLinkText(text: string): string {
+  return text.replace(/([\\[\]*_`<>])/g, '\\$1');
+}
+
+function linkDestination(url: string): string {
+  return `<${url.replace(/[<>\n\r]/g, (c) => encodeURIComponent(c))}>`;
+}
+
+/**
+ * A message with a code fence it never closes would swallow the rest of the document:
+ * close it at the end of the message.
+ */
+export function closeOpenFence(text: string): string {
+  let open: { char: string; len: number } | null = null;
+  for (const line of text.split('\n')) {
+    const m = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (!m) continue;
+    const fence = m[1] ?? '';
+    const rest = m[2] ?? '';
+    if (!open) {
+      if (fence[0] === '`' && rest.includes('`')) continue; // not a fence opener
+      open = { char: fence[0] ?? '`', len: fence.length };
+    } else if (fence[0] === open.char && fence.length >= open.len && rest.trim() === '') {
+      open = null;
+    }
+  }
+  return open ? `${text}\n${open.char.repeat(open.len)}` : text;
+}

@@ -1,0 +1,210 @@
+// The drawing surface of the PDF export: fonts, page geometry, running header and footer
+// (room name, page number) and line-by-line drawing with page breaks between lines. The
+// canvas tracks the vertical position itself; pdfkit never wraps or breaks pages on its own.
+import { createRequire } from 'node:module';
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
+import type { FontKey, Line, Style } from './pdf-layout.js';
+
+export interface FontFiles {
+  regular: string;
+  bold: string;
+  /** PostScript name inside a font collection (.ttc). */
+  family?: string;
+}
+
+let bundled: FontFiles | null = null;
+
+/** Noto Sans Hans (Simplified Chinese, OTF/CFF) from @embedpdf/fonts-sc. */
+export function bundledFonts(): FontFiles {
+  if (!bundled) {
+    const require = createRequire(import.meta.url);
+    const dir = path.join(path.dirname(require.resolve('@embedpdf/fonts-sc')), '..', 'fonts');
+    bundled = {
+      regular: path.join(dir, 'NotoSansHans-Regular.otf'),
+      bold: path.join(dir, 'NotoSansHans-Bold.otf'),
+    };
+  }
+  return bundled;
+}
+
+export interface FontOptions {
+  /** A TTF/OTF (or .ttc with fontFamily) that renders the room's script; EXPORT_FONT. */
+  fontPath?: string;
+  /** Bold face to go with fontPath; default: fontPath itself. */
+  boldFontPath?: string;
+  /** PostScript name of the face to use inside a collection (.ttc/.dfont). */
+  fontFamily?: string;
+}
+
+export function resolveFonts(opts: FontOptions): FontFiles {
+  if (!opts.fontPath) return bundledFonts();
+  for (const file of [opts.fontPath, opts.boldFontPath]) {
+    if (!file) continue;
+    try {
+      accessSync(file, constants.R_OK);
+    } catch {
+      throw new Error(`export font not readable: ${file}`);
+    }
+  }
+  return { regular: opts.fontPath, bold: opts.boldFontPath ?? opts.fontPath, family: opts.fontFamily };
+}
+
+/** Registers the faces under the keys the layout uses and checks that they load. */
+export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): void {
+  doc.registerFont('body', files.regular, files.family as string);
+  doc.registerFont('bold', files.bold, files.family as string);
+  doc.registerFont('mono', 'Courier');
+  try {
+    doc.font('bold');
+    doc.font('body');
+  } catch (err) {
+    throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
+  }
+}
+
+export const COLORS = {
+  text: '#1f2328',
+  muted: '#6e7781',
+  faint: '#afb8c1',
+  rule: '#d0d7de',
+  hairline: '#eaeef2',
+  link: '#0b61c4',
+  code: '#8a3b12',
+  codeBg: '#f3f4f6',
+  quoteBar: '#c9d1d9',
+  chipBg: '#eef1f4',
+  agent: '#0b5fa5',
+  user: '#1a7f37',
+  system: '#6e7781',
+};
+
+/** Extra decoration of a line: quote bars, a code background, a list marker. */
+export interface LineDeco {
+  /** x positions of quote bars (one per quote level). */
+  bars?: number[];
+  background?: { x: number; width: number; color: string };
+  /** Drawn on the first line only (list item markers). */
+  markers?: Marker[];
+}
+
+export interface Marker {
+  text: string;
+  x: number;
+  style: Style;
+}
+
+export interface CanvasOptions {
+  roomName: string;
+  headerRight: string;
+  pageLabel: (n: number) => string;
+}
+
+/** Page geometry: A4 portrait; the top margin leaves room for the running header. */
+export const MARGINS = { top: 66, bottom: 58, left: 56, right: 56 };
+const A4_WIDTH = 595.28;
+
+const ASCENT = 0.88; // Noto Sans CJK: ascender 880, descender -120 per 1000 units.
+
+export class Canvas {
+  readonly left: number;
+  readonly width: number;
+  readonly top: number;
+  y = 0;
+  pages = 0;
+
+  constructor(
+    readonly doc: PDFKit.PDFDocument,
+    private readonly opts: CanvasOptions,
+  ) {
+    this.left = MARGINS.left;
+    this.top = MARGINS.top;
+    this.width = A4_WIDTH - MARGINS.left - MARGINS.right;
+    doc.on('pageAdded', () => this.decoratePage());
+  }
+
+  get bottom(): number {
+    return this.doc.page.height - this.doc.page.margins.bottom;
+  }
+
+  measure = (text: string, font: FontKey, size: number): number => {
+    return this.doc.font(font).fontSize(size).widthOfString(text);
+  };
+
+  newPage(): void {
+    this.doc.addPage();
+  }
+
+  /** Starts a new page unless `height` still fits on this one. */
+  ensure(height: number): void {
+    if (this.y + height > this.bottom && this.y > this.top + 1) this.newPage();
+  }
+
+  private decoratePage(): void {
+    const { doc } = this;
+    this.pages += 1;
+    this.y = this.top;
+    const pageW = doc.page.width;
+    const pageH = doc.page.height;
+    const headerY = this.top - 30;
+    this.text(this.opts.roomName, this.left, headerY, { font: 'bold', size: 8, color: COLORS.muted });
+    const right = this.opts.headerRight;
+    const rw = this.measure(right, 'body', 8);
+    this.text(right, pageW - this.left - rw, headerY, { font: 'body', size: 8, color: COLORS.muted });
+    doc.save().moveTo(this.left, headerY + 14).lineTo(pageW - this.left, headerY + 14).lineWidth(0.5).strokeColor(COLORS.rule).stroke().restore();
+    const label = this.opts.pageLabel(this.pages);
+    const lw = this.measure(label, 'body', 8);
+    this.text(label, (pageW - lw) / 2, pageH - doc.page.margins.bottom + 22, { font: 'body', size: 8, color: COLORS.muted });
+  }
+
+  /** Draws one fragment with its top at y; `lineHeight` centres the em box in the line. */
+  text(text: string, x: number, y: number, style: Style, lineHeight = style.size * 1.5, baseSize = style.size): number {
+    const { doc } = this;
+    const dy = (lineHeight - baseSize) / 2 + ASCENT * baseSize;
+    doc.font(style.font).fontSize(style.size).fillColor(style.color);
+    doc.text(text, x, y, { lineBreak: false, baseline: -dy, oblique: style.oblique ? 12 : false } as PDFKit.Mixins.TextOptions);
+    const width = doc.widthOfString(text);
+    if (style.underline || style.strike) {
+      const ly = style.underline ? y + dy + 1.5 : y + dy - 0.3 * baseSize;
+      doc.save().moveTo(x, ly).lineTo(x + width, ly).lineWidth(0.5).strokeColor(style.color).stroke().restore();
+    }
+    if (style.link) doc.link(x, y, width, lineHeight, style.link);
+    return width;
+  }
+
+  /** Draws lines at x, one per `lineHeight`, breaking pages between lines. */
+  lines(lines: Line[], x: number, lineHeight: number, baseSize: number, deco: LineDeco = {}): void {
+    let markers = deco.markers;
+    for (const line of lines) {
+      this.ensure(lineHeight);
+      this.decorate(lineHeight, deco);
+      for (const m of markers ?? []) this.text(m.text, m.x, this.y, m.style, lineHeight, baseSize);
+      markers = undefined;
+      for (const f of line.fragments) this.text(f.text, x + f.x, this.y, f.style, lineHeight, baseSize);
+      this.y += lineHeight;
+    }
+  }
+
+  /** Vertical space that carries the decoration (bars, background) of the block it is in. */
+  gap(height: number, deco: LineDeco = {}): void {
+    if (height <= 0) return;
+    if (this.y + height > this.bottom) {
+      this.newPage();
+      return;
+    }
+    this.decorate(height, deco);
+    this.y += height;
+  }
+
+  private decorate(height: number, deco: LineDeco): void {
+    const { doc } = this;
+    if (deco.background) {
+      doc.rect(deco.background.x, this.y, deco.background.width, height).fill(deco.background.color);
+    }
+    for (const bx of deco.bars ?? []) doc.rect(bx, this.y, 2, height).fill(COLORS.quoteBar);
+  }
+
+  rule(x: number, width: number, color: string = COLORS.rule, weight = 0.5): void {
+    this.doc.save().moveTo(x, this.y).lineTo(x + width, this.y).lineWidth(weight).strokeColor(color).stroke().restore();
+  }
+}

@@ -1,0 +1,288 @@
+// Renders a message's Markdown into the PDF from marked's lexer tokens: headings, bold,
+// italic (oblique), strikethrough, inline code and code blocks (Courier for ASCII, the CJK
+// font for the rest), lists (nested, ordered, tasks), quotes, links, rules, tables (as rows).
+import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
+import { COLORS, type Canvas, type LineDeco, type Marker } from './pdf-canvas.js';
+import { layoutCode, layoutRuns, type Run, type Style } from './pdf-layout.js';
+
+export const BODY_SIZE = 10;
+const BODY_LH = 15;
+const CODE_SIZE = 8.6;
+const CODE_LH = 12.6;
+const CODE_PAD = 6;
+const HEADING_SIZES = [0, 15, 13.5, 12, 11, 10.5, 10];
+
+export interface BlockContext {
+  x: number;
+  width: number;
+  color: string;
+  /** x of the quote bars around this block. */
+  bars: number[];
+  /** List depth, for the bullet shape. */
+  nesting: number;
+  /** List markers still to be drawn on the next line of this context. */
+  markers?: Marker[];
+  /** "Image" in the room language. */
+  imageLabel: string;
+}
+
+/** Lexes a message text (GFM; single newlines are line breaks, as in chat). */
+export function lexMessage(text: string): Token[] {
+  return Lexer.lex(text, { gfm: true, breaks: true });
+}
+
+export function renderMarkdown(canvas: Canvas, text: string, ctx: BlockContext): void {
+  renderBlocks(canvas, lexMessage(text), ctx);
+}
+
+/** Plain text (no Markdown) wrapped into the context. */
+export function renderPlain(canvas: Canvas, text: string, ctx: BlockContext, style?: Partial<Style>): void {
+  paragraph(canvas, [{ text, style: { ...baseStyle(ctx), ...style } }], ctx, BODY_LH);
+}
+
+function renderBlocks(canvas: Canvas, tokens: Token[], ctx: BlockContext): void {
+  let first = true;
+  for (const token of tokens) {
+    const t = token as MarkedToken;
+    if (t.type === 'space' || t.type === 'def' || t.type === 'checkbox') continue;
+    if (!first) canvas.gap(t.type === 'heading' ? 6 : 4, deco(ctx));
+    first = false;
+    renderBlock(canvas, t, ctx);
+  }
+}
+
+function deco(ctx: BlockContext): LineDeco {
+  return { bars: ctx.bars };
+}
+
+function baseStyle(ctx: BlockContext): Style {
+  return { font: 'body', size: BODY_SIZE, color: ctx.color };
+}
+
+/** Markers waiting in ctx go with the first line drawn; they are taken only once. */
+function takeMarkers(ctx: BlockContext): Marker[] | undefined {
+  const m = ctx.markers;
+  ctx.markers = undefined;
+  return m;
+}
+
+function emptyLine(canvas: Canvas, ctx: BlockContext, markers: Marker[] | undefined): void {
+  if (markers?.length) canvas.lines([{ fragments: [], width: 0 }], ctx.x, BODY_LH, BODY_SIZE, { bars: ctx.bars, markers });
+}
+
+function renderBlock(canvas: Canvas, t: MarkedToken, ctx: BlockContext): void {
+  switch (t.type) {
+    case 'paragraph':
+      paragraph(canvas, inlineRuns(t.tokens, baseStyle(ctx), ctx), ctx, BODY_LH);
+      return;
+    case 'text':
+      paragraph(canvas, t.tokens ? inlineRuns(t.tokens, baseStyle(ctx), ctx) : textRuns(t.text, baseStyle(ctx)), ctx, BODY_LH);
+      return;
+    case 'heading': {
+      const size = HEADING_SIZES[t.depth] ?? BODY_SIZE;
+      paragraph(canvas, inlineRuns(t.tokens, { font: 'bold', size, color: ctx.color }, ctx), ctx, Math.round(size * 1.45), size);
+      return;
+    }
+    case 'code':
+      codeBlock(canvas, t.text, ctx);
+      return;
+    case 'blockquote': {
+      const inner: BlockContext = {
+        ...ctx,
+        x: ctx.x + 12,
+        width: ctx.width - 12,
+        color: COLORS.muted,
+        bars: [...ctx.bars, ctx.x + 1],
+        markers: takeMarkers(ctx),
+      };
+      renderBlocks(canvas, t.tokens, inner);
+      emptyLine(canvas, inner, takeMarkers(inner));
+      return;
+    }
+    case 'list':
+      list(canvas, t, ctx);
+      return;
+    case 'hr':
+      emptyLine(canvas, ctx, takeMarkers(ctx));
+      canvas.ensure(10);
+      canvas.gap(5, deco(ctx));
+      canvas.rule(ctx.x, ctx.width, COLORS.rule, 0.75);
+      canvas.gap(5, deco(ctx));
+      return;
+    case 'table':
+      table(canvas, t, ctx);
+      return;
+    case 'html':
+      paragraph(canvas, textRuns(t.text.trim(), { ...baseStyle(ctx), color: COLORS.muted }), ctx, BODY_LH);
+      return;
+    default: {
+      const g = t as Tokens.Generic;
+      if (Array.isArray(g.tokens)) renderBlocks(canvas, g.tokens, ctx);
+      else if (typeof g.text === 'string') paragraph(canvas, textRuns(g.text, baseStyle(ctx)), ctx, BODY_LH);
+    }
+  }
+}
+
+function paragraph(canvas: Canvas, runs: Run[], ctx: BlockContext, lineHeight: number, baseSize = BODY_SIZE): void {
+  const clean = trimRuns(runs);
+  const markers = takeMarkers(ctx);
+  if (clean.length === 0) {
+    emptyLine(canvas, ctx, markers);
+    return;
+  }
+  const lines = layoutRuns(clean, ctx.width, canvas.measure);
+  canvas.lines(lines, ctx.x, lineHeight, baseSize, { bars: ctx.bars, markers });
+}
+
+/** Drops empty runs and trailing whitespace and line breaks. */
+function trimRuns(runs: Run[]): Run[] {
+  const out = runs.filter((r) => r.text.length > 0);
+  while (out.length > 0) {
+    const last = out[out.length - 1] as Run;
+    const trimmed = last.text.replace(/\s+$/, '');
+    if (trimmed) {
+      if (trimmed !== last.text) out[out.length - 1] = { text: trimmed, style: last.style };
+      break;
+    }
+    out.pop();
+  }
+  return out;
+}
+
+function codeBlock(canvas: Canvas, code: string, ctx: BlockContext): void {
+  const style: Style = { font: 'mono', size: CODE_SIZE, color: COLORS.text };
+  const lines = layoutCode(code.replace(/\n+$/, ''), style, ctx.width - 2 * CODE_PAD, canvas.measure);
+  const d: LineDeco = { bars: ctx.bars, background: { x: ctx.x, width: ctx.width, color: COLORS.codeBg } };
+  const markers = takeMarkers(ctx);
+  canvas.ensure(CODE_PAD + CODE_LH);
+  canvas.gap(CODE_PAD, d);
+  canvas.lines(lines, ctx.x + CODE_PAD, CODE_LH, CODE_SIZE, { ...d, markers });
+  canvas.gap(CODE_PAD, d);
+}
+
+const BULLETS = ['•', '◦', '▪'];
+
+function list(canvas: Canvas, t: Tokens.List, ctx: BlockContext): void {
+  const start = typeof t.start === 'number' ? t.start : 1;
+  const markerStyle: Style = { font: 'body', size: BODY_SIZE, color: COLORS.muted };
+  const taskStyle: Style = { font: 'mono', size: CODE_SIZE, color: COLORS.muted };
+  const numberWidth = t.ordered ? canvas.measure(`${start + t.items.length - 1}.`, 'body', BODY_SIZE) : 0;
+  const indent = t.ordered ? Math.max(16, numberWidth + 6) : 14;
+  const bullet = BULLETS[ctx.nesting % BULLETS.length] ?? '•';
+  let outer = takeMarkers(ctx);
+  t.items.forEach((item, i) => {
+    if (i > 0) canvas.gap(t.loose ? 4 : 1.5, deco(ctx));
+    let own: Marker;
+    let shift = 0;
+    if (item.task) {
+      own = { text: item.checked ? '[x]' : '[ ]', x: ctx.x, style: taskStyle };
+      shift = 6;
+    } else if (t.ordered) {
+      own = { text: `${start + i}.`, x: ctx.x, style: markerStyle };
+    } else {
+      own = { text: bullet, x: ctx.x + 3, style: markerStyle };
+    }
+    const inner: BlockContext = {
+      ...ctx,
+      x: ctx.x + indent + shift,
+      width: ctx.width - indent - shift,
+      nesting: ctx.nesting + 1,
+      markers: [...(outer ?? []), own],
+    };
+    outer = undefined;
+    renderBlocks(canvas, item.tokens, inner);
+    emptyLine(canvas, inner, takeMarkers(inner));
+  });
+}
+
+function table(canvas: Canvas, t: Tokens.Table, ctx: BlockContext): void {
+  const rows: Tokens.TableCell[][] = [t.header, ...t.rows];
+  rows.forEach((row, r) => {
+    const runs: Run[] = [];
+    row.forEach((cell, c) => {
+      if (c > 0) runs.push({ text: '  |  ', style: { font: 'body', size: BODY_SIZE, color: COLORS.faint } });
+      const style: Style = r === 0 ? { font: 'bold', size: BODY_SIZE, color: ctx.color } : baseStyle(ctx);
+      runs.push(...inlineRuns(cell.tokens, style, ctx));
+    });
+    paragraph(canvas, runs, ctx, BODY_LH);
+    if (r === 0) {
+      canvas.gap(1, deco(ctx));
+      canvas.rule(ctx.x, ctx.width, COLORS.rule, 0.5);
+      canvas.gap(2, deco(ctx));
+    }
+  });
+}
+
+const SAFE_LINK = /^(https?:|mailto:)/i;
+
+/** Inline tokens to styled runs. */
+export function inlineRuns(tokens: Token[] | undefined, style: Style, ctx: BlockContext): Run[] {
+  const runs: Run[] = [];
+  for (const token of tokens ?? []) {
+    const t = token as MarkedToken;
+    switch (t.type) {
+      case 'text':
+        if (t.tokens && t.tokens.length > 0) runs.push(...inlineRuns(t.tokens, style, ctx));
+        else runs.push(...textRuns(t.text, style));
+        break;
+      case 'escape':
+        runs.push({ text: t.text, style });
+        break;
+      case 'strong':
+        runs.push(...inlineRuns(t.tokens, { ...style, font: style.font === 'mono' ? 'mono' : 'bold' }, ctx));
+        break;
+      case 'em':
+        runs.push(...inlineRuns(t.tokens, { ...style, oblique: true }, ctx));
+        break;
+      case 'del':
+        runs.push(...inlineRuns(t.tokens, { ...style, strike: true }, ctx));
+        break;
+      case 'codespan':
+        runs.push({ text: t.text.replace(/\n/g, ' '), style: { ...style, font: 'mono', size: style.size * 0.92, color: COLORS.code } });
+        break;
+      case 'br':
+        runs.push({ text: '\n', style });
+        break;
+      case 'link': {
+        const link = SAFE_LINK.test(t.href) ? t.href : undefined;
+        const ls: Style = { ...style, color: COLORS.link, underline: true, link };
+        runs.push(...inlineRuns(t.tokens, ls, ctx));
+        break;
+      }
+      case 'image': {
+        const link = SAFE_LINK.test(t.href) ? t.href : undefined;
+        runs.push({ text: `[${ctx.imageLabel}${t.text ? `: ${decodeEntities(t.text)}` : ''}]`, style: { ...style, color: COLORS.link, underline: true, link } });
+        break;
+      }
+      case 'html':
+        runs.push({ text: t.text, style: { ...style, color: COLORS.muted } });
+        break;
+      case 'checkbox':
+        break; // drawn as the list item's marker
+      default: {
+        const g = t as Tokens.Generic;
+        if (Array.isArray(g.tokens)) runs.push(...inlineRuns(g.tokens, style, ctx));
+        else if (typeof g.text === 'string') runs.push(...textRuns(g.text, style));
+      }
+    }
+  }
+  return runs;
+}
+
+function textRuns(text: string, style: Style): Run[] {
+  return [{ text: decodeEntities(text), style }];
+}
+
+const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** Marked keeps entities in text tokens as written; show them as a browser would. */
+export function decodeEntities(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, body: string) => {
+    if (body[0] === '#') {
+      const cp = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
+      return Number.isFinite(cp) && cp > 0 && cp <= 0x10ffff ? String.fromCodePoint(cp) : whole;
+    }
+    return NAMED[body.toLowerCase()] ?? whole;
+  });
+}

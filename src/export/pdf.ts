@@ -1,0 +1,225 @@
+// PDF export (SPEC §9) with pdfkit: a font that renders Chinese (bundled Noto Sans Hans, or
+// EXPORT_FONT), the room header, then every visible message in `seq` order with its Markdown
+// rendered, rounds separated, pages numbered as they are added ("第 N 页"; no total, so the
+// document streams: pages are written out as soon as they are full and never buffered).
+import PDFDocument from 'pdfkit';
+import type { Message } from '../types.js';
+import {
+  attachmentOf,
+  cleanText,
+  displayTime,
+  labelsFor,
+  memberRemarks,
+  roleLabel,
+  type ExportInput,
+  type Labels,
+} from './format.js';
+import { Canvas, COLORS, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
+import { layoutRuns, type Run, type Style } from './pdf-layout.js';
+import { renderMarkdown, renderPlain, type BlockContext } from './pdf-markdown.js';
+import { waitFor } from './stream.js';
+import { exportItems, type ReplyRef } from './walk.js';
+
+export type { ExportInput } from './format.js';
+export type PdfExportOptions = FontOptions;
+
+/** Bytes pdfkit may hold for a slow reader before the export waits for it. */
+const HIGH_WATER = 1 << 20;
+
+/**
+ * Writes the PDF to `out` (piped, so `out` is ended) and resolves once `out` has finished.
+ * Rejects before writing anything when the font cannot be used; rejects when `out` errors or
+ * closes early (the caller discards what was written).
+ */
+export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStream, opts: PdfExportOptions = {}): Promise<void> {
+  const labels = labelsFor(input.room.language);
+  const fonts = resolveFonts(opts);
+  const doc = new PDFDocument({
+    size: 'A4',
+    margins: MARGINS,
+    autoFirstPage: false,
+    bufferPages: false,
+    lang: input.room.language || undefined,
+    displayTitle: true,
+    info: {
+      Title: `${input.room.room_name} — ${labels.title}`,
+      Creator: 'Agent Chatroom',
+      Producer: 'Agent Chatroom (pdfkit)',
+      CreationDate: input.exportedAt,
+    },
+  });
+  registerFonts(doc, fonts);
+  const canvas = new Canvas(doc, {
+    roomName: input.room.room_name,
+    headerRight: `${labels.title} · ${displayTime(input.exportedAt, input.timezone)}`,
+    pageLabel: labels.page,
+  });
+
+  const finished = waitFor(out, ['finish']);
+  finished.catch(() => undefined); // observed below; avoid an unhandled rejection meanwhile
+  doc.pipe(out as NodeJS.WritableStream);
+  try {
+    canvas.newPage();
+    drawRoomHeader(canvas, input, labels);
+    let first = true;
+    for await (const item of exportItems(input.messages)) {
+      if (item.kind === 'message') {
+        drawMessage(canvas, item.message, item.reply, labels, input, first);
+        first = false;
+      } else {
+        drawRoundSeparator(canvas, item.kind === 'round' ? labels.round(item.number) : labels.outsideRounds);
+        first = true;
+      }
+      await relieve(doc, out);
+    }
+    doc.end();
+    await finished;
+  } catch (err) {
+    doc.unpipe(out as NodeJS.WritableStream);
+    throw err;
+  }
+}
+
+/** Waits while the reader is behind, so the document is never held in memory whole. */
+async function relieve(doc: PDFKit.PDFDocument, out: NodeJS.WritableStream): Promise<void> {
+  while (doc.readableLength > HIGH_WATER) {
+    const w = out as unknown as { writableNeedDrain?: boolean; destroyed?: boolean };
+    if (w.destroyed) throw new Error('export stream closed before the export was written');
+    if (w.writableNeedDrain) await waitFor(out, ['drain']);
+    else await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+function ctxAt(canvas: Canvas, labels: Labels, x = canvas.left, width = canvas.width): BlockContext {
+  return { x, width, color: COLORS.text, bars: [], nesting: 0, imageLabel: labels.image };
+}
+
+/** Draws styled parts on one line at canvas.y; returns the width used. */
+function inline(canvas: Canvas, parts: Run[], x: number, lineHeight: number, baseSize: number): number {
+  let cx = x;
+  for (const p of parts) cx += canvas.text(p.text, cx, canvas.y, p.style, lineHeight, baseSize);
+  return cx - x;
+}
+
+const LABEL_W = 64;
+
+function drawRoomHeader(canvas: Canvas, input: ExportInput, labels: Labels): void {
+  const { room, timezone } = input;
+  const muted = (size = 9): Style => ({ font: 'body', size, color: COLORS.muted });
+  const title = layoutRuns([{ text: room.room_name, style: { font: 'bold', size: 20, color: COLORS.text } }], canvas.width, canvas.measure);
+  canvas.lines(title, canvas.left, 28, 20);
+  canvas.lines(layoutRuns([{ text: labels.title, style: muted(10) }], canvas.width, canvas.measure), canvas.left, 16, 10);
+  canvas.gap(10);
+
+  const field = (label: string, runs: Run[]): void => {
+    const lines = layoutRuns(runs, canvas.width - LABEL_W, canvas.measure);
+    const markers = [{ text: label, x: canvas.left, style: muted(9) }];
+    canvas.lines(lines.length ? lines : [{ fragments: [], width: 0 }], canvas.left + LABEL_W, 14.5, 9.5, { markers });
+    canvas.gap(2);
+  };
+  const plain = (text: string, style: Style = { font: 'body', size: 9.5, color: COLORS.text }): Run[] => [{ text, style }];
+
+  field(labels.description, plain(cleanText(room.room_description.trim()) || labels.none));
+  const a = room.announcement;
+  const ann = cleanText(a?.user_announcement?.trim() ?? '');
+  const annRuns = plain(ann || labels.none);
+  if (ann && a.announcement_publisher) {
+    const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
+    annRuns.push({ text: `${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`, style: muted(9) });
+  }
+  field(labels.announcement, annRuns);
+  if (a?.system_announcement?.trim()) field(labels.systemAnnouncement, plain(cleanText(a.system_announcement.trim())));
+  field(labels.exportedAt, plain(displayTime(input.exportedAt, timezone)));
+  field(labels.timezone, plain(timezone));
+  field(labels.roomId, plain(room.room_id, { font: 'mono', size: 8.8, color: COLORS.text }));
+
+  const members: Run[] = [];
+  room.members.forEach((m, i) => {
+    members.push({ text: m.name, style: { font: 'bold', size: 9.5, color: roleColor(m.role) } });
+    members.push({ text: ` ${labels.paren[0].trim()}${memberRemarks(labels, room, m).join(labels.listSep)}${labels.paren[1].trim()}`, style: muted(9) });
+    if (i < room.members.length - 1) members.push({ text: '\n', style: muted(9) });
+  });
+  field(`${labels.members} (${room.members.length})`, members.length ? members : plain(labels.none));
+
+  canvas.gap(8);
+  canvas.rule(canvas.left, canvas.width, COLORS.faint, 1);
+  canvas.gap(14);
+}
+
+function roleColor(role: string): string {
+  return role === 'ai_agent' ? COLORS.agent : role === 'user' ? COLORS.user : COLORS.system;
+}
+
+function drawRoundSeparator(canvas: Canvas, label: string): void {
+  canvas.ensure(24 + 40);
+  canvas.gap(4);
+  const style: Style = { font: 'bold', size: 8.5, color: COLORS.muted };
+  const w = canvas.measure(label, style.font, style.size);
+  const mid = canvas.left + canvas.width / 2;
+  const lineY = canvas.y + 8;
+  const { doc } = canvas;
+  doc.save().lineWidth(0.6).strokeColor(COLORS.rule);
+  doc.moveTo(canvas.left, lineY).lineTo(mid - w / 2 - 10, lineY).stroke();
+  doc.moveTo(mid + w / 2 + 10, lineY).lineTo(canvas.left + canvas.width, lineY).stroke();
+  doc.restore();
+  canvas.text(label, mid - w / 2, canvas.y, style, 16, 8.5);
+  canvas.y += 16;
+  canvas.gap(12);
+}
+
+const HEAD_LH = 18;
+
+function drawMessage(canvas: Canvas, m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, first: boolean): void {
+  if (!first) {
+    canvas.ensure(12 + HEAD_LH + 15);
+    canvas.gap(5);
+    canvas.rule(canvas.left, canvas.width, COLORS.hairline, 0.5);
+    canvas.gap(7);
+  }
+  canvas.ensure(HEAD_LH + 15);
+  drawMessageHead(canvas, m, labels, input.timezone);
+  const ctx = ctxAt(canvas, labels);
+  if (reply) {
+    const text = reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender);
+    renderPlain(canvas, text, { ...ctx, bars: [canvas.left + 1], x: canvas.left + 10, width: canvas.width - 10 }, { size: 8.5, color: COLORS.muted });
+    canvas.gap(3);
+  }
+  if (m.deleted) {
+    renderPlain(canvas, labels.deleted, ctx, { color: COLORS.muted, oblique: true });
+  } else {
+    const text = cleanText(m.text_content).trim();
+    if (text) renderMarkdown(canvas, text, ctx);
+    const att = attachmentOf(m, input.fileUrl);
+    if (att) {
+      if (text) canvas.gap(4);
+      const runs: Run[] = [
+        { text: `${labels.attachment}${labels.colon}`, style: { font: 'body', size: 9, color: COLORS.muted } },
+        { text: att.name, style: { font: 'body', size: 9, color: COLORS.link, underline: true, link: /^(https?:|mailto:)/i.test(att.url) ? att.url : undefined } },
+      ];
+      if (att.type) runs.push({ text: `  ${att.type}`, style: { font: 'body', size: 8, color: COLORS.faint } });
+      canvas.lines(layoutRuns(runs, canvas.width, canvas.measure), canvas.left, 14, 9);
+    }
+  }
+  canvas.gap(4);
+}
+
+function drawMessageHead(canvas: Canvas, m: Message, labels: Labels, tz: string): void {
+  const { doc } = canvas;
+  const x = canvas.left;
+  const nameW = inline(canvas, [{ text: m.sender, style: { font: 'bold', size: 10.5, color: roleColor(m.role) } }], x, HEAD_LH, 10.5);
+  // role chip
+  const role = roleLabel(labels, m.role);
+  const chipStyle: Style = { font: 'body', size: 7.5, color: COLORS.muted };
+  const chipW = canvas.measure(role, 'body', 7.5) + 8;
+  const chipX = x + nameW + 6;
+  doc.roundedRect(chipX, canvas.y + 3.5, chipW, 11, 3).fill(COLORS.chipBg);
+  canvas.text(role, chipX + 4, canvas.y, chipStyle, HEAD_LH, 7.5);
+  const meta: Run[] = [{ text: displayTime(m.timestamp, tz), style: { font: 'body', size: 8.5, color: COLORS.muted } }];
+  if (m.edited_at && !m.deleted) meta.push({ text: ` ${labels.edited}`, style: { font: 'body', size: 8.5, color: COLORS.faint } });
+  inline(canvas, meta, chipX + chipW + 8, HEAD_LH, 8.5);
+  const seq = `#${m.seq}`;
+  const seqW = canvas.measure(seq, 'mono', 8);
+  canvas.text(seq, x + canvas.width - seqW, canvas.y, { font: 'mono', size: 8, color: COLORS.faint }, HEAD_LH, 8);
+  canvas.y += HEAD_LH + 1;
+}
+
