@@ -1,0 +1,86 @@
+// Message text → safe DOM: Markdown with marked, then DOMPurify. No script, no on* handler and
+// no javascript: link survives; links open in a new tab with rel=noopener; @mentions of room
+// members are highlighted.
+import DOMPurify from '/vendor/purify.es.mjs';
+import { marked } from '/vendor/marked.esm.js';
+
+const SAFE_URL = /^(?:https?:|mailto:|\/(?!\/)|#)/i;
+
+DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  if (node.tagName === 'A') {
+    const href = node.getAttribute('href');
+    if (href !== null && !SAFE_URL.test(href.trim())) node.removeAttribute('href');
+    if (node.hasAttribute('href')) {
+      node.setAttribute('target', '_blank');
+      node.setAttribute('rel', 'noopener noreferrer nofollow');
+    }
+  } else if (node.tagName === 'IMG') {
+    const src = node.getAttribute('src');
+    if (src !== null && !/^(?:https?:|\/(?!\/))/i.test(src.trim())) node.removeAttribute('src');
+    node.setAttribute('referrerpolicy', 'no-referrer');
+    node.setAttribute('loading', 'lazy');
+  }
+});
+
+const PURIFY_OPTIONS = {
+  USE_PROFILES: { html: true },
+  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'iframe', 'frame', 'object', 'embed', 'link', 'meta', 'base', 'dialog', 'video', 'audio', 'source', 'picture'],
+  FORBID_ATTR: ['style', 'id', 'name', 'srcset', 'formaction', 'autofocus', 'tabindex'],
+  ALLOW_DATA_ATTR: false,
+  RETURN_DOM_FRAGMENT: true,
+};
+
+/** Markdown text → sanitised DocumentFragment. `names`: member names to highlight after "@". */
+export function renderMarkdown(text, { names = [], me = null } = {}) {
+  let html;
+  try {
+    html = marked.parse(String(text ?? ''), { gfm: true, breaks: true, async: false });
+  } catch {
+    html = '';
+  }
+  const fragment = DOMPurify.sanitize(html, PURIFY_OPTIONS);
+  if (names.length > 0) highlightMentions(fragment, names, me);
+  return fragment;
+}
+
+/** Plain text of a message for previews (search results, notes). */
+export function plainText(text, max = 140) {
+  const oneLine = String(text ?? '').replace(/\s+/g, ' ').trim();
+  return oneLine.length > max ? `${oneLine.slice(0, max - 1)}…` : oneLine;
+}
+
+function escapeRegExp(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+function highlightMentions(root, names, me) {
+  const sorted = [...names].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  const pattern = new RegExp(`@(${sorted.join('|')})(?=$|[\\s\\p{P}\\p{S}])`, 'giu');
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode(node) {
+      return node.parentElement?.closest('code, pre, a') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+    },
+  });
+  const targets = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.nodeValue.includes('@')) targets.push(node);
+  }
+  for (const node of targets) {
+    const text = node.nodeValue;
+    pattern.lastIndex = 0;
+    let last = 0;
+    let match;
+    const parts = [];
+    while ((match = pattern.exec(text))) {
+      if (match.index > last) parts.push(document.createTextNode(text.slice(last, match.index)));
+      const span = document.createElement('span');
+      span.className = me && match[1].toLowerCase() === me.toLowerCase() ? 'mention mention-me' : 'mention';
+      span.textContent = match[0];
+      parts.push(span);
+      last = match.index + match[0].length;
+    }
+    if (parts.length === 0) continue;
+    if (last < text.length) parts.push(document.createTextNode(text.slice(last)));
+    node.replaceWith(...parts);
+  }
+}
