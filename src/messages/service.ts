@@ -29,6 +29,8 @@ export type ContextMessage = Message & { display_time: string; truncated?: boole
 export class MessageService {
   /** room_id → `${sender_id}\u0000${client_msg_id}` → message_id, built lazily per room. */
   private readonly idempotency = new Map<string, Map<string, string>>();
+  /** room_id → lowercased texts for search (see `lowercased`). */
+  private readonly searchTexts = new Map<string, string[]>();
 
   constructor(
     private readonly store: Store,
@@ -154,14 +156,31 @@ export class MessageService {
   search(caller: Caller, roomId: string, query: string, limit: number): Message[] {
     const { room } = this.rooms.requireMember(roomId, caller);
     const needle = query.toLowerCase();
+    const all = this.store.roomMessages(roomId);
+    const lower = this.lowercased(roomId, all);
     const out: Message[] = [];
-    for (const m of this.store.roomMessages(roomId)) {
+    for (let i = 0; i < all.length; i++) {
+      if (!lower[i]!.includes(needle)) continue;
+      const m = all[i]!;
       if (!m.visible || m.deleted) continue;
-      if (!m.text_content.toLowerCase().includes(needle)) continue;
       out.push(presentMessage(m, room));
       if (out.length >= limit) break;
     }
     return out;
+  }
+
+  /**
+   * Lowercased texts aligned with the room's messages (index = seq - 1), extended as the room
+   * grows and patched on edits: lowercasing a million texts per query would cost ~10× the scan.
+   */
+  private lowercased(roomId: string, all: readonly Message[]): string[] {
+    let lower = this.searchTexts.get(roomId);
+    if (!lower) {
+      lower = [];
+      this.searchTexts.set(roomId, lower);
+    }
+    for (let i = lower.length; i < all.length; i++) lower.push(all[i]!.text_content.toLowerCase());
+    return lower;
   }
 
   /** get_context: what an agent needs to take its turn. */
@@ -233,6 +252,8 @@ export class MessageService {
 
   private async update(room: RoomRecord, next: Message): Promise<Message> {
     const presented = presentMessage(next, room);
+    const lower = this.searchTexts.get(room.room_id);
+    if (lower && next.seq <= lower.length) lower[next.seq - 1] = next.text_content.toLowerCase();
     await this.committer.commit(room.room_id, {
       messages: [next],
       events: [{ event: 'message_update', room_id: room.room_id, data: { message: presented } }],

@@ -306,6 +306,11 @@ describe('messages', () => {
     const en = await server.ok('search_messages', { room_id: room.room_id, query: 'HELLO' }, owner.token);
     expect(en.messages).toHaveLength(1);
     expect(en.messages[0].text_content).toBe('Hello again');
+    // Search sees later edits of messages it has already indexed.
+    await server.ok('edit_message', { message_id: first.message_id, text_content: 'Goodbye' }, owner.token);
+    expect((await server.ok('search_messages', { room_id: room.room_id, query: 'hello' }, owner.token)).messages).toHaveLength(0);
+    expect((await server.ok('search_messages', { room_id: room.room_id, query: 'GOODBYE' }, owner.token)).messages).toHaveLength(1);
+    await server.ok('edit_message', { message_id: first.message_id, text_content: 'Hello again' }, owner.token);
 
     const ctx = await server.ok('get_context', { room_id: room.room_id }, owner.token);
     // Since the caller's last message (seq 1): the two later ones.
