@@ -248,6 +248,7 @@ export class ChatroomClient {
       ws.send(JSON.stringify({ type: 'auth', token: this.options.token }));
     });
     ws.on('message', (data) => {
+      if (ws !== this.ws) return;
       this.heard();
       let frame: ServerFrame;
       try {

@@ -92,6 +92,7 @@ export class WsHub {
     });
     // Everything stored before the hub existed has been published (start-up is over).
     for (const room of app.store.listRooms()) this.lastPublished.set(room.room_id, app.store.nextSeq(room.room_id) - 1);
+    app.metrics.countSocketsWith(() => this.sessions.size);
     this.disposers.push(
       app.bus.subscribe((event) => this.onRoomEvent(event)),
       app.bus.subscribeAccess((event) => this.onAccess(event)),
