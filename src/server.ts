@@ -30,6 +30,9 @@ export async function startServer(config: Config, logger: Logger, options: AppOp
     config.tlsCert && config.tlsKey
       ? https.createServer({ cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) }, expressApp)
       : http.createServer(expressApp);
+  // Clients (agents) reuse connections; a long idle window avoids close-vs-reuse races.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

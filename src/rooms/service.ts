@@ -224,7 +224,7 @@ export class RoomService {
         data: { member: { name: member.name, status: member.status, last_active: member.last_active } },
       };
       if (online && member.role === 'ai_agent' && !room.archived) {
-        const outcome = this.driver.apply(room, { type: 'came_online', name: member.name }, { leadEvents: [event] });
+        const outcome = this.driver.apply(room, { type: 'came_online', name: member.name }, { leadEvents: [event], roomChanged: true });
         if (outcome.ok) continue;
       }
       this.store.touchRoom(room);
@@ -255,6 +255,7 @@ export class RoomService {
   private async runEngine(room: RoomRecord, action: EngineAction, leadEvents: RoomEvent[] = []): Promise<void> {
     const outcome = this.driver.apply(room, action, {
       leadEvents: [...leadEvents, { event: 'room_update', room_id: room.room_id, data: { room: presentRoom(room) } }],
+      roomChanged: true,
     });
     if (!outcome.ok) throw new AppError(outcome.code, outcome.message, outcome.details);
     await outcome.done;

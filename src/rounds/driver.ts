@@ -31,6 +31,8 @@ export interface ApplyExtras {
   lead?: Message[];
   /** Events of the caller's own change, published before the engine's. */
   leadEvents?: RoomEvent[];
+  /** The caller changed the room record itself (members, status…): store it even if the round did not change. */
+  roomChanged?: boolean;
 }
 
 export type ApplyOutcome =
@@ -116,6 +118,11 @@ export class RoundsDriver {
     if (!result.ok) return result;
 
     this.countTurns(room, action, result.effects);
+    // Most posts leave the round state as it was; then the room snapshot need not be rewritten.
+    const roundChanged =
+      result.state.processed_through_seq !== room.processed_through_seq ||
+      result.state.history_rounds.length !== room.history_rounds.length ||
+      JSON.stringify(result.state.current_round) !== JSON.stringify(room.current_round);
     room.current_round = result.state.current_round;
     room.history_rounds = result.state.history_rounds;
     room.processed_through_seq = result.state.processed_through_seq;
@@ -180,7 +187,8 @@ export class RoundsDriver {
       events.push({ event: 'room_update', room_id: room.room_id, data: { room: presentRoom(room) } });
     }
 
-    const done = this.opts.committer.commit(room.room_id, { room, messages, events });
+    const roomChanged = roundChanged || extras.roomChanged === true;
+    const done = this.opts.committer.commit(room.room_id, { ...(roomChanged ? { room } : {}), messages, events });
     if (turnsIssued.length > 0) {
       void done.then(
         () => {

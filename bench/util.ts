@@ -1,0 +1,71 @@
+// Shared bench helpers: a server in its own process, a REST call, percentiles.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+export interface BenchServer {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/**
+ * Runs the server as a separate process: dist/ when built (as in production), else tsx.
+ * Logs stay at warn (per-call info lines would measure the log pipe), so readiness is
+ * detected by polling /health on a port chosen here.
+ */
+export async function startBenchServer(env: Record<string, string>): Promise<BenchServer> {
+  const dist = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+  const args = existsSync(dist) ? [dist, 'start'] : ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'start'];
+  const port = await freePort();
+  const child = spawn(process.execPath, args, {
+    cwd: PACKAGE_ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (exited) throw new Error('bench server exited during start-up');
+    const ok = await fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return {
+    url,
+    child,
+    stop: () =>
+      new Promise<void>((done) => {
+        if (exited) return done();
+        child.once('exit', () => done());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function rest(url: string, tool: string, args: unknown, token?: string): Promise<any> {
+  const res = await fetch(`${url}/api/v1/tools/${tool}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(args),
+  });
+  return res.json();
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return Math.round(sorted[index]! * 100) / 100;
+}
