@@ -30,11 +30,12 @@ export class Composer {
       id: inputId,
       class: 'composer-input',
       rows: '2',
-      placeholder: '输入消息，Enter 发送，Shift+Enter 换行，@ 提及成员',
+      placeholder: '输入消息，@ 提及成员',
       'aria-label': '消息内容',
       'aria-autocomplete': 'list',
       'aria-controls': listId,
       'aria-expanded': 'false',
+      'aria-describedby': `${inputId}-hint`,
       autocomplete: 'off',
     });
     this.list = h('ul', { class: 'mention-list', id: listId, role: 'listbox', 'aria-label': '提及成员', hidden: true });
@@ -51,6 +52,7 @@ export class Composer {
       this.error,
       h('div', { class: 'composer-row' }, this.attachBtn, h('div', { class: 'composer-field' }, this.list, this.input), this.sendBtn),
       this.fileChip,
+      h('p', { class: 'composer-hint muted', id: `${inputId}-hint` }, 'Enter 发送 · Shift+Enter 换行 · 输入 @ 选择成员'),
       this.fileInput,
     );
 

@@ -178,14 +178,27 @@ export class MessageList {
     this.lastRenderedSeq = Math.max(this.lastRenderedSeq, message.seq);
   }
 
+  /** Numbers round separators drawn before the room knew the round (replayed history). */
+  relabelRounds() {
+    for (const [roundId, sep] of this.separators) {
+      if (sep.dataset.numbered === '1') continue;
+      const n = this.ctx.roundNumber(roundId);
+      if (n <= 0) continue;
+      sep.dataset.numbered = '1';
+      sep.setAttribute('aria-label', `第 ${n} 轮开始`);
+      sep.firstChild.textContent = `第 ${n} 轮 · ${sep.dataset.time}`;
+    }
+  }
+
   separatorFor(message) {
     const n = this.ctx.roundNumber(message.round_id);
     const label = n > 0 ? `第 ${n} 轮` : '新一轮';
+    const time = formatClock(message.timestamp, this.ctx.timezone());
     // Quiet until the round has a visible message (so hidden skip notes leave no empty rounds).
     const sep = h(
       'li',
-      { class: 'round-sep round-sep-quiet', role: 'separator', dataset: { roundId: message.round_id }, 'aria-label': `${label}开始` },
-      h('span', {}, `${label} · ${formatClock(message.timestamp, this.ctx.timezone())}`),
+      { class: 'round-sep round-sep-quiet', role: 'separator', dataset: { roundId: message.round_id, time, numbered: n > 0 ? '1' : '0' }, 'aria-label': `${label}开始` },
+      h('span', {}, `${label} · ${time}`),
     );
     this.separators.set(message.round_id, sep);
     return sep;

@@ -135,7 +135,7 @@ export function mountRoom(container, ctx) {
   const setSideOpen = (open) => {
     side.classList.toggle('open', open);
     sideToggle.setAttribute('aria-expanded', String(open));
-    if (open) sideClose.focus();
+    if (open) sideClose.focus({ preventScroll: true });
   };
   sideToggle.addEventListener('click', () => setSideOpen(!side.classList.contains('open')));
   sideClose.addEventListener('click', () => {
@@ -211,6 +211,7 @@ export function mountRoom(container, ctx) {
     else composer.setEnabled(true);
     renderAnnouncement();
     renderTurn();
+    list.relabelRounds();
   };
 
   // ── data ──

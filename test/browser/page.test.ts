@@ -1,0 +1,450 @@
+// The web page end to end: two people in two browser contexts, two echo agents on WebSocket,
+// against the real server. The tests run in order and share one room.
+import { readFile } from 'node:fs/promises';
+import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, until, watchPageErrors } from '../helpers/browser.js';
+import { startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
+
+const TURN_MS = 4000;
+const ROOM_TZ = 'Asia/Shanghai';
+
+/** What the page must show for an instant: room timezone, yyyy-MM-dd HH:mm:ss. */
+function roomTime(iso: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone: ROOM_TZ,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    })
+      .formatToParts(new Date(iso))
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  const input = page.locator('.composer-input');
+  await input.fill(text);
+  await input.press('Enter');
+  await until(async () => (await input.inputValue()) === '', 5000, `composer to clear after sending "${text.slice(0, 30)}"`);
+}
+
+function message(page: Page, text: string) {
+  return page.locator('.msg-list .msg .msg-body', { hasText: text });
+}
+
+/** Clicks and waits for the download; fails at once with the page's error toast instead. */
+async function download(page: Page, selector: string, timeoutMs = 20_000): Promise<Download> {
+  const failed = page
+    .locator('.toast-error')
+    .first()
+    .waitFor({ timeout: timeoutMs })
+    .then(async () => {
+      throw new Error(`the page reported: ${await page.locator('.toast-error').first().textContent()}`);
+    });
+  failed.catch(() => undefined);
+  const [file] = await Promise.all([Promise.race([page.waitForEvent('download', { timeout: timeoutMs }), failed]), page.locator(selector).click()]);
+  return file as Download;
+}
+
+async function seqsOnPage(page: Page): Promise<number[]> {
+  return page.locator('.msg-list [data-seq]').evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.seq)));
+}
+
+async function signUp(page: Page, url: string, name: string, password?: string): Promise<void> {
+  await page.goto(url);
+  const form = page.locator('form', { has: page.locator('#reg-title') });
+  await form.locator('input[name=name]').fill(name);
+  if (password) await form.locator('input[name=password]').fill(password);
+  await form.locator('button[type=submit]').click();
+  await page.locator('.view-rooms').waitFor();
+}
+
+const enabled = chromiumAvailable();
+
+describe.skipIf(!enabled)('web page', () => {
+  let server: TestServer;
+  let dataDir: string;
+  let browser: Browser;
+  let ctxA: BrowserContext;
+  let ctxB: BrowserContext;
+  let alice: Page;
+  let bob: Page;
+  let roomId = '';
+  let bobToken = '';
+  const agents: EchoAgent[] = [];
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    dataDir = await tempDataDir();
+    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir });
+    browser = await launchBrowser();
+    // The browsers run in another timezone than the room: the page must show room time.
+    ctxA = await browser.newContext({ viewport: { width: 1280, height: 820 }, acceptDownloads: true, timezoneId: 'America/New_York', locale: 'zh-CN' });
+    ctxB = await browser.newContext({ viewport: { width: 1100, height: 760 }, acceptDownloads: true, timezoneId: 'Europe/Berlin', locale: 'zh-CN' });
+    alice = await ctxA.newPage();
+    bob = await ctxB.newPage();
+    watchPageErrors(alice, 'alice', pageErrors);
+    watchPageErrors(bob, 'bob', pageErrors);
+  });
+
+  afterAll(async () => {
+    await Promise.all(agents.map((a) => a.close()));
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it('signs up, refuses a taken name, validates and creates a room, lists rooms with locks and a filter', async () => {
+    await signUp(alice, server.url, 'Alice', 'alice-password');
+    await alice.locator('#me-name', { hasText: 'Alice' }).waitFor();
+
+    // Create: a bad name is refused beside its field.
+    await alice.getByRole('button', { name: '＋ 创建房间' }).click();
+    await alice.locator('input[name=room_name]').fill('1 bad name');
+    await alice.getByRole('button', { name: '创建并进入' }).click();
+    const nameError = alice.locator('[data-field=room_name] .field-error');
+    await nameError.waitFor();
+    expect(await nameError.textContent()).toContain('英文字母开头');
+    expect(await alice.locator('input[name=room_name]').getAttribute('aria-invalid')).toBe('true');
+
+    await alice.locator('input[name=room_name]').fill('Design Review');
+    await alice.locator('input[name=room_description]').fill('设计评审');
+    await alice.getByRole('button', { name: '创建并进入' }).click();
+    await alice.locator('.view-room').waitFor();
+    roomId = decodeURIComponent(/#\/room\/(.+)$/.exec(alice.url())![1]!);
+    await alice.locator('#room-title', { hasText: 'Design Review' }).waitFor();
+
+    // More rooms for the list: one with a password.
+    const carol = await server.ok<{ token: string }>('register_user', { name: 'Carol' });
+    await server.ok('create_room', { room_name: 'Secret Lab', room_description: 'locked', password: 'open-sesame' }, carol.token);
+    await server.ok('create_room', { room_name: 'Ops', room_description: '值班', interaction_mode: 'host' }, carol.token);
+
+    // Bob: the name "alice" is taken (names are case-insensitive).
+    await bob.goto(server.url);
+    const reg = bob.locator('form', { has: bob.locator('#reg-title') });
+    await reg.locator('input[name=name]').fill('alice');
+    await reg.locator('button[type=submit]').click();
+    const taken = reg.locator('[data-field=name] .field-error');
+    await taken.waitFor();
+    expect(await taken.textContent()).toContain('已被占用');
+
+    await reg.locator('input[name=name]').fill('Bob');
+    await reg.locator('button[type=submit]').click();
+    await bob.locator('.view-rooms').waitFor();
+    bobToken = await bob.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    expect(bobToken).toMatch(/\S{20,}/);
+
+    const items = bob.locator('.room-item');
+    await until(async () => (await items.count()) === 3, 5000, 'three rooms in the list');
+    const design = bob.locator('.room-item', { hasText: 'Design Review' });
+    expect(await design.textContent()).toContain('设计评审');
+    expect(await design.textContent()).toContain('1 位成员');
+    expect(await design.textContent()).toContain('轮流模式');
+    expect(await bob.locator('.room-item', { hasText: 'Secret Lab' }).locator('[aria-label="需要密码"]').count()).toBe(1);
+    expect(await bob.locator('.room-item', { hasText: 'Ops' }).textContent()).toContain('主持人模式');
+    expect(await design.locator('[aria-label="需要密码"]').count()).toBe(0);
+
+    await bob.locator('#room-filter').fill('secret');
+    await until(async () => (await items.count()) === 1, 2000, 'filter to one room');
+    await bob.locator('#room-filter').fill('');
+    await until(async () => (await items.count()) === 3, 2000, 'filter cleared');
+    await screenshot(bob, 'room-list');
+
+    // A password room asks for its password; a wrong one is refused in the dialog.
+    await bob.locator('.room-item', { hasText: 'Secret Lab' }).getByRole('button').click();
+    const dialog = bob.locator('dialog[open]');
+    await dialog.waitFor();
+    await dialog.locator('input[type=password]').fill('wrong');
+    await dialog.getByRole('button', { name: '加入' }).click();
+    await dialog.locator('.field-error', { hasText: '密码错误' }).waitFor();
+    await dialog.locator('input[type=password]').fill('open-sesame');
+    await dialog.getByRole('button', { name: '加入' }).click();
+    await bob.locator('#room-title', { hasText: 'Secret Lab' }).waitFor();
+
+    // Back to the list; join Design Review.
+    await bob.getByRole('link', { name: '返回房间列表' }).click();
+    await bob.locator('.room-item', { hasText: 'Design Review' }).getByRole('button').click();
+    await bob.locator('#room-title', { hasText: 'Design Review' }).waitFor();
+    await alice.locator('.members [data-name=Bob]').waitFor();
+
+    // Logging in with name + password elsewhere shows the same person and rooms.
+    const ctxC = await browser.newContext();
+    try {
+      const carolPage = await ctxC.newPage();
+      await carolPage.goto(server.url);
+      const login = carolPage.locator('form', { has: carolPage.locator('#login-title') });
+      await login.locator('input[name=name]').fill('Alice');
+      await login.locator('input[name=password]').fill('not-it');
+      await login.locator('button[type=submit]').click();
+      await login.locator('.form-error', { hasText: '名字或密码不正确' }).waitFor();
+      await login.locator('input[name=password]').fill('alice-password');
+      await login.locator('button[type=submit]').click();
+      await carolPage.locator('#me-name', { hasText: 'Alice' }).waitFor();
+      await carolPage.locator('.room-item', { hasText: 'Design Review' }).locator('.chip-ok', { hasText: '已加入' }).waitFor();
+    } finally {
+      await ctxC.close();
+    }
+  });
+
+  it('delivers messages live between the two people, renders Markdown, shows agents, answers and quiet skip notes', async () => {
+    agents.push(await EchoAgent.start(server.url, 'Echo1', roomId, '我会复述大家说的话。'));
+    agents.push(await EchoAgent.start(server.url, 'Echo2', roomId, '我是第二个复读机，也会复述。'));
+    for (const page of [alice, bob]) {
+      await page.locator('.members [data-name=Echo1][data-status=online]').waitFor();
+      await page.locator('.members [data-name=Echo2][data-status=online]').waitFor();
+    }
+    expect(await alice.locator('.members [data-name=Echo1] .member-intro').textContent()).toBe('我会复述大家说的话。');
+    expect(await alice.locator('.members [data-name=Alice] .badge-host').count()).toBe(1);
+
+    await send(alice, '大家好，**今天**讨论设计');
+    const onBob = bob.locator('.msg[data-sender=Alice] .msg-body', { hasText: '大家好' });
+    await onBob.waitFor();
+    expect(await onBob.locator('strong').textContent()).toBe('今天');
+    const item = bob.locator('.msg[data-sender=Alice]', { has: bob.locator('.msg-body', { hasText: '大家好' }) });
+    expect(await item.locator('.msg-sender').textContent()).toBe('Alice');
+    expect(await item.locator('.badge-user').textContent()).toBe('用户');
+    // Time in the room's timezone, whatever the browser's timezone is.
+    const iso = (await item.locator('time').getAttribute('datetime'))!;
+    expect(await item.locator('time').textContent()).toBe(roomTime(iso));
+
+    // Both agents answer, then (nothing new to echo) both skip: quiet notes.
+    for (const page of [alice, bob]) {
+      await page.locator('.msg[data-sender=Echo1] .msg-body', { hasText: 'echo: 大家好' }).waitFor();
+      await page.locator('.msg[data-sender=Echo2] .msg-body', { hasText: 'echo: 大家好' }).waitFor();
+      await page.locator('.note-skip', { hasText: 'Echo1 跳过了本轮' }).waitFor();
+      await page.locator('.note-skip', { hasText: 'Echo2 跳过了本轮' }).waitFor();
+    }
+    expect(await bob.locator('.msg[data-sender=Echo1] .badge-ai_agent').first().textContent()).toBe('智能体');
+    expect(await alice.locator('.round-sep').count()).toBeGreaterThanOrEqual(2);
+
+    // The toggle hides the skip notes.
+    await bob.locator('#toggle-skips').uncheck();
+    expect(await bob.locator('.note-skip').first().isVisible()).toBe(false);
+    await bob.locator('#toggle-skips').check();
+    expect(await bob.locator('.note-skip').first().isVisible()).toBe(true);
+
+    // "@" completion of member names, then Enter sends; Shift+Enter makes a new line.
+    await alice.locator('.turnbar[data-state=idle]').waitFor();
+    const input = bob.locator('.composer-input');
+    await input.fill('');
+    await input.pressSequentially('@Ec');
+    const options = bob.locator('.mention-list [role=option]');
+    await until(async () => (await options.count()) === 2, 2000, 'two suggestions');
+    await input.press('ArrowDown');
+    await input.press('Enter');
+    expect(await input.inputValue()).toBe('@Echo2 ');
+    await input.pressSequentially('第一行');
+    await input.press('Shift+Enter');
+    await input.pressSequentially('第二行');
+    expect(await input.inputValue()).toBe('@Echo2 第一行\n第二行');
+    await input.press('Enter');
+    const mention = message(alice, '第二行');
+    await mention.waitFor();
+    expect(await mention.locator('.mention').textContent()).toBe('@Echo2');
+    // The mentioned agent must answer first.
+    await alice.locator('.msg[data-sender=Echo2] .msg-body', { hasText: 'echo: ＠Echo2 第一行' }).waitFor();
+    await alice.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 });
+
+    // Lists and code blocks render as such.
+    await send(bob, '要点：\n- 首页改版\n- 配置放在 `settings.json`\n\n```js\nconst answer = 42;\n```');
+    const rich = message(alice, '首页改版').first();
+    await rich.locator('li', { hasText: '首页改版' }).waitFor();
+    expect(await rich.locator('pre code').textContent()).toContain('const answer = 42;');
+    await alice.locator('.msg[data-sender=Echo2] .msg-body', { hasText: 'echo: 要点' }).waitFor();
+    await alice.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 });
+  });
+
+  it('turn bar follows agent_turn with a live countdown; pause stops turns and resume restarts them', async () => {
+    const [echo1, echo2] = agents as [EchoAgent, EchoAgent];
+    // An announcement (admin only).
+    await alice.getByRole('button', { name: '设置公告' }).click();
+    await alice.locator('#announcement-input').fill('今天的议题：首页改版。请智能体简短发言。');
+    await alice.getByRole('button', { name: '保存公告' }).click();
+    await bob.locator('.announcement-text', { hasText: '首页改版' }).waitFor();
+    expect(await bob.getByRole('button', { name: '设置公告' }).count()).toBe(0);
+
+    echo1.mode = 'silent';
+    echo2.mode = 'silent';
+    await send(alice, '轮次测试：请依次发言');
+
+    for (const page of [alice, bob]) {
+      await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo1' }).waitFor();
+      expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('轮转');
+      expect(await page.locator('.turnbar .turn-skip').textContent()).toBe('可以跳过');
+      await page.locator('.members [data-name=Echo1].member-speaking').waitFor();
+    }
+    const countdown = alice.locator('.turn-countdown');
+    const remaining = async () => Number(await countdown.getAttribute('data-remaining-ms'));
+    const r1 = await remaining();
+    expect(r1).toBeGreaterThan(1500);
+    expect(r1).toBeLessThanOrEqual(TURN_MS + 500);
+    expect(await countdown.textContent()).toMatch(/^00:0[0-5]$/);
+    await alice.waitForTimeout(1100);
+    const r2 = await remaining();
+    expect(r2).toBeLessThan(r1 - 700);
+    // The other page counts down too.
+    expect(Number(await bob.locator('.turn-countdown').getAttribute('data-remaining-ms'))).toBeLessThan(TURN_MS);
+
+    // Pause before the deadline: no timeout, no new turn.
+    const turnsBefore = echo1.turns.length + echo2.turns.length;
+    await alice.locator('#pause-btn').click();
+    for (const page of [alice, bob]) {
+      await page.locator('.turnbar[data-state=paused]').waitFor();
+      await page.locator('.room-status', { hasText: '已暂停' }).waitFor();
+    }
+    expect(await alice.locator('.turn-countdown').isVisible()).toBe(false);
+    await alice.waitForTimeout(Math.max(0, r2) + 800);
+    expect(await alice.locator('.note-timeout').count()).toBe(0);
+    expect(echo1.turns.length + echo2.turns.length).toBe(turnsBefore);
+    expect(await alice.locator('.turnbar[data-state=paused] .turn-agent').textContent()).toBe('Echo1');
+
+    // Resume: Echo1 gets a fresh turn and answers; Echo2 stays silent once and times out.
+    echo1.mode = 'echo';
+    echo2.mode = 'echo';
+    echo2.silentTurns = 1;
+    await alice.locator('#pause-btn').click();
+    await alice.locator('.room-status', { hasText: '进行中' }).waitFor();
+    for (const page of [alice, bob]) {
+      await page.locator('.msg[data-sender=Echo1] .msg-body', { hasText: 'echo: 轮次测试' }).waitFor();
+      await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo2' }).waitFor();
+    }
+    expect(echo1.turns.length).toBeGreaterThan(0);
+    await alice.locator('.msg[data-sender=Echo1] .msg-body', { hasText: 'echo: 轮次测试' }).scrollIntoViewIfNeeded();
+    await screenshot(alice, 'room-busy');
+    await alice.locator('.note-timeout', { hasText: 'Echo2 超时跳过' }).waitFor({ timeout: TURN_MS + 3000 });
+    await bob.locator('.note-timeout', { hasText: 'Echo2 超时跳过' }).waitFor();
+    await alice.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 });
+    // Bob is no admin: no pause or start buttons.
+    expect(await bob.locator('#pause-btn').isVisible()).toBe(false);
+    expect(await bob.locator('#start-round-btn').isVisible()).toBe(false);
+  });
+
+  it('renders hostile Markdown inert: no script runs, no handlers, no javascript: links', async () => {
+    const hostile =
+      'look <img src=x onerror="window.__xss=1"> and [click me](javascript:window.__xss=2) ' +
+      '<a href="javascript:window.__xss=3" onclick="window.__xss=4">a2</a> <script>window.__xss=5</script> ' +
+      '<svg onload="window.__xss=6"></svg> and [safe link](https://example.com/page)';
+    await send(bob, hostile);
+    for (const page of [alice, bob]) {
+      const body = message(page, 'safe link').first();
+      await body.waitFor();
+      await page.waitForTimeout(200);
+      expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
+      expect(await page.locator('.msg-list [onerror], .msg-list [onclick], .msg-list [onload]').count()).toBe(0);
+      expect(await page.locator('.msg-list a[href^="javascript:" i]').count()).toBe(0);
+      expect(await page.locator('.msg-list script, .msg-list svg[onload]').count()).toBe(0);
+      const safe = body.locator('a', { hasText: 'safe link' });
+      expect(await safe.getAttribute('href')).toBe('https://example.com/page');
+      expect(await safe.getAttribute('target')).toBe('_blank');
+      expect(await safe.getAttribute('rel')).toContain('noopener');
+      // Clicking the defanged link does nothing either.
+      await body.locator('a', { hasText: 'click me' }).click();
+      expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
+    }
+  });
+
+  it('sends an attachment that the other person can download', async () => {
+    await bob.locator('.composer input[type=file]').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('会议纪要 v1\n') });
+    await bob.locator('.file-chip', { hasText: 'notes.txt' }).waitFor();
+    await send(bob, '附件：会议纪要');
+    const link = alice.locator('.msg', { hasText: '附件：会议纪要' }).locator('a.attachment');
+    await link.waitFor();
+    expect(await link.textContent()).toContain('notes.txt');
+    const [download] = await Promise.all([alice.waitForEvent('download'), link.click()]);
+    expect(download.suggestedFilename()).toBe('notes.txt');
+    expect(await readFile((await download.path())!, 'utf8')).toBe('会议纪要 v1\n');
+  });
+
+  it('exports the history as Markdown and PDF downloads', async () => {
+    const md = await download(alice, '#export-md');
+    expect(md.suggestedFilename()).toMatch(/\.md$/);
+    const text = await readFile((await md.path())!, 'utf8');
+    expect(text).toContain('Design Review');
+    expect(text).toContain('大家好');
+
+    const pdf = await download(alice, '#export-pdf');
+    expect(pdf.suggestedFilename()).toMatch(/\.pdf$/);
+    const bytes = await readFile((await pdf.path())!);
+    expect(bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+  });
+
+  it('shows a banner when the server goes away and resumes after a restart without a gap or a duplicate', async () => {
+    await alice.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 });
+    for (const a of agents) a.mode = 'skip';
+    const port = server.port;
+    // Bob's browser is offline while the server restarts: messages posted meanwhile can only
+    // reach him by the resume (subscribe after_seq). Alice reconnects whenever it is back.
+    await server.stop();
+    for (const page of [alice, bob]) {
+      await page.locator('#conn-banner:not([hidden])', { hasText: '连接已断开' }).waitFor({ timeout: 5000 });
+    }
+    await ctxB.setOffline(true);
+    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir, port });
+    const posted: number[] = [];
+    for (const n of [1, 2, 3]) {
+      const { message: m } = await server.ok<{ message: { seq: number } }>('send_message', { room_id: roomId, text_content: `断线期间的消息 ${n}` }, bobToken);
+      posted.push(m.seq);
+    }
+    // Give an eager reconnect the time to (wrongly) happen: Bob must still be cut off.
+    await bob.waitForTimeout(600);
+    expect(await bob.locator('#conn-dot').getAttribute('data-state')).not.toBe('open');
+    expect(await message(bob, '断线期间的消息 1').count()).toBe(0);
+    await ctxB.setOffline(false);
+
+    for (const page of [alice, bob]) {
+      await page.locator('#conn-dot[data-state=open]').waitFor({ timeout: 15_000 });
+      await message(page, '断线期间的消息 3').waitFor();
+    }
+    await bob.locator('#conn-banner[hidden]').waitFor({ state: 'attached', timeout: 5000 });
+
+    await send(alice, '重连之后的消息');
+    await message(bob, '重连之后的消息').waitFor();
+
+    // Every page holds exactly the server's messages from its first loaded seq on: no gap, no double.
+    for (const page of [alice, bob]) {
+      let seen: number[] = [];
+      let serverSeqs: number[] = [];
+      await until(async () => {
+        const { messages } = await server.ok<{ messages: Array<{ seq: number }> }>('get_messages', { room_id: roomId, limit: 200 }, bobToken);
+        serverSeqs = messages.map((m) => m.seq);
+        seen = await seqsOnPage(page);
+        const expected = serverSeqs.filter((s) => s >= seen[0]!);
+        return JSON.stringify(seen) === JSON.stringify(expected);
+      }, 8000, 'the page to hold every message once').catch((err: Error) => {
+        throw new Error(`${err.message}\npage:   ${seen.join(',')}\nserver: ${serverSeqs.join(',')}`);
+      });
+      const ids = await page.locator('.msg-list [data-message-id]').evaluateAll((els) => els.map((el) => (el as HTMLElement).dataset.messageId));
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const n of [1, 2, 3]) expect(await message(page, `断线期间的消息 ${n}`).count()).toBe(1);
+    }
+    expect([...posted].sort((a, b) => a - b)).toEqual(posted);
+    await screenshot(alice, 'room-after-restart');
+  });
+
+  it('works on a phone-sized screen with the member panel behind a button', async () => {
+    const phone = await ctxA.newPage();
+    watchPageErrors(phone, 'phone', pageErrors);
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${server.url}/#/room/${encodeURIComponent(roomId)}`);
+    await message(phone, '重连之后的消息').waitFor();
+    const toggle = phone.getByRole('button', { name: /成员与工具/ });
+    expect(await toggle.isVisible()).toBe(true);
+    expect(await phone.locator('#room-side').isVisible()).toBe(false);
+    // No horizontal scrolling on a phone.
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    await screenshot(phone, 'room-phone');
+    await toggle.click();
+    await phone.locator('#room-side.open .members [data-name=Echo1]').waitFor();
+    await screenshot(phone, 'room-phone-panel');
+    await phone.keyboard.press('Escape');
+    await until(async () => !(await phone.locator('#room-side').isVisible()), 2000, 'panel closed');
+    await phone.close();
+    expect(pageErrors).toEqual([]);
+  });
+});
