@@ -66,8 +66,9 @@ async function startRelay(): Promise<{ url: string; stop(): Promise<void> }> {
           deleted: false,
         };
         ws.send(JSON.stringify({ type: 'result', id: frame.id, ok: true, data: { message } }));
-        const event = JSON.stringify({ type: 'event', event: 'message_new', room_id: message.room_id, data: { message } });
-        for (const peer of authed) if (peer.readyState === 1) peer.send(event);
+        // Encoded once and shared, like the hub does.
+        const event = Buffer.from(JSON.stringify({ type: 'event', event: 'message_new', room_id: message.room_id, data: { message } }));
+        for (const peer of authed) if (peer.readyState === 1) peer.send(event, { binary: false });
       }
     });
     ws.on('close', () => authed.delete(ws));

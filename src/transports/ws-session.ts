@@ -5,8 +5,13 @@ import type { Caller } from '../types.js';
 import { CLOSE, type ServerFrame } from './ws-protocol.js';
 
 /** Live frames waiting while a room's replay is still being written. */
+/** A serialised frame: a UTF-8 Buffer when shared by many sockets (encoded once). */
+export type Frame = string | Buffer;
+
+const TEXT = { binary: false } as const;
+
 interface QueuedFrame {
-  frame: string;
+  frame: Frame;
   /** seq of a message_new, 0 for other events. */
   seq: number;
 }
@@ -52,9 +57,9 @@ export class Session {
   }
 
   /** Writes one frame; drops the socket when it has fallen too far behind. */
-  sendRaw(frame: string): boolean {
+  sendRaw(frame: Frame): boolean {
     if (!this.isOpen) return false;
-    this.ws.send(frame);
+    this.ws.send(frame, TEXT);
     if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
       this.drop('slow consumer');
       return false;
@@ -67,15 +72,15 @@ export class Session {
   }
 
   /** Writes a frame and resolves once it left for the network (flow control for replays). */
-  sendAndWait(frame: string): Promise<void> {
+  sendAndWait(frame: Frame): Promise<void> {
     return new Promise((resolve) => {
       if (!this.isOpen) return resolve();
-      this.ws.send(frame, () => resolve());
+      this.ws.send(frame, TEXT, () => resolve());
     });
   }
 
   /** A live event of a subscribed room: queued behind a running replay, deduped by seq. */
-  deliver(roomId: string, frame: string, seq: number): void {
+  deliver(roomId: string, frame: Frame, seq: number): void {
     const sub = this.subs.get(roomId);
     if (!sub) return;
     if (sub.queue) {
@@ -109,7 +114,7 @@ export class Session {
     this.ws.terminate();
   }
 
-  private write(sub: RoomSub, frame: string, seq: number): void {
+  private write(sub: RoomSub, frame: Frame, seq: number): void {
     if (seq > 0) {
       if (seq <= sub.lastSent) return;
       sub.lastSent = seq;

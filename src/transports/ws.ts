@@ -454,11 +454,11 @@ export class WsHub {
   }
 }
 
-/** One string per event, written as-is to every recipient. */
-function serialise(event: RoomEvent): string {
+/** One UTF-8 buffer per event, written as-is to every recipient (no per-socket encoding). */
+function serialise(event: RoomEvent): Buffer {
   const data =
     event.event === 'message_new' || event.event === 'message_update' ? { message: withoutPrivate(event.data.message) } : event.data;
-  return JSON.stringify({ type: 'event', event: event.event, room_id: event.room_id, data });
+  return Buffer.from(JSON.stringify({ type: 'event', event: event.event, room_id: event.room_id, data }), 'utf8');
 }
 
 /** client_msg_id belongs to the sender's retries and is never shown to others (SPEC §7). */
