@@ -1,6 +1,7 @@
 // Builds the one registry every transport serves.
 import type { App } from '../app.js';
 import { RateLimits } from '../limits/rate-limits.js';
+import { exportTools } from './export.js';
 import { identityTools } from './identity.js';
 import { messageTools } from './messages.js';
 import { ToolRegistry } from './registry.js';
@@ -30,6 +31,6 @@ export function buildRegistry(app: App): ToolRegistry {
       }
     },
   });
-  registry.register(...identityTools(app), ...roomTools(app), ...messageTools(app));
+  registry.register(...identityTools(app), ...roomTools(app), ...messageTools(app), ...exportTools(app));
   return registry;
 }

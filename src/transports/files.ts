@@ -12,6 +12,7 @@ import { fileTypeFromFile } from 'file-type';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { ROOM_ID } from '../rooms/rules.js';
+import { downloadName, EXPORT_NAME, exportsDir } from '../tools/export.js';
 import type { Caller } from '../types.js';
 import { bearerToken, sendError } from './http-util.js';
 
@@ -115,6 +116,29 @@ export function fileRoutes(app: App, api: express.Router): void {
       res.attachment(original);
       if (INLINE_TYPES.has(type)) res.setHeader('Content-Disposition', res.get('Content-Disposition')!.replace(/^attachment/, 'inline'));
       res.sendFile(file, { dotfiles: 'deny', headers: { 'Content-Type': type } });
+    } catch (err) {
+      sendError(res, err, app);
+    }
+  });
+}
+
+export function exportRoutes(app: App, api: express.Router): void {
+  api.get('/exports/:name', async (req: Request, res: Response) => {
+    try {
+      const name = String(req.params.name);
+      const match = EXPORT_NAME.exec(name);
+      if (!match) throw new AppError('not_found', 'No such export');
+      const roomId = match[1]!;
+      authorizeDownload(app, req, roomId, `/api/v1/exports/${name}`);
+      const file = path.join(exportsDir(app), name);
+      const info = await stat(file).catch(() => null);
+      if (!info?.isFile()) throw new AppError('not_found', 'No such export (exports are kept for an hour)');
+      const room = app.store.getRoom(roomId);
+      const ext = match[4]!;
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.attachment(downloadName(room?.room_name ?? roomId, info.mtime, room?.timezone ?? app.config.displayTimezone, ext));
+      res.type(ext === 'md' ? 'text/markdown; charset=utf-8' : 'application/pdf');
+      res.sendFile(file);
     } catch (err) {
       sendError(res, err, app);
     }

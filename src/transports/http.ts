@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { PACKAGE_ROOT, PUBLIC_DIR } from '../paths.js';
-import { fileRoutes } from './files.js';
+import { exportRoutes, fileRoutes } from './files.js';
 import { bearerToken, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
 
@@ -99,6 +99,7 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
   });
 
   fileRoutes(app, api);
+  exportRoutes(app, api);
 
   // Transports' own routes (e.g. /mcp) and extra API routes come before the API's 404.
   for (const mount of mounts) mount.routes?.(http, api);

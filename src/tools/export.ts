@@ -1,0 +1,82 @@
+// export_chat_history: renders a room to data/exports/ and returns a signed download link.
+// Files are written under a temporary name and renamed when complete, so a download never
+// sees half a file; exports older than EXPORT_TTL_MS are deleted on the next export.
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { formatInTimeZone } from 'date-fns-tz';
+import { z } from 'zod';
+import type { App } from '../app.js';
+import { writeMarkdownExport } from '../export/markdown.js';
+import { writePdfExport } from '../export/pdf.js';
+import { presentRoom } from '../rooms/present.js';
+import { defineTool } from './registry.js';
+import { roomId } from './schemas.js';
+
+export const EXPORT_TTL_MS = 60 * 60_000;
+
+/** `{room_id}-{yyyyMMddHHmmss}-{random}.{md|pdf}`: the room id lets a download check membership. */
+export const EXPORT_NAME = /^([a-z0-9-]{1,120})-(\d{14})-([a-z0-9]{6})\.(md|pdf)$/;
+
+export function exportsDir(app: App): string {
+  return path.join(app.config.dataDir, 'exports');
+}
+
+async function removeOld(dir: string, now: number): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const file = path.join(dir, name);
+    const info = await stat(file).catch(() => null);
+    if (info && now - info.mtimeMs > EXPORT_TTL_MS) await rm(file, { force: true });
+  }
+}
+
+export function exportTools(app: App) {
+  return [
+    defineTool({
+      name: 'export_chat_history',
+      description:
+        "Export the room's history (visible messages in order, with sender, role, time in the room timezone) as Markdown or PDF. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`.",
+      input: z.object({ room_id: roomId, format: z.enum(['markdown', 'pdf']) }).strict(),
+      handler: async (args, ctx) => {
+        const { room } = app.rooms.requireMember(args.room_id, ctx.caller);
+        const dir = exportsDir(app);
+        const exportedAt = new Date(app.now());
+        await removeOld(dir, exportedAt.getTime());
+        const ext = args.format === 'markdown' ? 'md' : 'pdf';
+        const name = `${room.room_id}-${formatInTimeZone(exportedAt, 'UTC', 'yyyyMMddHHmmss')}-${randomBytes(3).toString('hex')}.${ext}`;
+        const target = path.join(dir, name);
+        const partial = `${target}.partial`;
+        const input = {
+          room: presentRoom(room),
+          messages: app.store.roomMessages(room.room_id),
+          exportedAt,
+          timezone: room.timezone,
+          fileUrl: (url: string) => (url.startsWith('/api/v1/files/') ? app.links.sign(decodeURI(url), EXPORT_TTL_MS) : url),
+        };
+        const out = createWriteStream(partial);
+        try {
+          if (args.format === 'markdown') await writeMarkdownExport(input, out);
+          else await writePdfExport(input, out, app.config.exportFont ? { fontPath: app.config.exportFont } : {});
+          await rename(partial, target);
+        } catch (err) {
+          out.destroy();
+          await rm(partial, { force: true });
+          throw err;
+        }
+        const { size } = await stat(target);
+        return {
+          url: app.links.sign(`/api/v1/exports/${name}`),
+          filename: downloadName(room.room_name, exportedAt, room.timezone, ext),
+          bytes: size,
+          format: args.format,
+        };
+      },
+    }),
+  ];
+}
+
+/** What the browser saves: the room name and the date in the room timezone. */
+export function downloadName(roomName: string, at: Date, timezone: string, ext: string): string {
+  return `${roomName.replace(/\s+/g, '_')}_${formatInTimeZone(at, timezone, 'yyyy-MM-dd_HHmmss')}.${ext}`;
+}
