@@ -241,10 +241,19 @@ function sameVersion(a, b) {
   return a.text_content === b.text_content && a.deleted === b.deleted && a.edited_at === b.edited_at && a.processed === b.processed && a.file_url === b.file_url;
 }
 
+/** A stable hue per name; similar names (Echo1, Echo2) land far apart (golden angle). */
 function hueOf(name) {
   let hash = 0;
-  for (const ch of name) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
-  return hash % 360;
+  for (const ch of name.toLowerCase()) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
+  return Math.round((hash * 137.508) % 360);
+}
+
+/** First letter, plus a trailing digit so Bot1 and Bot2 differ ("B1", "B2"). */
+function initialsOf(name) {
+  const chars = [...name];
+  const first = (chars[0] || '?').toUpperCase();
+  const last = chars[chars.length - 1];
+  return chars.length > 1 && /\d/.test(last) ? first + last : first;
 }
 
 function buildNode(message, ctx) {
@@ -284,7 +293,8 @@ function buildNode(message, ctx) {
   if (mentionsMe) classes.push('msg-mentions-me');
   if (message.deleted) classes.push('msg-deleted');
 
-  const avatar = h('span', { class: 'avatar', 'aria-hidden': 'true' }, [...message.sender][0]?.toUpperCase() || '?');
+  const initials = initialsOf(message.sender);
+  const avatar = h('span', { class: `avatar${initials.length > 1 ? ' avatar-2' : ''}`, 'aria-hidden': 'true' }, initials);
   avatar.style.setProperty('--hue', String(hueOf(message.sender)));
 
   const body = h('div', { class: 'msg-body markdown' });

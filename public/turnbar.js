@@ -81,7 +81,7 @@ export class TurnBar {
       this.headline.textContent = ROUND_END_LABEL.guard;
     } else {
       this.icon.replaceChildren(icon('chat', { size: 18 }));
-      this.headline.textContent = '空闲：没有进行中的轮次，有人发言后智能体会依次回答';
+      this.headline.textContent = '空闲：有人发言后，智能体会依次回答';
     }
     this.passBtn.hidden = !(s.isAdmin && turn && !paused);
     if (turn) this.passBtn.setAttribute('aria-label', `跳过 ${turn.agent} 的本次发言`);
@@ -118,8 +118,8 @@ export class TurnBar {
     this.countdown.hidden = false;
     this.countdown.textContent = remaining > 0 ? formatCountdown(remaining) : '00:00';
     this.countdown.dataset.remainingMs = String(Math.max(0, Math.round(remaining)));
-    this.countdown.classList.toggle('urgent', remaining < 10_000);
     const total = turn.timeout_ms || 0;
+    this.countdown.classList.toggle('urgent', remaining < Math.min(10_000, total > 0 ? total * 0.25 : 10_000));
     this.progress.hidden = !total;
     const ratio = total > 0 ? Math.min(1, Math.max(0, remaining / total)) : 0;
     this.progress.style.setProperty('--ratio', ratio.toFixed(3));

@@ -35,8 +35,9 @@ async function send(page: Page, text: string): Promise<void> {
   await until(async () => (await input.inputValue()) === '', 5000, `composer to clear after sending "${text.slice(0, 30)}"`);
 }
 
-function message(page: Page, text: string) {
-  return page.locator('.msg-list .msg .msg-body', { hasText: text });
+/** The body of a message by `sender` containing `text` (agents' echoes contain it too). */
+function message(page: Page, text: string, sender: string) {
+  return page.locator(`.msg-list .msg[data-sender="${sender}"] .msg-body`, { hasText: text });
 }
 
 /** Clicks and waits for the download; fails at once with the page's error toast instead. */
@@ -244,7 +245,7 @@ describe.skipIf(!enabled)('web page', () => {
     await input.pressSequentially('第二行');
     expect(await input.inputValue()).toBe('@Echo2 第一行\n第二行');
     await input.press('Enter');
-    const mention = message(alice, '第二行');
+    const mention = message(alice, '第二行', 'Bob');
     await mention.waitFor();
     expect(await mention.locator('.mention').textContent()).toBe('@Echo2');
     // The mentioned agent must answer first.
@@ -253,7 +254,7 @@ describe.skipIf(!enabled)('web page', () => {
 
     // Lists and code blocks render as such.
     await send(bob, '要点：\n- 首页改版\n- 配置放在 `settings.json`\n\n```js\nconst answer = 42;\n```');
-    const rich = message(alice, '首页改版').first();
+    const rich = message(alice, '首页改版', 'Bob');
     await rich.locator('li', { hasText: '首页改版' }).waitFor();
     expect(await rich.locator('pre code').textContent()).toContain('const answer = 42;');
     await alice.locator('.msg[data-sender=Echo2] .msg-body', { hasText: 'echo: 要点' }).waitFor();
@@ -332,7 +333,7 @@ describe.skipIf(!enabled)('web page', () => {
       '<svg onload="window.__xss=6"></svg> and [safe link](https://example.com/page)';
     await send(bob, hostile);
     for (const page of [alice, bob]) {
-      const body = message(page, 'safe link').first();
+      const body = message(page, 'safe link', 'Bob');
       await body.waitFor();
       await page.waitForTimeout(200);
       expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
@@ -359,6 +360,39 @@ describe.skipIf(!enabled)('web page', () => {
     const [download] = await Promise.all([alice.waitForEvent('download'), link.click()]);
     expect(download.suggestedFilename()).toBe('notes.txt');
     expect(await readFile((await download.path())!, 'utf8')).toBe('会议纪要 v1\n');
+  });
+
+  it('pages older history with "load older" and jumps to search hits', async () => {
+    const aliceToken = await alice.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    const { room } = await server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Archive Hall', timezone: 'UTC' }, aliceToken);
+    for (let i = 1; i <= 70; i++) {
+      await server.ok('send_message', { room_id: room.room_id, text_content: `历史消息 #${String(i).padStart(3, '0')}` }, aliceToken);
+    }
+    await alice.goto(`${server.url}/#/room/${encodeURIComponent(room.room_id)}`);
+    await message(alice, '历史消息 #070', 'Alice').waitFor();
+    // The newest page first (50), in a room with its own timezone (UTC).
+    expect(await seqsOnPage(alice)).toEqual(Array.from({ length: 50 }, (_, i) => i + 21));
+    const first = alice.locator('.msg-list .msg').first();
+    expect(await first.locator('time').textContent()).toBe(new Date((await first.locator('time').getAttribute('datetime'))!).toISOString().slice(0, 19).replace('T', ' '));
+
+    const older = alice.getByRole('button', { name: '加载更早的消息' });
+    await older.click();
+    await message(alice, '历史消息 #001', 'Alice').waitFor();
+    expect(await seqsOnPage(alice)).toEqual(Array.from({ length: 70 }, (_, i) => i + 1));
+    expect(await older.isVisible()).toBe(false);
+
+    await alice.reload();
+    await message(alice, '历史消息 #070', 'Alice').waitFor();
+    await alice.locator('#search-input').fill('#005');
+    await alice.locator('#search-input').press('Enter');
+    const hit = alice.locator('.search-results .search-hit');
+    await until(async () => (await hit.count()) === 1, 5000, 'one search hit');
+    expect(await hit.locator('mark').textContent()).toBe('#005');
+    await hit.click();
+    await alice.locator('.msg.flash[data-seq="5"]').waitFor();
+
+    await alice.goto(`${server.url}/#/room/${encodeURIComponent(roomId)}`);
+    await alice.locator('#room-title', { hasText: 'Design Review' }).waitFor();
   });
 
   it('exports the history as Markdown and PDF downloads', async () => {
@@ -394,17 +428,17 @@ describe.skipIf(!enabled)('web page', () => {
     // Give an eager reconnect the time to (wrongly) happen: Bob must still be cut off.
     await bob.waitForTimeout(600);
     expect(await bob.locator('#conn-dot').getAttribute('data-state')).not.toBe('open');
-    expect(await message(bob, '断线期间的消息 1').count()).toBe(0);
+    expect(await message(bob, '断线期间的消息 1', 'Bob').count()).toBe(0);
     await ctxB.setOffline(false);
 
     for (const page of [alice, bob]) {
       await page.locator('#conn-dot[data-state=open]').waitFor({ timeout: 15_000 });
-      await message(page, '断线期间的消息 3').waitFor();
+      await message(page, '断线期间的消息 3', 'Bob').waitFor();
     }
     await bob.locator('#conn-banner[hidden]').waitFor({ state: 'attached', timeout: 5000 });
 
     await send(alice, '重连之后的消息');
-    await message(bob, '重连之后的消息').waitFor();
+    await message(bob, '重连之后的消息', 'Alice').waitFor();
 
     // Every page holds exactly the server's messages from its first loaded seq on: no gap, no double.
     for (const page of [alice, bob]) {
@@ -421,7 +455,7 @@ describe.skipIf(!enabled)('web page', () => {
       });
       const ids = await page.locator('.msg-list [data-message-id]').evaluateAll((els) => els.map((el) => (el as HTMLElement).dataset.messageId));
       expect(new Set(ids).size).toBe(ids.length);
-      for (const n of [1, 2, 3]) expect(await message(page, `断线期间的消息 ${n}`).count()).toBe(1);
+      for (const n of [1, 2, 3]) expect(await message(page, `断线期间的消息 ${n}`, 'Bob').count()).toBe(1);
     }
     expect([...posted].sort((a, b) => a - b)).toEqual(posted);
     await screenshot(alice, 'room-after-restart');
@@ -432,7 +466,7 @@ describe.skipIf(!enabled)('web page', () => {
     watchPageErrors(phone, 'phone', pageErrors);
     await phone.setViewportSize({ width: 390, height: 844 });
     await phone.goto(`${server.url}/#/room/${encodeURIComponent(roomId)}`);
-    await message(phone, '重连之后的消息').waitFor();
+    await message(phone, '重连之后的消息', 'Alice').waitFor();
     const toggle = phone.getByRole('button', { name: /成员与工具/ });
     expect(await toggle.isVisible()).toBe(true);
     expect(await phone.locator('#room-side').isVisible()).toBe(false);
@@ -441,6 +475,8 @@ describe.skipIf(!enabled)('web page', () => {
     await screenshot(phone, 'room-phone');
     await toggle.click();
     await phone.locator('#room-side.open .members [data-name=Echo1]').waitFor();
+    await phone.locator('.side-close').waitFor();
+    await phone.waitForTimeout(300); // the panel slides in
     await screenshot(phone, 'room-phone-panel');
     await phone.keyboard.press('Escape');
     await until(async () => !(await phone.locator('#room-side').isVisible()), 2000, 'panel closed');
