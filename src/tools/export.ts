@@ -8,8 +8,6 @@ import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { z } from 'zod';
 import type { App } from '../app.js';
-import { writeMarkdownExport } from '../export/markdown.js';
-import { writePdfExport } from '../export/pdf.js';
 import { presentRoom } from '../rooms/present.js';
 import { defineTool } from './registry.js';
 import { roomId } from './schemas.js';
@@ -56,8 +54,14 @@ export function exportTools(app: App) {
         };
         const out = createWriteStream(partial);
         try {
-          if (args.format === 'markdown') await writeMarkdownExport(input, out);
-          else await writePdfExport(input, out, app.config.exportFont ? { fontPath: app.config.exportFont } : {});
+          // Loaded on first use: pdfkit and its fonts cost start-up time every server would pay.
+          if (args.format === 'markdown') {
+            const { writeMarkdownExport } = await import('../export/markdown.js');
+            await writeMarkdownExport(input, out);
+          } else {
+            const { writePdfExport } = await import('../export/pdf.js');
+            await writePdfExport(input, out, app.config.exportFont ? { fontPath: app.config.exportFont } : {});
+          }
           await rename(partial, target);
         } catch (err) {
           out.destroy();
