@@ -4,6 +4,7 @@
 import { createRequire } from 'node:module';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
+import { installFastLayout } from './pdf-fastfont.js';
 import type { FontKey, Line, Style } from './pdf-layout.js';
 
 export interface FontFiles {
@@ -57,7 +58,9 @@ export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): void {
   doc.registerFont('mono', 'Courier');
   try {
     doc.font('bold');
+    installFastLayout(doc);
     doc.font('body');
+    installFastLayout(doc);
   } catch (err) {
     throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
   }
@@ -86,6 +89,8 @@ export interface LineDeco {
   background?: { x: number; width: number; color: string };
   /** Drawn on the first line only (list item markers). */
   markers?: Marker[];
+  /** Draw on the current line without moving down (table cells side by side). */
+  stay?: boolean;
 }
 
 export interface Marker {
@@ -112,6 +117,8 @@ export class Canvas {
   readonly top: number;
   y = 0;
   pages = 0;
+  /** Fill colour in effect on the current page (a new page starts black). */
+  private fillColor = '';
 
   constructor(
     readonly doc: PDFKit.PDFDocument,
@@ -127,9 +134,26 @@ export class Canvas {
     return this.doc.page.height - this.doc.page.margins.bottom;
   }
 
+  /** Width of text in a face and size; short strings (words, CJK characters) are cached. */
   measure = (text: string, font: FontKey, size: number): number => {
-    return this.doc.font(font).fontSize(size).widthOfString(text);
+    if (text.length > 24) return this.doc.font(font).fontSize(size).widthOfString(text);
+    const key = font === 'body' ? size : font === 'bold' ? -size : size + 1000;
+    let table = this.widths.get(key);
+    if (!table) {
+      table = new Map();
+      this.widths.set(key, table);
+    }
+    let w = table.get(text);
+    if (w === undefined) {
+      w = this.doc.font(font).fontSize(size).widthOfString(text);
+      if (table.size >= 20_000) table.clear();
+      table.set(text, w);
+    }
+    return w;
   };
+
+  /** Cached widths per face and size (see measure). */
+  private readonly widths = new Map<number, Map<string, number>>();
 
   newPage(): void {
     this.doc.addPage();
@@ -144,6 +168,7 @@ export class Canvas {
     const { doc } = this;
     this.pages += 1;
     this.y = this.top;
+    this.fillColor = '';
     const pageW = doc.page.width;
     const pageH = doc.page.height;
     const headerY = this.top - 30;
@@ -158,18 +183,39 @@ export class Canvas {
   }
 
   /** Draws one fragment with its top at y; `lineHeight` centres the em box in the line. */
-  text(text: string, x: number, y: number, style: Style, lineHeight = style.size * 1.5, baseSize = style.size): number {
+  text(text: string, x: number, y: number, style: Style, lineHeight = style.size * 1.5, baseSize = style.size, knownWidth?: number): number {
     const { doc } = this;
     const dy = (lineHeight - baseSize) / 2 + ASCENT * baseSize;
-    doc.font(style.font).fontSize(style.size).fillColor(style.color);
-    doc.text(text, x, y, { lineBreak: false, baseline: -dy, oblique: style.oblique ? 12 : false } as PDFKit.Mixins.TextOptions);
-    const width = doc.widthOfString(text);
+    doc.font(style.font).fontSize(style.size);
+    this.fill(style.color);
+    const width = knownWidth ?? this.measure(text, style.font, style.size);
+    const options = { lineBreak: false, baseline: -dy, oblique: style.oblique ? 12 : false, textWidth: width, wordCount: 1 };
+    // pdfkit's text() re-measures every fragment after drawing it; its _fragment() draws at
+    // (x, y) and nothing else. Used when present (pdfkit 0.1x–0.20), text() otherwise.
+    const fragment = (doc as unknown as { _fragment?: (t: string, x: number, y: number, o: object) => void })._fragment;
+    if (typeof fragment === 'function') fragment.call(doc, text, x, y, options);
+    else doc.text(text, x, y, options as PDFKit.Mixins.TextOptions);
     if (style.underline || style.strike) {
       const ly = style.underline ? y + dy + 1.5 : y + dy - 0.3 * baseSize;
       doc.save().moveTo(x, ly).lineTo(x + width, ly).lineWidth(0.5).strokeColor(style.color).stroke().restore();
     }
     if (style.link) doc.link(x, y, width, lineHeight, style.link);
     return width;
+  }
+
+  /** Sets the fill colour unless it is the current one (pdfkit writes an operator each time). */
+  private fill(color: string): void {
+    if (color !== this.fillColor) {
+      this.doc.fillColor(color);
+      this.fillColor = color;
+    }
+  }
+
+  rect(x: number, y: number, width: number, height: number, color: string, radius = 0): void {
+    if (radius > 0) this.doc.roundedRect(x, y, width, height, radius);
+    else this.doc.rect(x, y, width, height);
+    this.doc.fill(color);
+    this.fillColor = color;
   }
 
   /** Draws lines at x, one per `lineHeight`, breaking pages between lines. */
@@ -180,8 +226,8 @@ export class Canvas {
       this.decorate(lineHeight, deco);
       for (const m of markers ?? []) this.text(m.text, m.x, this.y, m.style, lineHeight, baseSize);
       markers = undefined;
-      for (const f of line.fragments) this.text(f.text, x + f.x, this.y, f.style, lineHeight, baseSize);
-      this.y += lineHeight;
+      for (const f of line.fragments) this.text(f.text, x + f.x, this.y, f.style, lineHeight, baseSize, f.width);
+      if (!deco.stay) this.y += lineHeight;
     }
   }
 
@@ -198,10 +244,8 @@ export class Canvas {
 
   private decorate(height: number, deco: LineDeco): void {
     const { doc } = this;
-    if (deco.background) {
-      doc.rect(deco.background.x, this.y, deco.background.width, height).fill(deco.background.color);
-    }
-    for (const bx of deco.bars ?? []) doc.rect(bx, this.y, 2, height).fill(COLORS.quoteBar);
+    if (deco.background) this.rect(deco.background.x, this.y, deco.background.width, height, deco.background.color);
+    for (const bx of deco.bars ?? []) this.rect(bx, this.y, 2, height, COLORS.quoteBar);
   }
 
   rule(x: number, width: number, color: string = COLORS.rule, weight = 0.5): void {

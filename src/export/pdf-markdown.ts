@@ -32,7 +32,24 @@ export function lexMessage(text: string): Token[] {
 }
 
 export function renderMarkdown(canvas: Canvas, text: string, ctx: BlockContext): void {
+  if (isPlainText(text)) {
+    // What the lexer would return for text without Markdown, without running it.
+    const blocks = text.split(/\n[ \t]*\n+/);
+    blocks.forEach((block, i) => {
+      if (i > 0) canvas.gap(4, deco(ctx));
+      paragraph(canvas, [{ text: block.replace(/[ \t]*\n[ \t]*/g, '\n').trim(), style: baseStyle(ctx) }], ctx, BODY_LH);
+    });
+    return;
+  }
   renderBlocks(canvas, lexMessage(text), ctx);
+}
+
+/**
+ * True when the text cannot contain Markdown syntax: no markup characters, no line that could
+ * start a block (list, heading underline, indented code), nothing GFM turns into a link.
+ */
+export function isPlainText(text: string): boolean {
+  return !/[\\`*_~#>[\]|<&]|https?:\/\/|ftp:|mailto:|www\.|\w@[\w-]+\.\w|^[ \t]*([-+=]|\d+[.)])|^( {4}|\t)/m.test(text);
 }
 
 /** Plain text (no Markdown) wrapped into the context. */
@@ -195,21 +212,39 @@ function list(canvas: Canvas, t: Tokens.List, ctx: BlockContext): void {
   });
 }
 
+const CELL_PAD = 8;
+
+/** A table as a grid: columns sized to their content (shrunk to fit), cells wrapped. */
 function table(canvas: Canvas, t: Tokens.Table, ctx: BlockContext): void {
+  emptyLine(canvas, ctx, takeMarkers(ctx));
   const rows: Tokens.TableCell[][] = [t.header, ...t.rows];
-  rows.forEach((row, r) => {
-    const runs: Run[] = [];
-    row.forEach((cell, c) => {
-      if (c > 0) runs.push({ text: '  |  ', style: { font: 'body', size: BODY_SIZE, color: COLORS.faint } });
-      const style: Style = r === 0 ? { font: 'bold', size: BODY_SIZE, color: ctx.color } : baseStyle(ctx);
-      runs.push(...inlineRuns(cell.tokens, style, ctx));
-    });
-    paragraph(canvas, runs, ctx, BODY_LH);
-    if (r === 0) {
-      canvas.gap(1, deco(ctx));
-      canvas.rule(ctx.x, ctx.width, COLORS.rule, 0.5);
-      canvas.gap(2, deco(ctx));
+  const cols = Math.max(...rows.map((r) => r.length));
+  const runsOf = (cell: Tokens.TableCell | undefined, header: boolean): Run[] =>
+    trimRuns(inlineRuns(cell?.tokens ?? [], header ? { font: 'bold', size: BODY_SIZE, color: ctx.color } : baseStyle(ctx), ctx));
+  const cells = rows.map((row, r) => Array.from({ length: cols }, (_, c) => runsOf(row[c], r === 0)));
+  const natural = Array.from({ length: cols }, (_, c) =>
+    Math.max(24, ...cells.map((row) => (row[c] ?? []).reduce((w, run) => w + canvas.measure(run.text, run.style.font, run.style.size), 0))) + CELL_PAD,
+  );
+  const total = natural.reduce((a, b) => a + b, 0);
+  const widths = total <= ctx.width ? natural : natural.map((w) => Math.max(36, (w / total) * ctx.width));
+  const rowDeco = deco(ctx);
+  cells.forEach((row, r) => {
+    const laid = row.map((runs, c) => layoutRuns(runs, (widths[c] ?? 36) - CELL_PAD, canvas.measure));
+    const height = Math.max(1, ...laid.map((l) => l.length));
+    for (let i = 0; i < height; i++) {
+      canvas.ensure(BODY_LH);
+      let x = ctx.x;
+      laid.forEach((lines, c) => {
+        const line = lines[i];
+        if (line) canvas.lines([line], x, BODY_LH, BODY_SIZE, { bars: c === 0 ? rowDeco.bars : [], stay: true });
+        else if (c === 0) canvas.lines([{ fragments: [], width: 0 }], x, BODY_LH, BODY_SIZE, { ...rowDeco, stay: true });
+        x += widths[c] ?? 0;
+      });
+      canvas.y += BODY_LH;
     }
+    const tableWidth = Math.min(ctx.width, widths.reduce((a, b) => a + b, 0));
+    canvas.rule(ctx.x, tableWidth, r === 0 ? COLORS.rule : COLORS.hairline, r === 0 ? 0.75 : 0.5);
+    canvas.gap(2, rowDeco);
   });
 }
 

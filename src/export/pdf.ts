@@ -136,7 +136,7 @@ function drawRoomHeader(canvas: Canvas, input: ExportInput, labels: Labels): voi
   const members: Run[] = [];
   room.members.forEach((m, i) => {
     members.push({ text: m.name, style: { font: 'bold', size: 9.5, color: roleColor(m.role) } });
-    members.push({ text: ` ${labels.paren[0].trim()}${memberRemarks(labels, room, m).join(labels.listSep)}${labels.paren[1].trim()}`, style: muted(9) });
+    members.push({ text: `${labels.paren[0]}${memberRemarks(labels, room, m).join(labels.listSep)}${labels.paren[1]}`, style: muted(9) });
     if (i < room.members.length - 1) members.push({ text: '\n', style: muted(9) });
   });
   field(`${labels.members} (${room.members.length})`, members.length ? members : plain(labels.none));
@@ -151,7 +151,7 @@ function roleColor(role: string): string {
 }
 
 function drawRoundSeparator(canvas: Canvas, label: string): void {
-  canvas.ensure(24 + 40);
+  canvas.ensure(32 + KEEP_WITH_HEAD);
   canvas.gap(4);
   const style: Style = { font: 'bold', size: 8.5, color: COLORS.muted };
   const w = canvas.measure(label, style.font, style.size);
@@ -168,15 +168,19 @@ function drawRoundSeparator(canvas: Canvas, label: string): void {
 }
 
 const HEAD_LH = 18;
+/** The head of a message and the first line of its body (a heading or code line at most). */
+const KEEP_WITH_HEAD = HEAD_LH + 1 + 22;
 
 function drawMessage(canvas: Canvas, m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, first: boolean): void {
   if (!first) {
-    canvas.ensure(12 + HEAD_LH + 15);
-    canvas.gap(5);
-    canvas.rule(canvas.left, canvas.width, COLORS.hairline, 0.5);
-    canvas.gap(7);
+    canvas.ensure(12 + KEEP_WITH_HEAD);
+    if (canvas.y > canvas.top) {
+      canvas.gap(5);
+      canvas.rule(canvas.left, canvas.width, COLORS.hairline, 0.5);
+      canvas.gap(7);
+    }
   }
-  canvas.ensure(HEAD_LH + 15);
+  canvas.ensure(KEEP_WITH_HEAD);
   drawMessageHead(canvas, m, labels, input.timezone);
   const ctx = ctxAt(canvas, labels);
   if (reply) {
@@ -204,7 +208,6 @@ function drawMessage(canvas: Canvas, m: Message, reply: ReplyRef | 'unknown' | n
 }
 
 function drawMessageHead(canvas: Canvas, m: Message, labels: Labels, tz: string): void {
-  const { doc } = canvas;
   const x = canvas.left;
   const nameW = inline(canvas, [{ text: m.sender, style: { font: 'bold', size: 10.5, color: roleColor(m.role) } }], x, HEAD_LH, 10.5);
   // role chip
@@ -212,7 +215,7 @@ function drawMessageHead(canvas: Canvas, m: Message, labels: Labels, tz: string)
   const chipStyle: Style = { font: 'body', size: 7.5, color: COLORS.muted };
   const chipW = canvas.measure(role, 'body', 7.5) + 8;
   const chipX = x + nameW + 6;
-  doc.roundedRect(chipX, canvas.y + 3.5, chipW, 11, 3).fill(COLORS.chipBg);
+  canvas.rect(chipX, canvas.y + 3.5, chipW, 11, COLORS.chipBg, 3);
   canvas.text(role, chipX + 4, canvas.y, chipStyle, HEAD_LH, 7.5);
   const meta: Run[] = [{ text: displayTime(m.timestamp, tz), style: { font: 'body', size: 8.5, color: COLORS.muted } }];
   if (m.edited_at && !m.deleted) meta.push({ text: ` ${labels.edited}`, style: { font: 'body', size: 8.5, color: COLORS.faint } });
