@@ -1,8 +1,36 @@
 // Message text → safe DOM: Markdown with marked, then DOMPurify. No script, no on* handler and
 // no javascript: link survives; links open in a new tab with rel=noopener; @mentions of room
 // members are highlighted.
+//
+// Raw HTML inside a message is shown as text, except bare formatting tags without attributes
+// (<br>, <b>, <kbd>, <details>, …). So an attribute such as onerror never even reaches the HTML
+// parser (Chromium reports CSP violations for handlers it parses, even in DOMPurify's inert
+// document); DOMPurify then cleans what Markdown itself produced.
 import DOMPurify from '/vendor/purify.es.mjs';
-import { marked } from '/vendor/marked.esm.js';
+import { Marked } from '/vendor/marked.esm.js';
+
+const BARE_TAG = /<\/?(?:br|b|i|u|s|em|strong|del|ins|sub|sup|kbd|mark|small|details|summary|hr|p)\s*\/?>/gi;
+
+function escapeHtml(s) {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+/** An HTML token of the Markdown: kept only when it is nothing but bare formatting tags. */
+function htmlToken(text) {
+  const rest = text.replace(BARE_TAG, '');
+  return /<[a-z!?/]/i.test(rest) ? escapeHtml(text) : text;
+}
+
+const markdown = new Marked({
+  gfm: true,
+  breaks: true,
+  async: false,
+  renderer: {
+    html(token) {
+      return htmlToken(token.text ?? token.raw ?? '');
+    },
+  },
+});
 
 const SAFE_URL = /^(?:https?:|mailto:|\/(?!\/)|#)/i;
 
@@ -34,7 +62,7 @@ const PURIFY_OPTIONS = {
 export function renderMarkdown(text, { names = [], me = null } = {}) {
   let html;
   try {
-    html = marked.parse(String(text ?? ''), { gfm: true, breaks: true, async: false });
+    html = markdown.parse(String(text ?? ''));
   } catch {
     html = '';
   }

@@ -129,14 +129,17 @@ export function mountRoom(container, ctx) {
   );
 
   const main = h('div', { class: 'room-main' }, announcement, turnbar.el, msgTools, list.el, composer.el);
-  const view = h('section', { class: 'view view-room', 'aria-labelledby': 'room-title' }, head, h('div', { class: 'room-body' }, main, side));
+  const backdrop = h('div', { class: 'side-backdrop', hidden: true });
+  const view = h('section', { class: 'view view-room', 'aria-labelledby': 'room-title' }, head, h('div', { class: 'room-body' }, main, backdrop, side));
   container.append(view);
 
   const setSideOpen = (open) => {
     side.classList.toggle('open', open);
     sideToggle.setAttribute('aria-expanded', String(open));
+    backdrop.hidden = !open;
     if (open) sideClose.focus({ preventScroll: true });
   };
+  backdrop.addEventListener('click', () => setSideOpen(false));
   sideToggle.addEventListener('click', () => setSideOpen(!side.classList.contains('open')));
   sideClose.addEventListener('click', () => {
     setSideOpen(false);

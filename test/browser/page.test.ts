@@ -340,6 +340,8 @@ describe.skipIf(!enabled)('web page', () => {
       expect(await page.locator('.msg-list [onerror], .msg-list [onclick], .msg-list [onload]').count()).toBe(0);
       expect(await page.locator('.msg-list a[href^="javascript:" i]').count()).toBe(0);
       expect(await page.locator('.msg-list script, .msg-list svg[onload]').count()).toBe(0);
+      // Raw HTML is shown as text, not parsed.
+      expect(await body.textContent()).toContain('<img src=x onerror=');
       const safe = body.locator('a', { hasText: 'safe link' });
       expect(await safe.getAttribute('href')).toBe('https://example.com/page');
       expect(await safe.getAttribute('target')).toBe('_blank');

@@ -40,9 +40,15 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return file;
 }
 
-/** Collects uncaught page errors into `sink` (a failing page script fails the test). */
+/**
+ * Collects uncaught page errors and Content-Security-Policy violations into `sink` (the page
+ * must run under the server's strict CSP without tripping it).
+ */
 export function watchPageErrors(page: Page, label: string, sink: string[]): void {
   page.on('pageerror', (err) => sink.push(`${label}: ${err.message}`));
+  page.on('console', (msg) => {
+    if (/Content Security Policy/i.test(msg.text())) sink.push(`${label}: ${msg.text()}`);
+  });
 }
 
 export type EchoMode = 'echo' | 'silent' | 'skip';
