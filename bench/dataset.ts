@@ -1,0 +1,108 @@
+// Writes a large DATA_DIR directly (far faster than through the API): rooms with messages,
+// and one person who is a member of every room, with a known token for the bench to use.
+import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { hashToken } from '../src/identity/secrets.js';
+import type { Message, RoomRecord, UserRecord } from '../src/types.js';
+
+const WORDS = ['架构', '设计', 'review', 'Agent', 'hello', '数据库', '性能', '测试', 'deploy', 'message', '接口', 'latency', '方案', 'schema'];
+
+export interface Dataset {
+  token: string;
+  roomIds: string[];
+}
+
+function text(i: number): string {
+  let out = '';
+  for (let j = 0; j < 10; j++) out += `${WORDS[(i * 7 + j * 13 + (i >> 3)) % WORDS.length]} `;
+  return `${out}#${i}`;
+}
+
+export async function writeDataset(dataDir: string, rooms: number, messagesPerRoom: number): Promise<Dataset> {
+  const token = `act_bench_${randomUUID()}`;
+  const userId = randomUUID();
+  const now = new Date('2026-11-01T00:00:00.000Z');
+  const roomIds = Array.from({ length: rooms }, (_, r) => `bench-room-${r}-20261101000000-abcdefgh${r}`);
+  const user: UserRecord = {
+    user_id: userId,
+    name: 'bench',
+    language: 'zh-CN',
+    timezone: 'Asia/Shanghai',
+    rooms: roomIds,
+    last_active: now.toISOString(),
+    created_at: now.toISOString(),
+    token_hashes: [hashToken(token)],
+    password_hash: null,
+  };
+  const roomRecords: RoomRecord[] = roomIds.map((room_id) => ({
+    room_id,
+    room_name: 'Bench',
+    room_description: '',
+    created_at: now.toISOString(),
+    created_by: 'bench',
+    created_by_id: userId,
+    password_hash: null,
+    interaction_mode: 'default',
+    user_participation: true,
+    system_status: 'active',
+    language: 'zh-CN',
+    timezone: 'Asia/Shanghai',
+    members: [
+      {
+        name: 'bench',
+        role: 'user',
+        introduce: '',
+        status: 'offline',
+        last_active: now.toISOString(),
+        is_host: true,
+        skip_list: [],
+        language_preference: 'zh-CN',
+        timezone_preference: 'Asia/Shanghai',
+        participant_id: userId,
+        joined_at: now.toISOString(),
+      },
+    ],
+    announcement: { user_announcement: '', announcement_publisher: '', timestamp: null, system_announcement: '' },
+    current_round: null,
+    history_rounds: [],
+    settings: { display_time_format: '24h', display_date_format: 'yyyy-MM-dd', max_auto_rounds: 10, turn_timeout_ms: null },
+    archived: false,
+    processed_through_seq: messagesPerRoom,
+  }));
+  await mkdir(join(dataDir, 'room_messages'), { recursive: true });
+  await writeFile(join(dataDir, 'users.json'), JSON.stringify([user]));
+  await writeFile(join(dataDir, 'agents.json'), '[]');
+  await writeFile(join(dataDir, 'rooms.json'), JSON.stringify(roomRecords));
+  let n = 0;
+  for (const room_id of roomIds) {
+    const lines: string[] = [];
+    for (let seq = 1; seq <= messagesPerRoom; seq++) {
+      const message: Message = {
+        message_id: randomUUID(),
+        room_id,
+        seq,
+        timestamp: new Date(now.getTime() + seq * 1000).toISOString(),
+        sender: 'bench',
+        sender_id: userId,
+        role: 'user',
+        text_content: text(n++),
+        text_content_i18n: null,
+        source_language: 'zh-CN',
+        file_url: '',
+        file_type: '',
+        mentions: [],
+        visible: true,
+        processed: false,
+        response_to: null,
+        display_timezone: 'Asia/Shanghai',
+        round_id: null,
+        skip_reason: null,
+        deleted: false,
+      };
+      lines.push(JSON.stringify(message));
+    }
+    await writeFile(join(dataDir, 'room_messages', `${room_id}.jsonl`), `${lines.join('\n')}\n`);
+  }
+  return { token, roomIds };
+}
