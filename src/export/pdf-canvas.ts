@@ -51,19 +51,34 @@ export function resolveFonts(opts: FontOptions): FontFiles {
   return { regular: opts.fontPath, bold: opts.boldFontPath ?? opts.fontPath, family: opts.fontFamily };
 }
 
-/** Registers the faces under the keys the layout uses and checks that they load. */
-export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): void {
-  doc.registerFont('body', files.regular, files.family as string);
-  doc.registerFont('bold', files.bold, files.family as string);
+/** pdfkit font names per layout key, and whether bold is drawn from the regular face. */
+export interface Faces {
+  names: Record<FontKey, string>;
+  fakeBold: boolean;
+}
+
+/**
+ * Registers the faces and checks that they load. One file for both weights is registered
+ * once: pdfkit would otherwise open and parse the file again on every switch to the second
+ * name (its cache is keyed by the PostScript name, which both share). Bold is then drawn by
+ * stroking the outline as well as filling it.
+ */
+export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): Faces {
+  const fakeBold = files.bold === files.regular;
+  doc.registerFont('body', files.regular, files.family);
+  if (!fakeBold) doc.registerFont('bold', files.bold, files.family);
   doc.registerFont('mono', 'Courier');
   try {
-    doc.font('bold');
-    installFastLayout(doc);
+    if (!fakeBold) {
+      doc.font('bold');
+      installFastLayout(doc);
+    }
     doc.font('body');
     installFastLayout(doc);
   } catch (err) {
     throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
   }
+  return { names: { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono' }, fakeBold };
 }
 
 export const COLORS = {
@@ -122,6 +137,7 @@ export class Canvas {
 
   constructor(
     readonly doc: PDFKit.PDFDocument,
+    private readonly faces: Faces,
     private readonly opts: CanvasOptions,
   ) {
     this.left = MARGINS.left;
@@ -136,7 +152,7 @@ export class Canvas {
 
   /** Width of text in a face and size; short strings (words, CJK characters) are cached. */
   measure = (text: string, font: FontKey, size: number): number => {
-    if (text.length > 24) return this.doc.font(font).fontSize(size).widthOfString(text);
+    if (text.length > 24) return this.doc.font(this.faces.names[font]).fontSize(size).widthOfString(text);
     const key = font === 'body' ? size : font === 'bold' ? -size : size + 1000;
     let table = this.widths.get(key);
     if (!table) {
@@ -145,7 +161,7 @@ export class Canvas {
     }
     let w = table.get(text);
     if (w === undefined) {
-      w = this.doc.font(font).fontSize(size).widthOfString(text);
+      w = this.doc.font(this.faces.names[font]).fontSize(size).widthOfString(text);
       if (table.size >= 20_000) table.clear();
       table.set(text, w);
     }
@@ -186,10 +202,15 @@ export class Canvas {
   text(text: string, x: number, y: number, style: Style, lineHeight = style.size * 1.5, baseSize = style.size, knownWidth?: number): number {
     const { doc } = this;
     const dy = (lineHeight - baseSize) / 2 + ASCENT * baseSize;
-    doc.font(style.font).fontSize(style.size);
+    doc.font(this.faces.names[style.font]).fontSize(style.size);
     this.fill(style.color);
     const width = knownWidth ?? this.measure(text, style.font, style.size);
-    const options = { lineBreak: false, baseline: -dy, oblique: style.oblique ? 12 : false, textWidth: width, wordCount: 1 };
+    const options: Record<string, unknown> = { lineBreak: false, baseline: -dy, oblique: style.oblique ? 12 : false, textWidth: width, wordCount: 1 };
+    if (style.font === 'bold' && this.faces.fakeBold) {
+      doc.lineWidth(style.size * 0.035).strokeColor(style.color);
+      options.fill = true;
+      options.stroke = true;
+    }
     // pdfkit's text() re-measures every fragment after drawing it; its _fragment() draws at
     // (x, y) and nothing else. Used when present (pdfkit 0.1x–0.20), text() otherwise.
     const fragment = (doc as unknown as { _fragment?: (t: string, x: number, y: number, o: object) => void })._fragment;

@@ -48,8 +48,8 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
       CreationDate: input.exportedAt,
     },
   });
-  registerFonts(doc, fonts);
-  const canvas = new Canvas(doc, {
+  const faces = registerFonts(doc, fonts);
+  const canvas = new Canvas(doc, faces, {
     roomName: input.room.room_name,
     headerRight: `${labels.title} · ${displayTime(input.exportedAt, input.timezone)}`,
     pageLabel: labels.page,

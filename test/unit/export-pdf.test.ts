@@ -1,0 +1,210 @@
+// PDF export (SPEC §9), checked with poppler: pdftotext for the extractable text, pdftoppm for
+// what page 1 looks like. Without poppler-utils these tests fail (they never skip): install it
+// with `apt-get install -y poppler-utils`.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import PDFDocument from 'pdfkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ExportInput } from '../../src/export/format.js';
+import { bundledFonts } from '../../src/export/pdf-canvas.js';
+import { writePdfExport } from '../../src/export/pdf.js';
+import { makeMessage, makeRoom, sampleMessages } from './export-fixtures.js';
+
+const ARTIFACTS = join(process.cwd(), 'test-artifacts');
+const work = mkdtempSync(join(tmpdir(), 'export-pdf-'));
+
+function run(tool: string, args: string[]): string {
+  try {
+    return execFileSync(tool, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new Error(`${tool} is not installed: these tests need poppler-utils (apt-get install -y poppler-utils)`);
+    }
+    throw err;
+  }
+}
+
+class Sink extends Writable {
+  chunks: Buffer[] = [];
+  constructor(private readonly delayMs = 0) {
+    super({ highWaterMark: 16 * 1024 });
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.chunks.push(chunk);
+    if (this.delayMs > 0) setTimeout(cb, this.delayMs);
+    else cb();
+  }
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+function input(over: Partial<ExportInput> = {}): ExportInput {
+  return {
+    room: makeRoom(),
+    messages: sampleMessages(),
+    exportedAt: new Date('2026-01-02T03:04:05.000Z'),
+    timezone: 'Asia/Shanghai',
+    fileUrl: (u) => `https://chat.example.com${u}?sig=s1`,
+    ...over,
+  };
+}
+
+async function pdf(name: string, over: Partial<ExportInput> = {}, opts?: Parameters<typeof writePdfExport>[2]): Promise<{ file: string; bytes: Buffer }> {
+  const sink = new Sink();
+  await writePdfExport(input(over), sink, opts);
+  const file = join(work, `${name}.pdf`);
+  writeFileSync(file, sink.bytes);
+  return { file, bytes: sink.bytes };
+}
+
+/** Share of pixels darker than near-white in a PGM (P5) rendering. */
+function inkRatio(pgm: Buffer): number {
+  const header = /^P5\s+(\d+)\s+(\d+)\s+(\d+)\s/.exec(pgm.subarray(0, 64).toString('latin1'));
+  if (!header) throw new Error('not a PGM file');
+  const pixels = pgm.subarray(header[0].length);
+  let ink = 0;
+  for (const p of pixels) if (p < 200) ink++;
+  return ink / pixels.length;
+}
+
+describe('pdf export', () => {
+  let sample: { file: string; bytes: Buffer };
+  let text: string;
+
+  beforeAll(async () => {
+    sample = await pdf('sample');
+    text = run('pdftotext', ['-enc', 'UTF-8', sample.file, '-']);
+  });
+
+  it('is a PDF', () => {
+    expect(sample.bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    expect(sample.bytes.subarray(-6).toString('latin1')).toContain('%%EOF');
+  });
+
+  it('embeds a font that renders Chinese, and its text can be extracted', () => {
+    expect(text).toContain('你好，世界！请评审这个设计。');
+    expect(text).toContain('第二行 second line');
+    const fonts = run('pdffonts', [sample.file]);
+    expect(fonts).toMatch(/NotoSansHans-Regular\s+CID Type 0C\s+Identity-H\s+yes yes yes/);
+  });
+
+  it('has the room header, the room name on every page, and page numbers', () => {
+    expect(text).toContain('Design Review');
+    expect(text).toContain('架构评审');
+    expect(text).toContain('本周五前完成评审');
+    expect(text).toContain('2026-01-02 11:04:05');
+    expect(text).toContain('Asia/Shanghai');
+    const pages = text.split('\f').filter((p) => p.trim());
+    expect(pages.length).toBeGreaterThanOrEqual(2);
+    pages.forEach((page, i) => {
+      expect(page).toContain('Design Review');
+      expect(page).toMatch(new RegExp(`第\\s*${i + 1}\\s*页`));
+    });
+  });
+
+  it('shows sender, role and time per message, rounds, replies, attachments; no skip records', () => {
+    expect(text).toContain('bob');
+    expect(text).toMatch(/AI\s*代理/);
+    expect(text).toContain('2026-01-01 08:00:00');
+    expect(text).toContain('2026-01-01 08:00:02');
+    expect(text).toMatch(/第\s*1\s*轮/);
+    expect(text).toMatch(/第\s*2\s*轮/);
+    expect(text).toContain('回复 #1 bob');
+    expect(text).toContain('report v2.pdf');
+    expect(text).toContain('（已撤回）');
+    expect(text).not.toContain('SKIPPED-RECORD');
+    expect(text).not.toContain('TIMEOUT-RECORD');
+    const links = sample.bytes.toString('latin1');
+    expect(links).toContain('https://chat.example.com/api/v1/rooms/r/files/20260101000000_report%20v2.pdf?sig=s1');
+    expect(links).toContain('https://example.com/doc');
+  });
+
+  it('renders the Markdown: heading, emphasis, lists, quote, code block content', () => {
+    expect(text).toContain('结论');
+    expect(text).toMatch(/This is bold, italic, struck and inline code with a link\./);
+    expect(text).toContain('第一点 first point');
+    expect(text).toContain('nested two');
+    expect(text).toContain('[x]');
+    expect(text).toContain('引用：quoted text');
+    expect(text).toContain('const greeting = "hello";');
+    expect(text).toContain('console.log(greeting); // 打印问候');
+    expect(text).toContain('After the rule.');
+    expect(text).not.toMatch(/\*\*bold\*\*|```/);
+  });
+
+  it('wraps a 500-character word inside the page instead of letting it overflow', () => {
+    // The word may run over a page break (running header and footer in between): all of it
+    // is there, in lines no wider than the text column.
+    expect(text.match(/W/g)?.length).toBe(500);
+    expect(text).toContain('Long word: WWWWWWWWWW');
+    const bbox = run('pdftotext', ['-bbox', sample.file, '-']);
+    const words = [...bbox.matchAll(/<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">(W{10,})(?:\s*end\.)?<\/word>/g)];
+    expect(words.length).toBeGreaterThan(3);
+    for (const w of words) expect(Number(w[2])).toBeLessThanOrEqual(595.28 - 56 + 1);
+  });
+
+  it('renders page 1 as a document, not a blank page', () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const prefix = join(ARTIFACTS, 'export-page1');
+    run('pdftoppm', ['-png', '-r', '50', '-f', '1', '-l', '1', '-singlefile', sample.file, prefix]);
+    const png = statSync(`${prefix}.png`).size;
+
+    const blank = join(work, 'blank.pdf');
+    const doc = new PDFDocument({ size: 'A4' });
+    const chunks: Buffer[] = [];
+    doc.on('data', (c: Buffer) => chunks.push(c));
+    const done = new Promise<void>((resolve) => doc.on('end', () => resolve()));
+    doc.end();
+    return done.then(() => {
+      writeFileSync(blank, Buffer.concat(chunks));
+      run('pdftoppm', ['-png', '-r', '50', '-f', '1', '-l', '1', '-singlefile', blank, join(work, 'blank')]);
+      const blankPng = statSync(join(work, 'blank.png')).size;
+      expect(png).toBeGreaterThan(blankPng * 5);
+      run('pdftoppm', ['-gray', '-r', '50', '-f', '1', '-l', '1', '-singlefile', sample.file, join(work, 'page1')]);
+      const ratio = inkRatio(readFileSync(join(work, 'page1.pgm')));
+      expect(ratio).toBeGreaterThan(0.01);
+      expect(ratio).toBeLessThan(0.5);
+    });
+  });
+
+  it('uses English labels for other languages', async () => {
+    const en = await pdf('english', { room: makeRoom({ language: 'en-US' }) });
+    const t = run('pdftotext', ['-enc', 'UTF-8', en.file, '-']);
+    expect(t).toContain('Chat history export');
+    expect(t).toContain('Page 1');
+    expect(t).toContain('Round 1');
+    expect(t).toContain('AI agent');
+    expect(t).toContain('Reply to #1 bob');
+  });
+
+  it('takes another font from a path (EXPORT_FONT) and refuses one that does not exist', async () => {
+    const custom = await pdf('custom-font', {}, { fontPath: bundledFonts().bold });
+    const fonts = run('pdffonts', [custom.file]);
+    expect(fonts).toContain('NotoSansHans-Bold');
+    expect(fonts).not.toContain('NotoSansHans-Regular');
+    const out = new Sink();
+    await expect(writePdfExport(input(), out, { fontPath: join(work, 'missing.ttf') })).rejects.toThrow(/font/);
+    expect(out.chunks.length).toBe(0);
+  });
+
+  it('streams: a slow reader gets the whole document, an early close rejects', async () => {
+    const msgs = Array.from({ length: 400 }, (_, i) =>
+      makeMessage({ seq: i + 1, text_content: `第 ${i + 1} 条：${'长文本 long text '.repeat(20)}\n\n\`\`\`\ncode ${i}\n\`\`\`` }),
+    );
+    const slow = new Sink(1);
+    await writePdfExport(input({ messages: msgs }), slow);
+    const file = join(work, 'slow.pdf');
+    writeFileSync(file, slow.bytes);
+    const info = run('pdfinfo', [file]);
+    expect(Number(/Pages:\s+(\d+)/.exec(info)?.[1])).toBeGreaterThan(20);
+    expect(run('pdftotext', [file, '-'])).toContain('code 399');
+
+    const out = new PassThrough({ highWaterMark: 1024 });
+    setTimeout(() => out.destroy(), 20);
+    await expect(writePdfExport(input({ messages: msgs }), out)).rejects.toThrow();
+  });
+});

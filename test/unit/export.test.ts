@@ -1,0 +1,197 @@
+// Markdown export (SPEC §9) and the helpers both exports share.
+import { PassThrough, Writable } from 'node:stream';
+import { formatInTimeZone } from 'date-fns-tz';
+import { describe, expect, it } from 'vitest';
+import { displayTime, exportFilename, labelsFor, type ExportInput } from '../../src/export/format.js';
+import { closeOpenFence, writeMarkdownExport } from '../../src/export/markdown.js';
+import { exportItems } from '../../src/export/walk.js';
+import type { Message } from '../../src/types.js';
+import { makeMessage, makeRoom, sampleMessages } from './export-fixtures.js';
+
+class Sink extends Writable {
+  chunks: Buffer[] = [];
+  constructor(private readonly delayMs = 0, highWaterMark?: number) {
+    super({ highWaterMark });
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.chunks.push(chunk);
+    if (this.delayMs > 0) setTimeout(cb, this.delayMs);
+    else cb();
+  }
+  get text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+function input(over: Partial<ExportInput> = {}): ExportInput {
+  return {
+    room: makeRoom(),
+    messages: sampleMessages(),
+    exportedAt: new Date('2026-01-02T03:04:05.000Z'),
+    timezone: 'Asia/Shanghai',
+    fileUrl: (u) => `https://chat.example.com${u}?sig=s1`,
+    ...over,
+  };
+}
+
+async function markdown(over: Partial<ExportInput> = {}): Promise<string> {
+  const sink = new Sink();
+  await writeMarkdownExport(input(over), sink);
+  return sink.text;
+}
+
+describe('markdown export', () => {
+  it('starts with a header: room name, description, announcement, export time, timezone, members with roles', async () => {
+    const md = await markdown();
+    const header = md.slice(0, md.indexOf('### '));
+    expect(header).toContain('# 聊天记录导出：Design Review');
+    expect(header).toContain('**描述**：架构评审');
+    expect(header).toContain('**公告**：本周五前完成评审（bob 发布于 2026-01-01 09:00:00）');
+    expect(header).toContain('**导出时间**：2026-01-02 11:04:05');
+    expect(header).toContain('**时区**：Asia/Shanghai');
+    expect(header).toContain('## 成员');
+    expect(header).toContain('- **alice** — AI 代理，主持人');
+    expect(header).toContain('- **bob** — 用户，创建者');
+    expect(header).toContain('- **carol** — AI 代理');
+  });
+
+  it('lists visible messages in seq order with sender, role and time in the room timezone', async () => {
+    const md = await markdown();
+    expect(md).toContain('### #1 · bob · 用户 · 2026-01-01 08:00:00');
+    expect(md).toContain('### #2 · alice · AI 代理 · 2026-01-01 08:00:02');
+    const order = [...md.matchAll(/^### #(\d+) /gm)].map((m) => Number(m[1]));
+    expect(order).toEqual([1, 2, 5, 6, 7]);
+  });
+
+  it('leaves skip and timeout records out', async () => {
+    const md = await markdown();
+    expect(md).not.toContain('SKIPPED-RECORD');
+    expect(md).not.toContain('TIMEOUT-RECORD');
+    expect(md).not.toMatch(/### #3 |### #4 /);
+  });
+
+  it('keeps the text as written (Markdown, Chinese) and marks replies, deletions, edits and attachments', async () => {
+    const md = await markdown();
+    expect(md).toContain('你好，世界！请评审这个设计。\n第二行 second line');
+    expect(md).toContain('```ts\nconst greeting = "hello";\nconsole.log(greeting); // 打印问候\n```');
+    expect(md).toContain('- [x] done task');
+    expect(md).toContain('> 回复 #1 bob');
+    expect(md).toContain('*（已撤回）*');
+    expect(md).toMatch(/### #7 · bob · 用户 · 2026-01-01 08:00:07 （已编辑）/);
+    expect(md).toContain(
+      '附件：[report v2.pdf](<https://chat.example.com/api/v1/rooms/r/files/20260101000000_report%20v2.pdf?sig=s1>) (application/pdf)',
+    );
+    expect(md).toContain('W'.repeat(500));
+  });
+
+  it('shows round boundaries, numbered in order, and messages outside rounds', async () => {
+    const md = await markdown();
+    const r1 = md.indexOf('## 第 1 轮');
+    const r2 = md.indexOf('## 第 2 轮');
+    const outside = md.indexOf('## 轮次之外');
+    expect(r1).toBeGreaterThan(md.indexOf('### #1 '));
+    expect(r1).toBeLessThan(md.indexOf('### #2 '));
+    expect(r2).toBeGreaterThan(md.indexOf('### #2 '));
+    expect(r2).toBeLessThan(md.indexOf('### #5 '));
+    expect(outside).toBeGreaterThan(md.indexOf('### #6 '));
+    expect(outside).toBeLessThan(md.indexOf('### #7 '));
+  });
+
+  it('uses English labels for rooms in other languages', async () => {
+    const md = await markdown({ room: makeRoom({ language: 'en' }) });
+    expect(md).toContain('# Chat history export: Design Review');
+    expect(md).toContain('**Time zone**: Asia/Shanghai');
+    expect(md).toContain('- **alice** — AI agent, host');
+    expect(md).toContain('### #1 · bob · person · 2026-01-01 08:00:00');
+    expect(md).toContain('## Round 1');
+    expect(md).toContain('> Reply to #1 bob');
+    expect(md).toContain('*(deleted)*');
+    expect(md).toContain('Attachment: [report v2.pdf]');
+  });
+
+  it('closes a code fence a message left open so it cannot swallow the rest', async () => {
+    const msgs = [
+      makeMessage({ seq: 1, text_content: '```js\nconst a = 1;' }),
+      makeMessage({ seq: 2, text_content: 'after' }),
+    ];
+    const md = await markdown({ messages: msgs });
+    expect(md).toContain('const a = 1;\n```\n');
+    expect(closeOpenFence('~~~~\ncode\n~~~')).toBe('~~~~\ncode\n~~~\n~~~~');
+    expect(closeOpenFence('```\na\n```')).toBe('```\na\n```');
+    expect(closeOpenFence('``inline`` text')).toBe('``inline`` text');
+  });
+
+  it('accepts an async iterable and an empty room', async () => {
+    async function* gen(): AsyncGenerator<Message> {
+      yield makeMessage({ seq: 1, text_content: 'from a stream' });
+    }
+    expect(await markdown({ messages: gen() })).toContain('from a stream');
+    const empty = await markdown({ messages: [], room: makeRoom({ members: [], room_description: '' }) });
+    expect(empty).toContain('**描述**：（无）');
+  });
+
+  it('streams a large room in chunks, waits for drain on a slow reader and ends the stream', async () => {
+    const msgs = Array.from({ length: 3000 }, (_, i) => makeMessage({ seq: i + 1, text_content: `第 ${i + 1} 条消息 ${'x'.repeat(100)}` }));
+    const sink = new Sink(1, 16 * 1024);
+    let finished = false;
+    sink.on('finish', () => (finished = true));
+    await writeMarkdownExport(input({ messages: msgs }), sink);
+    expect(finished).toBe(true);
+    expect(sink.chunks.length).toBeGreaterThan(5);
+    expect(Math.max(...sink.chunks.map((c) => c.length))).toBeLessThan(512 * 1024);
+    expect(sink.text).toContain('### #3000 ');
+  });
+
+  it('rejects instead of hanging when the output is destroyed', async () => {
+    const msgs = Array.from({ length: 5000 }, (_, i) => makeMessage({ seq: i + 1, text_content: 'y'.repeat(200) }));
+    const out = new PassThrough({ highWaterMark: 1024 });
+    setTimeout(() => out.destroy(new Error('client went away')), 5);
+    await expect(writeMarkdownExport(input({ messages: msgs }), out)).rejects.toThrow();
+  });
+});
+
+describe('shared helpers', () => {
+  it('formats times in the display timezone as yyyy-MM-dd HH:mm:ss', () => {
+    expect(displayTime('2026-01-01T00:00:00.000Z', 'Asia/Shanghai')).toBe('2026-01-01 08:00:00');
+    expect(displayTime('2026-01-01T00:00:00.000Z', 'UTC')).toBe('2026-01-01 00:00:00');
+    expect(displayTime('not a time', 'UTC')).toBe('not a time');
+  });
+
+  it('matches formatInTimeZone across DST changes and odd offsets', () => {
+    const zones = ['America/New_York', 'Europe/Berlin', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'America/St_Johns', 'Asia/Shanghai'];
+    const around = [Date.UTC(2026, 2, 8, 6, 59, 59), Date.UTC(2026, 2, 29, 0, 59, 59), Date.UTC(2026, 3, 4, 14, 59, 59), Date.UTC(2026, 10, 1, 5, 59, 59)];
+    for (const tz of zones) {
+      for (const start of around) {
+        for (let s = 0; s < 7200; s += 37) {
+          const d = new Date(start + s * 1000);
+          expect(displayTime(d, tz)).toBe(formatInTimeZone(d, tz, 'yyyy-MM-dd HH:mm:ss'));
+        }
+      }
+    }
+  });
+
+  it('picks Chinese labels for zh* languages', () => {
+    expect(labelsFor('zh-CN').round(3)).toBe('第 3 轮');
+    expect(labelsFor('zh-TW').page(2)).toBe('第 2 页');
+    expect(labelsFor('en').roles.user).toBe('person');
+    expect(labelsFor('fr').roles.ai_agent).toBe('AI agent');
+    expect(labelsFor('zh').roles.system).toBe('系统');
+  });
+
+  it('walks messages: drops invisible ones, numbers rounds including skipped-only rounds, resolves replies', async () => {
+    const a = makeMessage({ seq: 1, round_id: 'r1' });
+    const skipped = makeMessage({ seq: 2, round_id: 'r2', visible: false, skip_reason: 'timeout' });
+    const b = makeMessage({ seq: 3, round_id: 'r3', sender: 'bob', response_to: a.message_id });
+    const c = makeMessage({ seq: 4, round_id: 'r3', response_to: 'missing' });
+    const items = [];
+    for await (const item of exportItems([a, skipped, b, c])) items.push(item);
+    expect(items.map((i) => (i.kind === 'message' ? `m${i.message.seq}` : i.kind === 'round' ? `r${i.number}` : 'o'))).toEqual(['r1', 'm1', 'r3', 'm3', 'm4']);
+    const replies = items.filter((i) => i.kind === 'message').map((i) => (i.kind === 'message' ? i.reply : null));
+    expect(replies).toEqual([null, { seq: 1, sender: 'alice' }, 'unknown']);
+  });
+
+  it('names export files after the room and UTC time', () => {
+    expect(exportFilename({ room_id: 'r-1' }, 'pdf', new Date('2026-01-02T03:04:05Z'))).toBe('r-1-20260102030405.pdf');
+    expect(exportFilename({ room_id: 'r-1' }, 'markdown', new Date('2026-01-02T03:04:05Z'))).toBe('r-1-20260102030405.md');
+  });
+});
