@@ -15,11 +15,12 @@ import { toWireError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../events/bus.js';
 import { yourTurn } from '../messages/service.js';
 import { presentMessage } from '../rooms/present.js';
-import type { Caller, Message } from '../types.js';
+import type { Caller } from '../types.js';
 import { parseClientFrame } from './ws-frames.js';
 import type { MountFactory } from './mount.js';
 import { CLOSE, type CallFrame, type EventFrame, type RoomCursor } from './ws-protocol.js';
 import { Session, type RoomSub } from './ws-session.js';
+import { messageAt, originAllowed, rawText, refuse, serialise, SocketIndex } from './ws-wire.js';
 
 export interface WsOptions {
   /** Time a new socket has to send its auth frame (SPEC: 10 s). */
@@ -70,9 +71,9 @@ export const wsMount: MountFactory = createWsMount();
 export class WsHub {
   private readonly wss: WebSocketServer;
   private readonly sessions = new Set<Session>();
-  private readonly byRoom = new Map<string, Set<Session>>();
-  private readonly byParticipant = new Map<string, Set<Session>>();
-  private readonly byToken = new Map<string, Set<Session>>();
+  private readonly byRoom = new SocketIndex<string, Session>();
+  private readonly byParticipant = new SocketIndex<string, Session>();
+  private readonly byToken = new SocketIndex<string, Session>();
   /** Highest seq per room whose message_new the bus has published. */
   private readonly lastPublished = new Map<string, number>();
   private readonly disposers: Array<() => void> = [];
@@ -154,7 +155,7 @@ export class WsHub {
     }
     if (this.closing) return refuse(socket, 503, 'Service Unavailable', 'The server is shutting down.');
     const origin = req.headers.origin;
-    if (origin !== undefined && !this.originAllowed(origin)) {
+    if (origin !== undefined && !originAllowed(origin, this.app.config.allowedOrigins)) {
       return refuse(
         socket,
         403,
@@ -164,11 +165,6 @@ export class WsHub {
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
   };
-
-  private originAllowed(origin: string): boolean {
-    const wanted = origin.toLowerCase().replace(/\/$/, '');
-    return this.app.config.allowedOrigins.some((o) => o === '*' || o.toLowerCase().replace(/\/$/, '') === wanted);
-  }
 
   private onConnection(ws: WebSocket): void {
     const session = new Session(ws, this.options);
@@ -196,8 +192,8 @@ export class WsHub {
     if (session.dropped) this.app.logger.warn({ session: session.id, reason: session.dropped }, 'websocket dropped');
     if (!session.caller) return;
     this.unindexAll(session);
-    removeFrom(this.byParticipant, session.caller.id, session);
-    removeFrom(this.byToken, session.caller.tokenHash, session);
+    this.byParticipant.delete(session.caller.id, session);
+    this.byToken.delete(session.caller.tokenHash, session);
     if (wasAuthenticated) {
       try {
         this.app.presence.socketClosed(session.caller.id);
@@ -253,8 +249,8 @@ export class WsHub {
     clearTimeout(session.authTimer);
     session.state = 'open';
     session.caller = caller;
-    addTo(this.byParticipant, caller.id, session);
-    addTo(this.byToken, caller.tokenHash, session);
+    this.byParticipant.add(caller.id, session);
+    this.byToken.add(caller.tokenHash, session);
     const rooms: RoomCursor[] = [];
     for (const roomId of this.roomsOf(caller)) {
       const cursor = this.lastPublished.get(roomId) ?? 0;
@@ -282,13 +278,13 @@ export class WsHub {
   private addSub(session: Session, roomId: string, lastSent: number, replaying = false): RoomSub {
     const sub: RoomSub = { lastSent, queue: replaying ? [] : null };
     session.subs.set(roomId, sub);
-    addTo(this.byRoom, roomId, session);
+    this.byRoom.add(roomId, session);
     return sub;
   }
 
   private removeSub(session: Session, roomId: string): boolean {
     const had = session.subs.delete(roomId);
-    removeFrom(this.byRoom, roomId, session);
+    this.byRoom.delete(roomId, session);
     return had;
   }
 
@@ -453,52 +449,3 @@ export class WsHub {
     this.heartbeat.unref();
   }
 }
-
-/** One UTF-8 buffer per event, written as-is to every recipient (no per-socket encoding). */
-function serialise(event: RoomEvent): Buffer {
-  const data =
-    event.event === 'message_new' || event.event === 'message_update' ? { message: withoutPrivate(event.data.message) } : event.data;
-  return Buffer.from(JSON.stringify({ type: 'event', event: event.event, room_id: event.room_id, data }), 'utf8');
-}
-
-/** client_msg_id belongs to the sender's retries and is never shown to others (SPEC §7). */
-function withoutPrivate(message: Message): Message {
-  if (message.client_msg_id === undefined) return message;
-  const { client_msg_id: _clientMsgId, ...rest } = message;
-  return rest;
-}
-
-/** Logs are contiguous (seq k at index k-1); falls back to a search if that ever changes. */
-function messageAt(messages: readonly Message[], seq: number): Message | undefined {
-  const guess = messages[seq - 1];
-  if (guess?.seq === seq) return guess;
-  return messages.find((m) => m.seq === seq);
-}
-
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
-  return data.toString('utf8');
-}
-
-function refuse(socket: Duplex, status: number, statusText: string, body: string): void {
-  const payload = Buffer.from(`${body}\n`, 'utf8');
-  socket.end(
-    `HTTP/1.1 ${status} ${statusText}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n${payload.toString('utf8')}`,
-  );
-  socket.once('finish', () => socket.destroy());
-}
-
-function addTo<K>(index: Map<K, Set<Session>>, key: K, session: Session): void {
-  let set = index.get(key);
-  if (!set) index.set(key, (set = new Set()));
-  set.add(session);
-}
-
-function removeFrom<K>(index: Map<K, Set<Session>>, key: K, session: Session): void {
-  const set = index.get(key);
-  if (!set) return;
-  set.delete(session);
-  if (set.size === 0) index.delete(key);
-}
-
