@@ -12,11 +12,12 @@ export interface ServerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-const CLI = path.join(PACKAGE_ROOT, 'src', 'cli.ts');
+// Transpiled by test/global-setup.ts before the suite runs.
+const CLI = path.join(PACKAGE_ROOT, '.test-dist', 'src', 'cli.js');
 
-/** Starts `tsx src/cli.ts start` and resolves once it logs the port it bound. */
+/** Starts the transpiled CLI (`.test-dist/src/cli.js start`) and resolves once it logs the port it bound. */
 export function spawnServer(env: Record<string, string>, args: string[] = ['start']): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     cwd: PACKAGE_ROOT,
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -43,7 +44,7 @@ export function spawnServer(env: Record<string, string>, args: string[] = ['star
 
 /** Runs the CLI to completion and returns its exit code and output (for start-up failures). */
 export function runCli(env: Record<string, string>, args: string[] = ['start'], timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     cwd: PACKAGE_ROOT,
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
