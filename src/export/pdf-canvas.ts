@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
-import { installFastLayout } from './pdf-fastfont.js';
+import { coverageOf, installFastLayout } from './pdf-fastfont.js';
 import type { FontKey, Line, Style } from './pdf-layout.js';
 
 export interface FontFiles {
@@ -55,6 +55,8 @@ export function resolveFonts(opts: FontOptions): FontFiles {
 export interface Faces {
   names: Record<FontKey, string>;
   fakeBold: boolean;
+  /** Per face: does it have glyphs for all of a text (absent: assume so). */
+  covers: Partial<Record<FontKey, (text: string) => boolean>>;
 }
 
 /**
@@ -68,17 +70,21 @@ export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): Faces 
   doc.registerFont('body', files.regular, files.family);
   if (!fakeBold) doc.registerFont('bold', files.bold, files.family);
   doc.registerFont('mono', 'Courier');
+  const covers: Faces['covers'] = {};
   try {
     if (!fakeBold) {
       doc.font('bold');
       installFastLayout(doc);
+      covers.bold = coverageOf(doc) ?? undefined;
     }
     doc.font('body');
     installFastLayout(doc);
+    covers.body = coverageOf(doc) ?? undefined;
+    if (fakeBold) covers.bold = covers.body;
   } catch (err) {
     throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
   }
-  return { names: { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono' }, fakeBold };
+  return { names: { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono' }, fakeBold, covers };
 }
 
 export const COLORS = {
@@ -180,6 +186,16 @@ export class Canvas {
     if (this.y + height > this.bottom && this.y > this.top + 1) this.newPage();
   }
 
+  private headerName: string | undefined;
+
+  /** The text, cut with an ellipsis to fit the width. */
+  fit(text: string, font: FontKey, size: number, width: number): string {
+    if (this.measure(text, font, size) <= width) return text;
+    const chars = Array.from(text);
+    while (chars.length > 1 && this.measure(`${chars.join('')}…`, font, size) > width) chars.pop();
+    return `${chars.join('')}…`;
+  }
+
   private decoratePage(): void {
     const { doc } = this;
     this.pages += 1;
@@ -188,10 +204,11 @@ export class Canvas {
     const pageW = doc.page.width;
     const pageH = doc.page.height;
     const headerY = this.top - 30;
-    this.text(this.opts.roomName, this.left, headerY, { font: 'bold', size: 8, color: COLORS.muted });
     const right = this.opts.headerRight;
     const rw = this.measure(right, 'body', 8);
     this.text(right, pageW - this.left - rw, headerY, { font: 'body', size: 8, color: COLORS.muted });
+    this.headerName ??= this.fit(this.opts.roomName, 'bold', 8, this.width - rw - 16);
+    this.text(this.headerName, this.left, headerY, { font: 'bold', size: 8, color: COLORS.muted });
     doc.save().moveTo(this.left, headerY + 14).lineTo(pageW - this.left, headerY + 14).lineWidth(0.5).strokeColor(COLORS.rule).stroke().restore();
     const label = this.opts.pageLabel(this.pages);
     const lw = this.measure(label, 'body', 8);
@@ -214,8 +231,11 @@ export class Canvas {
     // pdfkit's text() re-measures every fragment after drawing it; its _fragment() draws at
     // (x, y) and nothing else. Used when present (pdfkit 0.1x–0.20), text() otherwise.
     const fragment = (doc as unknown as { _fragment?: (t: string, x: number, y: number, o: object) => void })._fragment;
+    const covered = this.faces.covers[style.font]?.(text) ?? true;
+    if (!covered) doc.markContent('Span', { actual: text });
     if (typeof fragment === 'function') fragment.call(doc, text, x, y, options);
     else doc.text(text, x, y, options as PDFKit.Mixins.TextOptions);
+    if (!covered) doc.endMarkedContent();
     if (style.underline || style.strike) {
       const ly = style.underline ? y + dy + 1.5 : y + dy - 0.3 * baseSize;
       doc.save().moveTo(x, ly).lineTo(x + width, ly).lineWidth(0.5).strokeColor(style.color).stroke().restore();

@@ -32,7 +32,7 @@ interface Position {
 }
 
 interface EmbeddedFontLike {
-  font?: { glyphForCodePoint?: (cp: number) => FkGlyph };
+  font?: { glyphForCodePoint?: (cp: number) => FkGlyph; hasGlyphForCodePoint?: (cp: number) => boolean };
   scale?: number;
   layout?: (text: string, features?: unknown, onlyWidth?: boolean) => Layout;
   __fastLayout?: boolean;
@@ -74,4 +74,30 @@ export function installFastLayout(doc: PDFKit.PDFDocument): boolean {
   };
   embedded.__fastLayout = true;
   return true;
+}
+
+/**
+ * For the document's current font: a test whether it has a glyph for every character of a
+ * text (null when that cannot be told). Text it lacks (emoji, scripts outside the font) is
+ * drawn as empty boxes; the caller adds the real text as ActualText so that it can still be
+ * extracted and searched.
+ */
+export function coverageOf(doc: PDFKit.PDFDocument): ((text: string) => boolean) | null {
+  const fk = (doc as unknown as { _font?: EmbeddedFontLike })._font?.font;
+  const has = fk?.hasGlyphForCodePoint;
+  if (typeof has !== 'function') return null;
+  const known = new Map<number, boolean>();
+  return (text: string): boolean => {
+    if (/^[\x20-\x7e]*$/.test(text)) return true;
+    for (const ch of text) {
+      const cp = ch.codePointAt(0) ?? 0;
+      let ok = known.get(cp);
+      if (ok === undefined) {
+        ok = has.call(fk, cp);
+        known.set(cp, ok);
+      }
+      if (!ok) return false;
+    }
+    return true;
+  };
 }

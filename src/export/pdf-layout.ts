@@ -87,7 +87,7 @@ export function atomsOf(text: string): Atom[] {
     }
     const word = m[0];
     const prev = atoms[atoms.length - 1];
-    if (prev && prev.kind === 'word' && (glueNext || (m[3] !== undefined && CLOSING.test(word)))) prev.text += word;
+    if (prev && prev.kind === 'word' && (glueNext || CLOSING.test(word))) prev.text += word;
     else atoms.push({ kind: 'word', text: word });
     glueNext = OPENING.test(word);
   }

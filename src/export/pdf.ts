@@ -17,7 +17,7 @@ import {
 import { Canvas, COLORS, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
 import { layoutRuns, type Run, type Style } from './pdf-layout.js';
 import { renderMarkdown, renderPlain, type BlockContext } from './pdf-markdown.js';
-import { waitFor } from './stream.js';
+import { coalesce, waitFor } from './stream.js';
 import { exportItems, type ReplyRef } from './walk.js';
 
 export type { ExportInput } from './format.js';
@@ -57,7 +57,8 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
 
   const finished = waitFor(out, ['finish']);
   finished.catch(() => undefined); // observed below; avoid an unhandled rejection meanwhile
-  doc.pipe(out as NodeJS.WritableStream);
+  const joiner = coalesce();
+  doc.pipe(joiner).pipe(out);
   try {
     canvas.newPage();
     drawRoomHeader(canvas, input, labels);
@@ -75,16 +76,18 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
     doc.end();
     await finished;
   } catch (err) {
-    doc.unpipe(out as NodeJS.WritableStream);
+    doc.unpipe(joiner);
+    joiner.unpipe(out as NodeJS.WritableStream);
     throw err;
   }
 }
 
 /** Waits while the reader is behind, so the document is never held in memory whole. */
 async function relieve(doc: PDFKit.PDFDocument, out: NodeJS.WritableStream): Promise<void> {
-  while (doc.readableLength > HIGH_WATER) {
-    const w = out as unknown as { writableNeedDrain?: boolean; destroyed?: boolean };
+  const w = out as unknown as { writableNeedDrain?: boolean; destroyed?: boolean };
+  for (;;) {
     if (w.destroyed) throw new Error('export stream closed before the export was written');
+    if (doc.readableLength <= HIGH_WATER) return;
     if (w.writableNeedDrain) await waitFor(out, ['drain']);
     else await new Promise<void>((resolve) => setImmediate(resolve));
   }

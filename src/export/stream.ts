@@ -1,5 +1,6 @@
 // Writing to a Node stream with backpressure: wait for 'drain' when write() says so, and fail
 // (instead of hanging) when the stream errors or closes first.
+import { Transform } from 'node:stream';
 
 type Listener = (...args: unknown[]) => void;
 
@@ -72,4 +73,33 @@ export class ChunkWriter {
     this.out.end();
     await finished;
   }
+}
+
+/**
+ * Joins small chunks into ones of about `chunkBytes` (pdfkit emits one chunk per object line,
+ * a few hundred bytes each; an HTTP response would send each one on its own).
+ */
+export function coalesce(chunkBytes = 64 * 1024): Transform {
+  let parts: Uint8Array[] = [];
+  let size = 0;
+  const take = (): Buffer => {
+    const joined = Buffer.concat(parts, size);
+    parts = [];
+    size = 0;
+    return joined;
+  };
+  return new Transform({
+    readableHighWaterMark: chunkBytes,
+    writableHighWaterMark: chunkBytes,
+    transform(chunk: Uint8Array, _enc, cb) {
+      parts.push(chunk);
+      size += chunk.length;
+      if (size >= chunkBytes) cb(null, take());
+      else cb();
+    },
+    flush(cb) {
+      if (size > 0) cb(null, take());
+      else cb();
+    },
+  });
 }

@@ -29,12 +29,12 @@ function run(tool: string, args: string[]): string {
 
 class Sink extends Writable {
   chunks: Buffer[] = [];
-  constructor(private readonly delayMs = 0) {
+  constructor(private readonly slow = false) {
     super({ highWaterMark: 16 * 1024 });
   }
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     this.chunks.push(chunk);
-    if (this.delayMs > 0) setTimeout(cb, this.delayMs);
+    if (this.slow) setTimeout(cb, 2);
     else cb();
   }
   get bytes(): Buffer {
@@ -195,7 +195,7 @@ describe('pdf export', () => {
     const msgs = Array.from({ length: 400 }, (_, i) =>
       makeMessage({ seq: i + 1, text_content: `第 ${i + 1} 条：${'长文本 long text '.repeat(20)}\n\n\`\`\`\ncode ${i}\n\`\`\`` }),
     );
-    const slow = new Sink(1);
+    const slow = new Sink(true);
     await writePdfExport(input({ messages: msgs }), slow);
     const file = join(work, 'slow.pdf');
     writeFileSync(file, slow.bytes);
@@ -206,5 +206,35 @@ describe('pdf export', () => {
     const out = new PassThrough({ highWaterMark: 1024 });
     setTimeout(() => out.destroy(), 20);
     await expect(writePdfExport(input({ messages: msgs }), out)).rejects.toThrow();
+  });
+
+  it('copes with unusual content: emoji and scripts the font lacks stay extractable, nothing overflows', async () => {
+    const texts = [
+      'Emoji 😀🚀 and 한국어 text',
+      'Control \u0001 chars\ttab\r\nCRLF line',
+      '```\n' + 'x'.repeat(300) + '\n\tindented\t中文\n```',
+      '- a\n  - b\n    - c\n      - d deep',
+      '> level 1\n> > level 2 **bold**',
+      '[js](javascript:alert(1)) <https://auto.example.com> &amp; &#x4F60;&#22909;',
+      '| a | b |\n|---|---|\n| 很长的单元格内容很长的单元格内容很长的单元格内容很长的单元格内容很长的单元格 | 2 |',
+      '',
+      '中文没有空格的长段落'.repeat(60),
+    ];
+    const odd = await pdf('odd', { messages: texts.map((t, i) => makeMessage({ seq: i + 1, text_content: t })) });
+    const t = run('pdftotext', ['-enc', 'UTF-8', odd.file, '-']);
+    expect(t).toContain('😀🚀');
+    expect(t).toContain('한국어');
+    expect(t).toContain('CRLF line');
+    expect(t).toContain('d deep');
+    expect(t).toContain('& 你好');
+    expect(t).toContain('auto.example.com');
+    expect(t).not.toContain('javascript:');
+    expect(odd.bytes.toString('latin1')).not.toContain('javascript:');
+    expect(t.replace(/\s+/g, '')).toContain('中文没有空格的长段落'.repeat(5));
+    const bbox = run('pdftotext', ['-bbox', odd.file, '-']);
+    for (const m of bbox.matchAll(/<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)"/g)) {
+      expect(Number(m[1])).toBeGreaterThanOrEqual(56 - 1);
+      expect(Number(m[2])).toBeLessThanOrEqual(595.28 - 56 + 1);
+    }
   });
 });
