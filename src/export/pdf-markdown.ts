@@ -1,6 +1,6 @@
 // Renders a message's Markdown into the PDF from marked's lexer tokens: headings, bold,
 // italic (oblique), strikethrough, inline code and code blocks (Courier for ASCII, the CJK
-// font for the rest), lists (nested, ordered, tasks), quotes, links, rules, tables (as rows).
+// font for the rest), lists (nested, ordered, tasks), quotes, links, images (as links), rules, tables.
 import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
 import { COLORS, type Canvas, type LineDeco, type Marker } from './pdf-canvas.js';
 import { layoutCode, layoutRuns, type Run, type Style } from './pdf-layout.js';
