@@ -33,6 +33,8 @@ export function mountRoom(container, ctx) {
   let resyncTimer = null;
   let refreshTimer = null;
   let draftId = null;
+  /** The draft's file once uploaded: a retry after a failed send does not upload it again. */
+  let draftUpload = null;
 
   const tz = () => room?.timezone || 'Asia/Shanghai';
   const me = () => ctx.me() || '';
@@ -320,12 +322,13 @@ export function mountRoom(container, ctx) {
     try {
       const args = { room_id: roomId, text_content: text.trim() ? text : '', client_msg_id: draftId };
       if (file) {
-        const up = await uploadFile(roomId, file);
-        args.file_url = up.file_url;
-        args.file_type = up.file_type;
+        if (draftUpload?.file !== file) draftUpload = { file, up: await uploadFile(roomId, file) };
+        args.file_url = draftUpload.up.file_url;
+        args.file_type = draftUpload.up.file_type;
       }
       const { message } = await callTool('send_message', args);
       draftId = null;
+      draftUpload = null;
       list.addLive(message, { mine: true });
       checkGap();
       return true;
