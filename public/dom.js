@@ -47,6 +47,7 @@ export function toast(text, kind = 'info') {
   if (!area) return;
   const el = h('div', { class: `toast toast-${kind}`, text });
   area.append(el);
+  while (area.children.length > 3) area.firstChild.remove();
   setTimeout(() => el.remove(), kind === 'error' ? 6000 : 3500);
 }
 

@@ -31,6 +31,8 @@ export class LiveConnection {
     this.lastFrameAt = 0;
     /** Server clock minus local clock (ms), from auth_ok and pongs; for countdowns. */
     this.clockOffset = 0;
+    /** When the last auth or ping frame left (for the clock estimate). */
+    this.sentAt = 0;
     /** room_id → () => after_seq (number) or null when the room has no history yet. */
     this.watched = new Map();
     this.everConnected = false;
@@ -112,6 +114,7 @@ export class LiveConnection {
     this.ws = ws;
     ws.onopen = () => {
       this.lastFrameAt = Date.now();
+      this.sentAt = Date.now();
       ws.send(JSON.stringify({ type: 'auth', token: this.token }));
     };
     ws.onmessage = (e) => {
@@ -172,9 +175,13 @@ export class LiveConnection {
     }
   }
 
+  /** Server clock minus ours, taking the server's time as read halfway through the round trip. */
   syncClock(serverTime) {
     const t = Date.parse(serverTime || '');
-    if (!Number.isNaN(t)) this.clockOffset = t - Date.now();
+    if (Number.isNaN(t)) return;
+    const now = Date.now();
+    const sent = this.sentAt && now - this.sentAt < 10_000 ? this.sentAt : now;
+    this.clockOffset = t - (sent + now) / 2;
   }
 
   startPings() {
@@ -191,7 +198,7 @@ export class LiveConnection {
         this.scheduleRetry();
         return;
       }
-      this.send({ type: 'ping' });
+      if (this.send({ type: 'ping' })) this.sentAt = Date.now();
     }, PING_EVERY_MS);
   }
 

@@ -361,10 +361,11 @@ export function mountRoom(container, ctx) {
 
   pauseBtn.addEventListener('click', () => {
     const paused = room?.system_status === 'paused';
-    adminCall('set_room_status', { system_status: paused ? 'active' : 'paused' }, paused ? '房间已恢复' : '房间已暂停');
+    // No toast on success: the status chip, the button and the turn bar show the change.
+    adminCall('set_room_status', { system_status: paused ? 'active' : 'paused' });
   });
-  startBtn.addEventListener('click', () => adminCall('start_round', {}, '新一轮已开始'));
-  const passTurn = () => adminCall('pass_turn', {}, '已跳过当前发言者');
+  startBtn.addEventListener('click', () => adminCall('start_round', {}));
+  const passTurn = () => adminCall('pass_turn', {});
 
   const openAnnForm = () => {
     annInput.value = room?.announcement?.user_announcement || '';
@@ -388,7 +389,7 @@ export function mountRoom(container, ctx) {
   annForm.addEventListener('submit', async (e) => {
     e.preventDefault();
     annSave.disabled = true;
-    const data = await adminCall('set_announcement', { user_announcement: annInput.value }, '公告已更新');
+    const data = await adminCall('set_announcement', { user_announcement: annInput.value });
     annSave.disabled = false;
     if (data) closeAnnForm();
   });

@@ -114,11 +114,13 @@ export class TurnBar {
   tick() {
     const turn = this.state?.turn;
     if (!turn || !turn.deadline) return;
-    const remaining = Date.parse(turn.deadline) - this.now();
+    const total = turn.timeout_ms || 0;
+    let remaining = Date.parse(turn.deadline) - this.now();
+    // Clock skew must not show more time than a whole turn.
+    if (total > 0) remaining = Math.min(remaining, total);
     this.countdown.hidden = false;
     this.countdown.textContent = remaining > 0 ? formatCountdown(remaining) : '00:00';
     this.countdown.dataset.remainingMs = String(Math.max(0, Math.round(remaining)));
-    const total = turn.timeout_ms || 0;
     this.countdown.classList.toggle('urgent', remaining < Math.min(10_000, total > 0 ? total * 0.25 : 10_000));
     this.progress.hidden = !total;
     const ratio = total > 0 ? Math.min(1, Math.max(0, remaining / total)) : 0;
