@@ -101,7 +101,7 @@ export class MessageService {
         mentions,
         endTurn: input.end_turn ?? true,
       },
-      { lead: [message], leadEvents: [{ event: 'message_new', room_id: room.room_id, data: { message } }] },
+      { lead: [message] },
     );
     if (!outcome.ok) throw new AppError(outcome.code, outcome.message, outcome.details);
     keys?.set(key, message.message_id);

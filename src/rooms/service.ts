@@ -136,13 +136,14 @@ export class RoomService {
     }
     const member = this.newMember(room, caller, new Date(this.now()));
     room.members.push(member);
+    // Subscribe the newcomer's sockets first, so they receive their own member_join too.
+    this.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
     await Promise.all([
       this.runEngine(room, { type: 'member_joined', name: member.name, role: member.role }, [
         { event: 'member_join', room_id: room.room_id, data: { member: structuredClone(member) } },
       ]),
       this.addToParticipant(caller, room.room_id),
     ]);
-    this.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
     return presentRoom(room);
   }
 

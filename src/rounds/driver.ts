@@ -27,7 +27,7 @@ export interface DriverOptions {
 }
 
 export interface ApplyExtras {
-  /** Messages the caller created in this tick (seqs from store.nextSeq), committed first. */
+  /** Messages the caller created in this tick (seqs from store.nextSeq), committed and announced first. */
   lead?: Message[];
   /** Events of the caller's own change, published before the engine's. */
   leadEvents?: RoomEvent[];
@@ -134,7 +134,11 @@ export class RoundsDriver {
     }
 
     const messages = [...lead];
-    const events: RoomEvent[] = [...(extras.leadEvents ?? [])];
+    // The caller's own messages are announced as they are now (processed marks included).
+    const events: RoomEvent[] = [
+      ...lead.map((m): RoomEvent => ({ event: 'message_new', room_id: room.room_id, data: { message: presentMessage(m, room) } })),
+      ...(extras.leadEvents ?? []),
+    ];
     const turnsIssued: string[] = [];
     let seq = view.lastSeq + 1;
     for (const effect of result.effects) {

@@ -212,6 +212,8 @@ describe('isolation and membership', () => {
     await post(roomId, person.token, 'before join');
     expect(await sg.call('join_room', { room_id: roomId })).toMatchObject({ ok: true });
     expect(await sg.waitFor((f) => f.type === 'subscribed' && f.room_id === roomId)).toMatchObject({ last_seq: 1 });
+    // The newcomer's own socket sees its member_join.
+    expect(await sg.waitForEvent('member_join', (d) => d.member.name === guest.name)).toBeTruthy();
     await post(roomId, person.token, 'after join');
     await sg.waitForEvent('message_new', (d) => d.message.text_content === 'after join');
     expect(await sg.call('leave_room', { room_id: roomId })).toMatchObject({ ok: true });
