@@ -1,7 +1,9 @@
 // Writes a large DATA_DIR directly (far faster than through the API): rooms with messages,
 // and one person who is a member of every room, with a known token for the bench to use.
 import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { hashToken } from '../src/identity/secrets.js';
 import type { Message, RoomRecord, UserRecord } from '../src/types.js';
@@ -76,7 +78,13 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
   await writeFile(join(dataDir, 'rooms.json'), JSON.stringify(roomRecords));
   let n = 0;
   for (const room_id of roomIds) {
-    const lines: string[] = [];
+    // Written in chunks: a million lines joined at once would pass V8's string limit.
+    const out = createWriteStream(join(dataDir, 'room_messages', `${room_id}.jsonl`));
+    let lines: string[] = [];
+    const flush = async () => {
+      if (!out.write(`${lines.join('\n')}\n`)) await once(out, 'drain');
+      lines = [];
+    };
     for (let seq = 1; seq <= messagesPerRoom; seq++) {
       const message: Message = {
         message_id: randomUUID(),
@@ -101,8 +109,11 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
         deleted: false,
       };
       lines.push(JSON.stringify(message));
+      if (lines.length === 10_000) await flush();
     }
-    await writeFile(join(dataDir, 'room_messages', `${room_id}.jsonl`), `${lines.join('\n')}\n`);
+    if (lines.length > 0) await flush();
+    out.end();
+    await once(out, 'finish');
   }
   return { token, roomIds };
 }

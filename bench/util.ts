@@ -1,6 +1,7 @@
 // Shared bench helpers: a server in its own process, a REST call, percentiles.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -21,7 +22,7 @@ async function freePort(): Promise<number> {
 
 /**
  * Runs the server as a separate process: dist/ when built (as in production), else tsx.
- * Logs stay at warn (per-call info lines would measure the log pipe), so readiness is
+ * The server logs at its default level (info, one line per call) into /dev/null; readiness is
  * detected by polling /health on a port chosen here.
  */
 export async function startBenchServer(env: Record<string, string>): Promise<BenchServer> {
@@ -30,8 +31,8 @@ export async function startBenchServer(env: Record<string, string>): Promise<Ben
   const port = await freePort();
   const child = spawn(process.execPath, args, {
     cwd: PACKAGE_ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port) },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
   let exited = false;
   child.once('exit', () => (exited = true));
@@ -54,13 +55,40 @@ export async function startBenchServer(env: Record<string, string>): Promise<Ben
   };
 }
 
-export async function rest(url: string, tool: string, args: unknown, token?: string): Promise<any> {
-  const res = await fetch(`${url}/api/v1/tools/${tool}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(args),
+// node:http with a keep-alive agent: fetch's stream machinery costs the client (which shares
+// the machine with the server) several times more CPU per request.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+export function rest(url: string, tool: string, args: unknown, token?: string): Promise<any> {
+  const body = JSON.stringify(args);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${url}/api/v1/tools/${tool}`,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(Buffer.concat(chunks).toString()));
+          } catch (err) {
+            reject(err);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
   });
-  return res.json();
 }
 
 export function percentile(values: number[], p: number): number {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { agentCommand } from './agent/run.js';
 import { backupDataDir } from './backup.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
+import { createLogger, flushLogger } from './logger.js';
 import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
@@ -33,9 +33,13 @@ async function start(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     running.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
+      async () => {
+        await flushLogger(logger);
+        process.exit(0);
+      },
+      async (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
+        await flushLogger(logger);
         process.exit(1);
       },
     );

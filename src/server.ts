@@ -7,6 +7,8 @@ import { createApp, type App, type AppOptions } from './app.js';
 import { withBoundPort, type Config } from './config.js';
 import type { Logger } from './logger.js';
 import { createHttpApp } from './transports/http.js';
+import { bodyLimit } from './transports/http-util.js';
+import { isToolCall, serveToolCall } from './transports/rest-tools.js';
 import { mcpMount } from './transports/mcp.js';
 import type { MountFactory } from './transports/mount.js';
 import { wsMount } from './transports/ws.js';
@@ -26,10 +28,15 @@ export async function startServer(config: Config, logger: Logger, options: AppOp
   const app = await createApp(config, logger, options);
   const mounts = mountFactories.map((factory) => factory(app));
   const expressApp = createHttpApp(app, mounts);
+  const limit = bodyLimit(app);
+  const handler: http.RequestListener = (req, res) => {
+    if (isToolCall(req)) void serveToolCall(app, req, res, limit);
+    else expressApp(req, res);
+  };
   const server =
     config.tlsCert && config.tlsKey
-      ? https.createServer({ cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) }, expressApp)
-      : http.createServer(expressApp);
+      ? https.createServer({ cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) }, handler)
+      : http.createServer(handler);
   // Clients (agents) reuse connections; a long idle window avoids close-vs-reuse races.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -103,9 +103,12 @@ export class Presence {
 
   private update(participantId: string, entry: Entry): void {
     const online = this.compute(entry);
-    this.scheduleExpiry(participantId, entry);
-    if (online === entry.online) return;
+    const changed = online !== entry.online;
     entry.online = online;
+    // An armed expiry re-checks lastActive when it fires (and re-arms itself through here), so
+    // a busy participant's calls need no timer work of their own.
+    if (entry.expiry === undefined || entry.sockets > 0 || !online) this.scheduleExpiry(participantId, entry);
+    if (!changed) return;
     const change = { participantId, online, lastActive: entry.lastActive };
     for (const listener of this.listeners) listener(change);
   }

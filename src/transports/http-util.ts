@@ -21,3 +21,8 @@ export function hostAllowed(app: App, hostHeader: string | undefined): boolean {
   const host = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
   return app.config.allowedHosts.includes('*') || app.config.allowedHosts.includes(host);
 }
+
+/** JSON bodies: a whole message of MAX_MESSAGE_CHARS in worst-case UTF-8 plus the envelope. */
+export function bodyLimit(app: App): number {
+  return Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024);
+}

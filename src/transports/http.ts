@@ -8,7 +8,7 @@ import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { PACKAGE_ROOT, PUBLIC_DIR } from '../paths.js';
 import { exportRoutes, fileRoutes } from './files.js';
-import { bearerToken, hostAllowed, sendError } from './http-util.js';
+import { bodyLimit, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
 
 export const VENDOR_FILES: Record<string, string> = {
@@ -16,14 +16,11 @@ export const VENDOR_FILES: Record<string, string> = {
   '/vendor/purify.es.mjs': 'node_modules/dompurify/dist/purify.es.mjs',
 };
 
-/** JSON bodies: a whole message of MAX_MESSAGE_CHARS in worst-case UTF-8 plus the envelope. */
-function bodyLimit(app: App): number {
-  return Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024);
-}
-
 export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {
   const http = express();
   http.disable('x-powered-by');
+  // API answers are never cached; hashing every body for an ETag is wasted work.
+  http.set('etag', false);
   http.set('trust proxy', false);
   http.use(
     helmet({
@@ -78,25 +75,7 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
     });
   });
 
-  api.post('/tools/:name', async (req: Request, res: Response) => {
-    const abort = new AbortController();
-    // A long-poll (wait_for_turn) stops when the client goes away.
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    try {
-      const data = await app.registry.call(String(req.params.name), req.body ?? {}, {
-        token: bearerToken(req.get('authorization')),
-        transport: 'rest',
-        address: req.socket.remoteAddress ?? null,
-        requestId: res.locals.requestId as string,
-        signal: abort.signal,
-      });
-      res.json({ ok: true, data });
-    } catch (err) {
-      sendError(res, err, app);
-    }
-  });
+  // POST /tools/{name} is served by rest-tools.ts before express sees the request.
 
   fileRoutes(app, api);
   exportRoutes(app, api);

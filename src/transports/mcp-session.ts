@@ -96,7 +96,11 @@ export class McpSession {
   private binding = false;
   private closed = false;
 
-  constructor(private readonly app: App) {
+  constructor(
+    private readonly app: App,
+    /** Client address of the request that opened the session (per-address rate limits). */
+    private readonly address: string | null = null,
+  ) {
     this.server = new McpServer(
       { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
       { capabilities: { tools: { listChanged: false } }, instructions: MCP_INSTRUCTIONS },
@@ -180,6 +184,7 @@ export class McpSession {
         caller,
         token: null,
         transport: 'mcp',
+        address: this.address,
         requestId: String(extra.requestId),
         signal: abort.signal,
         onProgress,

@@ -157,7 +157,7 @@ export class McpEndpoint implements Mount {
       }
     } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
       if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
-      entry = await this.createSession();
+      entry = await this.createSession(req.socket.remoteAddress ?? null);
     } else {
       return rpcError(
         res,
@@ -182,8 +182,8 @@ export class McpEndpoint implements Mount {
     if (!sessionId && !current.transport.sessionId) await current.session.close();
   }
 
-  private async createSession(): Promise<Entry> {
-    const session = new McpSession(this.app);
+  private async createSession(address: string | null): Promise<Entry> {
+    const session = new McpSession(this.app, address);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {

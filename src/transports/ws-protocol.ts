@@ -10,6 +10,8 @@ export const CLOSE = {
   GOING_AWAY: { code: 1001, reason: 'server shutting down' },
   /** A frame over MAX_FRAME_BYTES (sent by `ws` itself through `maxPayload`). */
   MESSAGE_TOO_BIG: { code: 1009, reason: 'frame too large' },
+  /** Too many sockets for one participant, or calls that keep coming after rate_limited. */
+  POLICY_VIOLATION: { code: 1008, reason: 'policy violation' },
   /** Missing, late, unknown, rotated or revoked token. */
   UNAUTHORIZED: { code: 4401, reason: 'unauthorized' },
 } as const;

@@ -46,10 +46,14 @@ export class Session {
   readonly calls = new Set<AbortController>();
   /** Why the hub dropped the socket, for the log (slow consumer, heartbeat). */
   dropped: string | null = null;
+  /** Calls refused with rate_limited in a row; too many closes the socket (1008). */
+  rateLimitStrikes = 0;
 
   constructor(
     readonly ws: WebSocket,
     private readonly limits: SessionLimits,
+    /** Client address, for per-address rate limits. */
+    readonly address: string | null = null,
   ) {}
 
   get isOpen(): boolean {

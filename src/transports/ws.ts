@@ -48,6 +48,9 @@ export const WS_DEFAULTS: Readonly<WsOptions> = {
 
 export const WS_PATH = '/ws';
 
+/** Calls refused with rate_limited in a row before the socket is closed with 1008. */
+export const MAX_RATE_LIMIT_STRIKES = 20;
+
 const hubs = new WeakMap<App, WsHub>();
 
 /** The hub serving an app (tests tune its timers through `configure`). */
@@ -163,11 +166,11 @@ export class WsHub {
         `Origin "${origin}" is not allowed. Add it to ALLOWED_ORIGINS (now: ${this.app.config.allowedOrigins.join(',')}) to connect from that page.`,
       );
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, req.socket.remoteAddress ?? null));
   };
 
-  private onConnection(ws: WebSocket): void {
-    const session = new Session(ws, this.options);
+  private onConnection(ws: WebSocket, address: string | null): void {
+    const session = new Session(ws, this.options, address);
     this.sessions.add(session);
     session.authTimer = setTimeout(() => {
       if (session.state === 'awaiting_auth') session.closeUnauthorized('no auth frame in time');
@@ -247,6 +250,10 @@ export class WsHub {
 
   private authenticate(session: Session, caller: Caller): void {
     clearTimeout(session.authTimer);
+    const open = this.byParticipant.get(caller.id)?.size ?? 0;
+    if (open >= this.app.config.maxSocketsPerToken) {
+      return session.close(CLOSE.POLICY_VIOLATION, `at most ${this.app.config.maxSocketsPerToken} sockets per participant (MAX_SOCKETS_PER_TOKEN)`);
+    }
     session.state = 'open';
     session.caller = caller;
     this.byParticipant.add(caller.id, session);
@@ -373,12 +380,18 @@ export class WsHub {
       const data = await this.app.registry.call(frame.tool, frame.args ?? {}, {
         caller: session.caller,
         transport: 'ws',
+        address: session.address,
         requestId: `ws-${session.id}-${String(frame.id)}`,
         signal: controller.signal,
       });
+      session.rateLimitStrikes = 0;
       session.send({ type: 'result', id: frame.id, ok: true, data: data ?? null });
     } catch (err) {
       const error = toWireError(err);
+      if (error.code === 'rate_limited' && ++session.rateLimitStrikes >= MAX_RATE_LIMIT_STRIKES) {
+        session.send({ type: 'result', id: frame.id, ok: false, error });
+        return session.close(CLOSE.POLICY_VIOLATION, 'calls kept coming after rate_limited');
+      }
       if (error.code === 'internal_error') this.app.logger.error({ err, tool: frame.tool }, 'websocket call failed');
       session.send({ type: 'result', id: frame.id, ok: false, error });
     } finally {

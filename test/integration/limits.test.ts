@@ -1,5 +1,6 @@
 // Abuse limits: per-token and per-address rate limits, slowed password attempts.
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { FailureDelay } from '../../src/limits/rate-limits.js';
 import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -29,6 +30,50 @@ describe('rate limits', () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
   });
 });
+
+function openSocket(s: TestServer, token: string) {
+  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws`);
+  const frames: any[] = [];
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  ws.on('message', (data) => frames.push(JSON.parse(String(data))));
+  ws.once('open', () => ws.send(JSON.stringify({ type: 'auth', token })));
+  return { ws, frames, closed };
+}
+
+describe('WebSocket limits', () => {
+  it('caps open sockets per participant with close 1008', async () => {
+    server = await startTestServer({ maxSocketsPerToken: 2 });
+    const user = await registerUser(server, 'Sockets');
+    const first = openSocket(server, user.token);
+    const second = openSocket(server, user.token);
+    await until(() => first.frames.length > 0 && second.frames.length > 0);
+    expect([first.frames[0].type, second.frames[0].type]).toEqual(['auth_ok', 'auth_ok']);
+    const third = openSocket(server, user.token);
+    expect(await third.closed).toBe(1008);
+    first.ws.close();
+    second.ws.close();
+  });
+
+  it('closes with 1008 a socket that keeps calling after rate_limited', async () => {
+    server = await startTestServer({ rateLimitPerToken: 5, rateLimitPerAddress: 0 });
+    const user = await registerUser(server, 'Flood');
+    const socket = openSocket(server, user.token);
+    await until(() => socket.frames.some((f) => f.type === 'auth_ok'));
+    for (let i = 0; i < 40; i++) socket.ws.send(JSON.stringify({ type: 'call', id: i, tool: 'list_rooms', args: {} }));
+    expect(await socket.closed).toBe(1008);
+    const results = socket.frames.filter((f) => f.type === 'result');
+    expect(results.filter((r) => r.ok).length).toBeLessThanOrEqual(5);
+    expect(results.some((r) => !r.ok && r.error.code === 'rate_limited')).toBe(true);
+  });
+});
+
+async function until(check: () => boolean, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 describe('password attempts', () => {
   it('slows attempts after three failures, doubling, and forgets on success', async () => {

@@ -1,0 +1,88 @@
+// The hot path of the REST gateway: POST /api/v1/tools/{name} served straight on node:http.
+// Agents call tools many times a second; express's router, body-parser and response helpers
+// cost more than the tool itself, so this route skips them (everything else stays on express).
+// Behaviour matches the express API: same envelope, codes, limits, headers and request ids.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { App } from '../app.js';
+import { AppError, toWireError } from '../errors.js';
+import { bearerToken } from './http-util.js';
+
+export const TOOLS_PREFIX = '/api/v1/tools/';
+const TOOL_NAME = /^[a-z_]{1,64}$/;
+
+/** Headers of every API answer (the page's CSP lives on the express side). */
+const API_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'x-content-type-options': 'nosniff',
+  'cache-control': 'no-store',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'referrer-policy': 'no-referrer',
+} as const;
+
+export function isToolCall(req: IncomingMessage): boolean {
+  return req.method === 'POST' && req.url !== undefined && req.url.startsWith(TOOLS_PREFIX);
+}
+
+function answer(res: ServerResponse, status: number, body: unknown, requestId: string): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...API_HEADERS, 'content-length': Buffer.byteLength(text), 'x-request-id': requestId });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) return reject(new AppError('payload_too_large', 'Request body is too large'));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new AppError('payload_too_large', 'Request body is too large'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+export async function serveToolCall(app: App, req: IncomingMessage, res: ServerResponse, bodyLimit: number): Promise<void> {
+  const incoming = req.headers['x-request-id'];
+  const requestId = typeof incoming === 'string' && /^[\w.-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+  const name = decodeURIComponent(req.url!.slice(TOOLS_PREFIX.length).split('?')[0]!);
+  // A long-poll (wait_for_turn) stops when the client goes away.
+  const abort = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  try {
+    const raw = await readBody(req, bodyLimit);
+    let args: unknown = {};
+    if (raw.length > 0) {
+      try {
+        args = JSON.parse(raw.toString('utf8'));
+      } catch {
+        throw new AppError('validation_error', 'Malformed JSON body');
+      }
+    }
+    if (!TOOL_NAME.test(name)) throw new AppError('unknown_tool', `No tool named "${name.slice(0, 64)}"`);
+    const data = await app.registry.call(name, args, {
+      token: bearerToken(req.headers.authorization),
+      transport: 'rest',
+      address: req.socket.remoteAddress ?? null,
+      requestId,
+      signal: abort.signal,
+    });
+    answer(res, 200, { ok: true, data }, requestId);
+  } catch (err) {
+    const wire = toWireError(err);
+    if (wire.code === 'internal_error') app.logger.error({ err, requestId }, 'request failed');
+    answer(res, err instanceof AppError ? err.status : 500, { ok: false, error: wire }, requestId);
+  }
+}

@@ -1,0 +1,67 @@
+// Presence: online while a socket is open or within 90 s of the last call; changes reported once.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Presence, PRESENCE_WINDOW_MS, type PresenceChange } from '../../src/identity/presence.js';
+
+const timers = {
+  setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms),
+  clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+describe('presence', () => {
+  let changes: PresenceChange[];
+  let presence: Presence;
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(1_000_000);
+    changes = [];
+    presence = new Presence(() => Date.now(), timers);
+    presence.onChange((c) => changes.push(c));
+  });
+  afterEach(() => {
+    presence.stop();
+    vi.useRealTimers();
+  });
+
+  it('goes online on a call and offline 90 s after a single call', () => {
+    presence.touch('a');
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(PRESENCE_WINDOW_MS - 10);
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(20);
+    expect(presence.isOnline('a')).toBe(false);
+    expect(changes.map((c) => c.online)).toEqual([true, false]);
+  });
+
+  it('stays online while calls keep coming, then expires 90 s after the last', () => {
+    presence.touch('a');
+    for (let i = 0; i < 10; i++) {
+      vi.advanceTimersByTime(30_000);
+      presence.touch('a');
+    }
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
+    expect(presence.isOnline('a')).toBe(false);
+    expect(changes.map((c) => c.online)).toEqual([true, false]);
+  });
+
+  it('is online while a socket is open, whatever the time, and counts 90 s from its close', () => {
+    presence.socketOpened('a');
+    vi.advanceTimersByTime(10 * PRESENCE_WINDOW_MS);
+    expect(presence.isOnline('a')).toBe(true);
+    presence.socketClosed('a');
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
+    expect(presence.isOnline('a')).toBe(false);
+    expect(changes.map((c) => c.online)).toEqual([true, false]);
+  });
+
+  it('seeds from the stored last_active after a restart', () => {
+    presence.seed('recent', Date.now() - 30_000);
+    presence.seed('old', Date.now() - 5 * 60_000);
+    expect(presence.isOnline('recent')).toBe(true);
+    expect(presence.isOnline('old')).toBe(false);
+    vi.advanceTimersByTime(60_010);
+    expect(presence.isOnline('recent')).toBe(false);
+    expect(changes).toEqual([{ participantId: 'recent', online: false, lastActive: 1_000_000 - 30_000 }]);
+  });
+});
