@@ -1,9 +1,9 @@
 // Shared bench helpers: a server in its own process, a REST call, percentiles.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { Pool } from 'undici';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 export interface BenchServer {
@@ -55,40 +55,24 @@ export async function startBenchServer(env: Record<string, string>): Promise<Ben
   };
 }
 
-// node:http with a keep-alive agent: fetch's stream machinery costs the client (which shares
-// the machine with the server) several times more CPU per request.
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+// undici's request API with one connection pool per server: the bench client shares the
+// machine with the server, and fetch's stream machinery would cost it several times more CPU.
+const pools = new Map<string, Pool>();
 
-export function rest(url: string, tool: string, args: unknown, token?: string): Promise<any> {
-  const body = JSON.stringify(args);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      `${url}/api/v1/tools/${tool}`,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            resolve(JSON.parse(Buffer.concat(chunks).toString()));
-          } catch (err) {
-            reject(err);
-          }
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
+export async function rest(url: string, tool: string, args: unknown, token?: string): Promise<any> {
+  const origin = new URL(url).origin;
+  let pool = pools.get(origin);
+  if (!pool) {
+    pool = new Pool(origin, { connections: 128 });
+    pools.set(origin, pool);
+  }
+  const { body } = await pool.request({
+    path: `/api/v1/tools/${tool}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(args),
   });
+  return body.json();
 }
 
 export function percentile(values: number[], p: number): number {

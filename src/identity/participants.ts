@@ -29,6 +29,9 @@ export interface ParticipantDefaults {
   timezone: string;
 }
 
+/** Tokens whose hash is remembered (see hashOf). */
+const RECENT_TOKENS = 10_000;
+
 /** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
 const MAX_TOKENS = 10;
 
@@ -47,6 +50,7 @@ export class Participants {
   private readonly byTokenHash = new Map<string, Participant>();
   private readonly byNameKey = new Map<string, Participant>();
   private readonly loginFailures: FailureDelay;
+  private readonly recentHashes = new Map<string, string>();
   private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
 
   constructor(
@@ -61,9 +65,23 @@ export class Participants {
 
   authenticate(token: string | undefined | null): Caller | undefined {
     if (!token) return undefined;
-    const tokenHash = hashToken(token);
+    const tokenHash = this.hashOf(token);
     const participant = this.byTokenHash.get(tokenHash);
     return participant ? { ...participant, tokenHash } : undefined;
+  }
+
+  /**
+   * SHA-256 of a token, remembered for recently seen tokens: agents send the same token on
+   * every call. Safe across revocation, since a revoked hash leaves `byTokenHash`.
+   */
+  private hashOf(token: string): string {
+    let hash = this.recentHashes.get(token);
+    if (hash === undefined) {
+      hash = hashToken(token);
+      if (this.recentHashes.size >= RECENT_TOKENS) this.recentHashes.clear();
+      this.recentHashes.set(token, hash);
+    }
+    return hash;
   }
 
   byName(name: string): Participant | undefined {

@@ -73,6 +73,19 @@ export class Metrics {
     });
   }
 
+  private readonly callCounters = new Map<string, { inc(): void }>();
+
+  /** Counts a tool call; label children are kept, as prom-client hashes labels on every inc. */
+  countCall(tool: string, transport: string, outcome: string): void {
+    const key = `${tool}\u0000${transport}\u0000${outcome}`;
+    let child = this.callCounters.get(key);
+    if (!child) {
+      child = this.toolCalls.labels(tool, transport, outcome);
+      this.callCounters.set(key, child);
+    }
+    child.inc();
+  }
+
   /** The WebSocket hub tells how many sockets are open. */
   countSocketsWith(counter: () => number): void {
     this.socketCount = counter;

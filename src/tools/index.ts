@@ -15,7 +15,7 @@ export function buildRegistry(app: App): ToolRegistry {
   const registry = new ToolRegistry({
     limit: (caller, address) => limits.consume({ participantId: caller?.id ?? null, address }),
     observe: (call) => {
-      app.metrics.toolCalls.inc({ tool: call.tool, transport: call.transport, outcome: call.outcome });
+      app.metrics.countCall(call.tool, call.transport, call.outcome);
       // Names and outcomes only: message texts and tokens never reach the log at info level.
       app.logger.info({ reqId: call.requestId, tool: call.tool, transport: call.transport, outcome: call.outcome, ms: call.ms }, 'call');
     },
