@@ -98,6 +98,7 @@ class Histogram {
     return {
       p50: round(this.quantile(0.5)),
       p90: round(this.quantile(0.9)),
+      p95: round(this.quantile(0.95)),
       p99: round(this.quantile(0.99)),
       max: round(this.maxValue),
       mean: round(this.count ? this.sum / this.count : 0),
