@@ -64,7 +64,7 @@ export interface TargetResult {
   /** Receiving sockets the server closed during the run (slow consumers). */
   sockets_dropped: number;
   frame_bytes: number;
-  latency_ms: { p50: number; p90: number; p99: number; max: number; mean: number };
+  latency_ms: { p50: number; p90: number; p95: number; p99: number; max: number; mean: number };
   client_event_loop_utilization: number;
 }
 
