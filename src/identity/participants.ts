@@ -2,6 +2,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
 import { FailureDelay } from '../limits/rate-limits.js';
+import { findRecord, saveRecord } from './records.js';
 import type { Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
 import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
@@ -189,8 +190,9 @@ export class Participants {
   }
 
   private async issueToken(participant: Participant, replacing: string | null): Promise<string> {
-    const record = participant.kind === 'agent' ? this.store.getAgent(participant.id) : this.store.getUser(participant.id);
-    if (!record) throw new AppError('not_found', 'Participant not found');
+    const found = findRecord(this.store, participant);
+    if (!found) throw new AppError('not_found', 'Participant not found');
+    const record = found.record;
     const token = newToken();
     const tokenHash = hashToken(token);
     const kept = record.token_hashes.filter((h) => h !== replacing);
@@ -201,8 +203,7 @@ export class Participants {
     record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
     for (const hash of retired) this.byTokenHash.delete(hash);
     this.byTokenHash.set(tokenHash, participant);
-    if (participant.kind === 'agent') await this.store.putAgent(record as AgentRecord);
-    else await this.store.putUser(record as UserRecord);
+    await saveRecord(this.store, found);
     for (const hash of retired) for (const listener of this.tokenRevokedListeners) listener(hash);
     return token;
   }

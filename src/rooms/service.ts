@@ -4,6 +4,7 @@ import { AppError } from '../errors.js';
 import type { EventBus, RoomEvent } from '../events/bus.js';
 import { hashPassword, verifyPassword } from '../identity/secrets.js';
 import { FailureDelay } from '../limits/rate-limits.js';
+import { findRecord, saveRecord } from '../identity/records.js';
 import type { Presence } from '../identity/presence.js';
 import type { RoundsDriver } from '../rounds/driver.js';
 import type { EngineAction } from '../rounds/types.js';
@@ -289,26 +290,16 @@ export class RoomService {
   }
 
   private async addToParticipant(caller: Pick<Caller, 'id' | 'kind'>, roomId: string): Promise<void> {
-    if (caller.kind === 'agent') {
-      const agent = this.store.getAgent(caller.id);
-      if (agent && !agent.rooms.includes(roomId)) {
-        agent.rooms.push(roomId);
-        await this.store.putAgent(agent);
-      }
-    } else {
-      const user = this.store.getUser(caller.id);
-      if (user && !user.rooms.includes(roomId)) {
-        user.rooms.push(roomId);
-        await this.store.putUser(user);
-      }
-    }
+    const found = findRecord(this.store, caller);
+    if (!found || found.record.rooms.includes(roomId)) return;
+    found.record.rooms.push(roomId);
+    await saveRecord(this.store, found);
   }
 
   private async removeFromParticipant(caller: Pick<Caller, 'id' | 'kind'>, roomId: string): Promise<void> {
-    const record = caller.kind === 'agent' ? this.store.getAgent(caller.id) : this.store.getUser(caller.id);
-    if (!record || !record.rooms.includes(roomId)) return;
-    record.rooms = record.rooms.filter((r) => r !== roomId);
-    if (caller.kind === 'agent') await this.store.putAgent(record as never);
-    else await this.store.putUser(record as never);
+    const found = findRecord(this.store, caller);
+    if (!found || !found.record.rooms.includes(roomId)) return;
+    found.record.rooms = found.record.rooms.filter((r) => r !== roomId);
+    await saveRecord(this.store, found);
   }
 }

@@ -1,5 +1,6 @@
 // Turn tools: skip_response, start_round, pass_turn, extend_turn, wait_for_turn.
 import { AppError } from '../errors.js';
+import { findRecord } from '../identity/records.js';
 import type { MessageService } from '../messages/service.js';
 import { yourTurn } from '../messages/service.js';
 import type { RoomService } from '../rooms/service.js';
@@ -96,8 +97,7 @@ export class TurnService {
   }
 
   private roomsOf(caller: Caller): RoomRecord[] {
-    const record = caller.kind === 'agent' ? this.store.getAgent(caller.id) : this.store.getUser(caller.id);
-    return (record?.rooms ?? []).map((id) => this.store.getRoom(id)).filter((r): r is RoomRecord => r !== undefined);
+    return (findRecord(this.store, caller)?.record.rooms ?? []).map((id) => this.store.getRoom(id)).filter((r): r is RoomRecord => r !== undefined);
   }
 
   private findTurn(caller: Caller, rooms: RoomRecord[]): RoomRecord | undefined {

@@ -1,5 +1,6 @@
 // Builds the one registry every transport serves.
 import type { App } from '../app.js';
+import { findRecord, saveRecord } from '../identity/records.js';
 import { RateLimits } from '../limits/rate-limits.js';
 import { exportTools } from './export.js';
 import { identityTools } from './identity.js';
@@ -22,12 +23,11 @@ export function buildRegistry(app: App): ToolRegistry {
     authenticate: (token) => app.participants.authenticate(token),
     touched: (caller) => {
       app.presence.touch(caller.id);
-      const record = caller.kind === 'agent' ? app.store.getAgent(caller.id) : app.store.getUser(caller.id);
+      const found = findRecord(app.store, caller);
       const now = app.now();
-      if (record && now - Date.parse(record.last_active) > LAST_ACTIVE_PERSIST_MS) {
-        record.last_active = new Date(now).toISOString();
-        const write = caller.kind === 'agent' ? app.store.putAgent(record as never) : app.store.putUser(record as never);
-        write.catch((err: unknown) => app.logger.warn({ err }, 'could not store last_active'));
+      if (found && now - Date.parse(found.record.last_active) > LAST_ACTIVE_PERSIST_MS) {
+        found.record.last_active = new Date(now).toISOString();
+        saveRecord(app.store, found).catch((err: unknown) => app.logger.warn({ err }, 'could not store last_active'));
       }
     },
   });

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { App } from '../app.js';
 import { toWireError } from '../errors.js';
+import { findRecord } from '../identity/records.js';
 import type { AccessEvent, RoomEvent } from '../events/bus.js';
 import { yourTurn } from '../messages/service.js';
 import { presentMessage } from '../rooms/present.js';
@@ -274,8 +275,7 @@ export class WsHub {
   }
 
   private roomsOf(caller: Caller): string[] {
-    const record = caller.kind === 'agent' ? this.app.store.getAgent(caller.id) : this.app.store.getUser(caller.id);
-    const listed = record?.rooms ?? [];
+    const listed = findRecord(this.app.store, caller)?.record.rooms ?? [];
     // Membership in the room record is the truth (isolation); the participant's list is the index.
     return listed.filter((roomId) => this.app.store.getRoom(roomId)?.members.some((m) => m.participant_id === caller.id));
   }
