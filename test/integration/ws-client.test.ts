@@ -103,6 +103,8 @@ describe('ChatroomClient', () => {
     for (let cut = 0; cut < 4; cut++) {
       await eventually(() => seqs.length >= (cut + 1) * 15, 10_000, 'messages before the cut');
       proxy.cut();
+      // The cut reaches the client asynchronously: wait for it to notice, then to come back.
+      await eventually(() => reconnects > cut, 10_000, 'the client noticing the cut');
       await eventually(() => c.status === 'open', 10_000, 'the reconnect');
     }
     flowing = false;
