@@ -9,6 +9,7 @@ import { onlineCount, renderMembers } from './members.js';
 import { MessageList } from './messages.js';
 import { ensureMember } from './rooms.js';
 import { icon } from './icons.js';
+import { StatsPanel } from './stats.js';
 import { formatTime } from './time.js';
 import { TurnBar } from './turnbar.js';
 
@@ -55,6 +56,7 @@ export function mountRoom(container, ctx) {
   const list = new MessageList({ me, timezone: tz, members: () => room?.members || [], roundNumber, onLoadOlder: () => loadOlder() });
   const turnbar = new TurnBar({ now: () => live.serverNow(), onPass: () => passTurn() });
   const composer = new Composer({ members: () => room?.members || [], me, onSend: (draft) => send(draft) });
+  const stats = new StatsPanel({ roomId, onNotMember: () => kickedOut() });
 
   const title = h('h1', { class: 'room-title', id: 'room-title' }, '…');
   const modeChip = h('span', { class: 'chip' });
@@ -125,6 +127,7 @@ export function mountRoom(container, ctx) {
     sideClose,
     h('section', { class: 'side-section' }, h('h2', {}, '房间信息'), info, annSetBtn),
     h('section', { class: 'side-section' }, membersHeading, membersList),
+    stats.el,
     h('section', { class: 'side-section' }, h('h2', {}, '搜索'), searchForm, searchStatus, searchResults),
     h('section', { class: 'side-section' }, h('h2', {}, '导出记录'), h('div', { class: 'inline-row' }, exportMd, exportPdf)),
     h('section', { class: 'side-section' }, leaveBtn),
@@ -258,6 +261,7 @@ export function mountRoom(container, ctx) {
     if (destroyed) return;
     ctx.myRooms.add(roomId);
     renderRoom();
+    stats.refresh();
     try {
       const { messages } = await callTool('get_messages', { room_id: roomId, limit: PAGE });
       if (destroyed) return;
@@ -510,6 +514,7 @@ export function mountRoom(container, ctx) {
         }
         if (!room.history_rounds.includes(d.round_id)) room.history_rounds.push(d.round_id);
         renderTurn();
+        stats.schedule();
         return;
       }
       case 'agent_turn': {
@@ -548,7 +553,10 @@ export function mountRoom(container, ctx) {
     onEvent,
     /** The socket (re)connected: the subscription resumes by itself; refresh the room state. */
     onLive() {
-      if (room) scheduleRefresh();
+      if (room) {
+        scheduleRefresh();
+        stats.schedule();
+      }
     },
     destroy() {
       destroyed = true;
@@ -556,6 +564,7 @@ export function mountRoom(container, ctx) {
       clearTimeout(resyncTimer);
       clearTimeout(refreshTimer);
       turnbar.destroy();
+      stats.destroy();
       document.title = 'Agent 聊天室';
     },
   };

@@ -351,6 +351,77 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(await bob.locator('#start-round-btn').isVisible()).toBe(false);
   });
 
+  it('shows per-agent turn statistics matching get_room_stats, refreshed on round_end and by its button', async () => {
+    const aliceToken = await alice.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    type Stats = {
+      rounds: number;
+      messages: number;
+      agents: Array<{ name: string; turns_answered: number; turns_skipped: number; turns_timed_out: number; turns_passed: number; turns_offline: number; median_answer_ms: number | null }>;
+    };
+    const cols = ['turns_answered', 'turns_skipped', 'turns_timed_out', 'turns_passed', 'turns_offline'] as const;
+    const fetchStats = async () => (await server.ok<{ stats: Stats }>('get_room_stats', { room_id: roomId }, aliceToken)).stats;
+    /** What the page's table says, in the tool's shape (median as the cell's text). */
+    const onPage = (page: Page) =>
+      page.locator('.stats').evaluate((section) => {
+        const figure = (key: string) => Number(section.querySelector(`[data-key=${key}] dd`)?.textContent);
+        const rows = Array.from(section.querySelectorAll('tbody tr')).map((tr) => {
+          const cell = (key: string) => tr.querySelector(`td[data-key=${key}]`)?.textContent ?? '';
+          return {
+            name: tr.querySelector('th[scope=row]')?.textContent ?? '',
+            ...Object.fromEntries(['turns_answered', 'turns_skipped', 'turns_timed_out', 'turns_passed', 'turns_offline'].map((k) => [k, Number(cell(k))])),
+            median: cell('median_answer_ms'),
+          };
+        });
+        return { rounds: figure('rounds'), messages: figure('messages'), rows };
+      });
+    const expected = (s: Stats) => ({
+      rounds: s.rounds,
+      messages: s.messages,
+      rows: s.agents.map((a) => ({
+        name: a.name,
+        ...Object.fromEntries(cols.map((k) => [k, a[k]])),
+        median: a.median_answer_ms === null ? '—无' : `${(a.median_answer_ms / 1000).toFixed(1)} 秒`,
+      })),
+    });
+
+    // The turn-bar test left answers, skips, a pass and a timeout behind; round_end refreshed the table.
+    let want: ReturnType<typeof expected> | undefined;
+    let got: unknown;
+    await until(async () => {
+      want = expected(await fetchStats());
+      got = await onPage(alice);
+      return JSON.stringify(got) === JSON.stringify(want);
+    }, 5000, 'the stats table to match get_room_stats').catch((err: Error) => {
+      throw new Error(`${err.message}\npage: ${JSON.stringify(got)}\ntool: ${JSON.stringify(want)}`);
+    });
+    const byName = Object.fromEntries(want!.rows.map((r) => [r.name, r as Record<string, unknown>]));
+    expect(Object.keys(byName).sort()).toEqual(['Echo1', 'Echo2']);
+    expect(byName.Echo1!.turns_answered).toBeGreaterThanOrEqual(3);
+    expect(byName.Echo2!.turns_passed).toBe(1);
+    expect(byName.Echo2!.turns_timed_out).toBeGreaterThanOrEqual(1);
+    expect(byName.Echo1!.median).toMatch(/^\d+\.\d 秒$/);
+
+    // A real table: column and row headers, Chinese labels.
+    const table = alice.getByRole('table', { name: '各智能体的发言统计' });
+    expect(await table.locator('thead th[scope=col]').allTextContents()).toEqual(['智能体', '已回答', '跳过', '超时', '管理员跳过', '离线', '回答中位时间']);
+    expect(await table.locator('tbody th[scope=row]').count()).toBe(2);
+
+    // The refresh button asks the server again.
+    for (const a of agents) a.mode = 'skip';
+    await server.ok('send_message', { room_id: roomId, text_content: '统计刷新测试' }, bobToken);
+    await message(alice, '统计刷新测试', 'Bob').waitFor();
+    await alice.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 });
+    const refresh = alice.getByRole('button', { name: '刷新统计' });
+    const [answer] = await Promise.all([alice.waitForResponse((r) => r.url().endsWith('/api/v1/tools/get_room_stats')), refresh.click()]);
+    expect(answer.ok()).toBe(true);
+    await until(async () => JSON.stringify(await onPage(alice)) === JSON.stringify(expected(await fetchStats())), 5000, 'the table to match after 刷新统计');
+    expect((await onPage(alice)).messages).toBe(want!.messages + 1);
+    for (const a of agents) a.mode = 'echo';
+
+    await alice.locator('.stats').scrollIntoViewIfNeeded();
+    await screenshot(alice.locator('#room-side'), 'sidebar-stats');
+  });
+
   it('renders hostile Markdown inert: no script runs, no handlers, no javascript: links', async () => {
     const hostile =
       'look <img src=x onerror="window.__xss=1"> and [click me](javascript:window.__xss=2) ' +
@@ -505,6 +576,13 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await phone.locator('.side-close').waitFor();
     await phone.waitForTimeout(300); // the panel slides in
     await screenshot(phone, 'room-phone-panel');
+    // The statistics fit the panel: no sideways scrolling inside or outside it.
+    const stats = phone.locator('#room-side .stats');
+    await stats.locator('tbody tr[data-name=Echo2]').waitFor();
+    await stats.scrollIntoViewIfNeeded();
+    expect(await stats.locator('.stats-scroll').evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+    expect(await phone.locator('#room-side').evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+    await screenshot(phone, 'room-phone-stats');
     await phone.keyboard.press('Escape');
     await until(async () => !(await phone.locator('#room-side').isVisible()), 2000, 'panel closed');
     await phone.close();

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { ChatroomClient, type TurnAnswer, type TurnInfo } from '../../src/client/index.js';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -33,10 +33,11 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
 }
 
-export async function screenshot(page: Page, name: string): Promise<string> {
+/** A screenshot of the page's viewport, or of one element, into test-artifacts/{name}.png. */
+export async function screenshot(target: Page | Locator, name: string): Promise<string> {
   await mkdir(ARTIFACTS_DIR, { recursive: true });
   const file = path.join(ARTIFACTS_DIR, `${name}.png`);
-  await page.screenshot({ path: file });
+  await target.screenshot({ path: file });
   return file;
 }
 

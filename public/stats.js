@@ -1,0 +1,144 @@
+// The sidebar's "统计" section: rounds, messages and a per-agent table of turns (answered,
+// skipped, timed out, passed by an admin, offline) and the median answer time, from the
+// get_room_stats tool. Refreshed by the room view (open, round_end, reconnect) and by its button.
+import { ApiError, callTool } from './api.js';
+import { h } from './dom.js';
+import { errorText } from './i18n.js';
+import { icon } from './icons.js';
+
+/** Table columns: the stats field and its header (header breaks only at the <wbr> marks). */
+const COLUMNS = [
+  ['turns_answered', ['已回答']],
+  ['turns_skipped', ['跳过']],
+  ['turns_timed_out', ['超时']],
+  ['turns_passed', ['管理员', '跳过']],
+  ['turns_offline', ['离线']],
+  ['median_answer_ms', ['回答', '中位时间']],
+];
+
+/** 12345 → "12.3 秒"; null → null (shown as "—"). */
+export function formatSeconds(ms) {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) return null;
+  return `${(ms / 1000).toFixed(1)} 秒`;
+}
+
+export class StatsPanel {
+  /** @param {{ roomId: string, onNotMember?: () => void }} opts */
+  constructor({ roomId, onNotMember }) {
+    this.roomId = roomId;
+    this.onNotMember = onNotMember;
+    this.seq = 0;
+    this.timer = null;
+    this.destroyed = false;
+
+    this.refreshBtn = h(
+      'button',
+      { type: 'button', class: 'btn btn-ghost btn-small btn-icon stats-refresh', 'aria-label': '刷新统计', title: '刷新统计' },
+      icon('refresh', { size: 15 }),
+    );
+    this.refreshBtn.addEventListener('click', () => this.refresh());
+    this.summary = h('dl', { class: 'stats-summary' });
+    this.status = h('p', { class: 'muted stats-status' }, '正在加载…');
+    this.body = h('tbody');
+    this.table = h(
+      'table',
+      { class: 'stats-table', hidden: true },
+      h('caption', { class: 'visually-hidden' }, '各智能体的发言统计'),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col', class: 'stats-name' }, '智能体'),
+          ...COLUMNS.map(([key, parts]) => h('th', { scope: 'col', dataset: { key } }, ...parts.flatMap((p, i) => (i ? [h('wbr'), p] : [p])))),
+        ),
+      ),
+      this.body,
+    );
+    this.scroller = h('div', { class: 'stats-scroll' }, this.table);
+    this.el = h(
+      'section',
+      { class: 'side-section stats', 'aria-labelledby': 'stats-heading' },
+      h('div', { class: 'side-head' }, h('h2', { id: 'stats-heading' }, '统计'), this.refreshBtn),
+      this.summary,
+      this.status,
+      this.scroller,
+    );
+  }
+
+  /** Refresh soon (several round_end events in a row make one call). */
+  schedule(delayMs = 300) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.refresh(), delayMs);
+  }
+
+  async refresh() {
+    clearTimeout(this.timer);
+    if (this.destroyed) return;
+    const seq = ++this.seq;
+    this.refreshBtn.disabled = true;
+    this.el.setAttribute('aria-busy', 'true');
+    try {
+      const { stats } = await callTool('get_room_stats', { room_id: this.roomId });
+      if (this.destroyed || seq !== this.seq) return;
+      this.render(stats);
+    } catch (err) {
+      if (this.destroyed || seq !== this.seq) return;
+      if (err instanceof ApiError && err.code === 'not_a_member') {
+        this.onNotMember?.();
+        return;
+      }
+      this.status.hidden = false;
+      this.status.textContent = `统计加载失败：${errorText(err)}`;
+    } finally {
+      if (seq === this.seq && !this.destroyed) {
+        this.refreshBtn.disabled = false;
+        this.el.removeAttribute('aria-busy');
+      }
+    }
+  }
+
+  render(stats) {
+    this.summary.replaceChildren(
+      h('div', { class: 'stats-figure', dataset: { key: 'rounds' } }, h('dt', {}, '轮次'), h('dd', {}, String(stats.rounds))),
+      h('div', { class: 'stats-figure', dataset: { key: 'messages' } }, h('dt', {}, '消息'), h('dd', {}, String(stats.messages))),
+    );
+    const agents = stats.agents || [];
+    this.body.replaceChildren(
+      ...agents.map((a) =>
+        h(
+          'tr',
+          { dataset: { name: a.name } },
+          h('th', { scope: 'row', class: 'stats-name' }, a.name),
+          ...COLUMNS.map(([key]) => {
+            if (key !== 'median_answer_ms') return h('td', { dataset: { key } }, String(a[key] ?? 0));
+            const text = formatSeconds(a[key]);
+            return text
+              ? h('td', { dataset: { key } }, text)
+              : h('td', { dataset: { key } }, h('span', { 'aria-hidden': 'true' }, '—'), h('span', { class: 'visually-hidden' }, '无'));
+          }),
+        ),
+      ),
+    );
+    this.table.hidden = agents.length === 0;
+    this.status.hidden = agents.length > 0;
+    this.status.textContent = agents.length ? '' : '房间里还没有智能体发言的记录';
+    // A table wider than the panel scrolls inside its box; then the box takes keyboard focus.
+    requestAnimationFrame(() => {
+      const scrolls = this.scroller.scrollWidth > this.scroller.clientWidth + 1;
+      if (scrolls) {
+        this.scroller.setAttribute('tabindex', '0');
+        this.scroller.setAttribute('role', 'region');
+        this.scroller.setAttribute('aria-label', '智能体统计表（可横向滚动）');
+      } else {
+        for (const a of ['tabindex', 'role', 'aria-label']) this.scroller.removeAttribute(a);
+      }
+    });
+  }
+
+  destroy() {
+    this.destroyed = true;
+    clearTimeout(this.timer);
+  }
+}
