@@ -34,6 +34,13 @@ export function mountRoom(container, ctx) {
   let resyncTimer = null;
   let refreshTimer = null;
   let draftId = null;
+  /**
+   * Bumped by every live event that changes the room or its round. A REST answer carrying the
+   * room (get_room, admin calls) is a snapshot from when the server answered; if events came in
+   * meanwhile they may be newer (e.g. the resume's answer arriving after the next agent_turn),
+   * so such a snapshot is not applied and the room is fetched again instead.
+   */
+  let liveEpoch = 0;
   /** The draft's file once uploaded: a retry after a failed send does not upload it again. */
   let draftUpload = null;
 
@@ -224,10 +231,12 @@ export function mountRoom(container, ctx) {
 
   // ── data ──
 
-  const refreshRoom = async () => {
+  const refreshRoom = async (attempt = 0) => {
+    const epoch = liveEpoch;
     try {
       const data = await callTool('get_room', { room_id: roomId });
       if (destroyed) return;
+      if (epoch !== liveEpoch && attempt < 3) return void refreshRoom(attempt + 1);
       room = data.room;
       renderRoom();
     } catch (err) {
@@ -237,7 +246,7 @@ export function mountRoom(container, ctx) {
   };
   const scheduleRefresh = () => {
     clearTimeout(refreshTimer);
-    refreshTimer = setTimeout(refreshRoom, 250);
+    refreshTimer = setTimeout(() => refreshRoom(), 250);
   };
 
   const kickedOut = () => {
@@ -347,11 +356,16 @@ export function mountRoom(container, ctx) {
   };
 
   const adminCall = async (tool, args, okText) => {
+    const epoch = liveEpoch;
     try {
       const data = await callTool(tool, { room_id: roomId, ...args });
-      if (data?.room) {
-        room = data.room;
-        renderRoom();
+      if (data?.room && !destroyed) {
+        if (epoch === liveEpoch) {
+          room = data.room;
+          renderRoom();
+        } else {
+          scheduleRefresh();
+        }
       }
       if (okText) toast(okText);
       return data;
@@ -465,6 +479,7 @@ export function mountRoom(container, ctx) {
   const onEvent = (frame) => {
     if (frame.room_id !== roomId || !room) return;
     const d = frame.data || {};
+    if (frame.event !== 'message_new' && frame.event !== 'message_update') liveEpoch += 1;
     switch (frame.event) {
       case 'message_new':
       case 'message_update':
