@@ -1,6 +1,9 @@
 // Start-up time of the FileStore with a large DATA_DIR (target: 1,000,000 messages in 1,000
 // rooms under 5 s), plus append throughput with group commit.
-//   npx tsx bench/storage-startup.ts [messages=1000000] [rooms=1000]
+//   npx tsx bench/storage-startup.ts [messages=1000000] [rooms=1000] [--mixed]
+// --mixed writes the data set of bench/dataset.ts (mixed Chinese/English text) instead.
+// Reports the time to open (the server answers after this), the first read of a cold room,
+// and the background warm-up that parses every room after open.
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +11,12 @@ import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../src/logger.js';
 import { FileStore } from '../src/storage/file-store.js';
 import type { Message } from '../src/types.js';
+import { writeDataset } from './dataset.js';
 
-const total = Number(process.argv[2] ?? 1_000_000);
-const rooms = Number(process.argv[3] ?? 1_000);
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const mixed = process.argv.includes('--mixed');
+const total = Number(args[0] ?? 1_000_000);
+const rooms = Number(args[1] ?? 1_000);
 const perRoom = Math.ceil(total / rooms);
 
 function message(roomId: string, seq: number): Message {
@@ -43,7 +49,13 @@ try {
   const logDir = join(dir, 'room_messages');
   await mkdir(logDir, { recursive: true });
   let bytes = 0;
-  for (let r = 0; r < rooms; r++) {
+  let roomIds = Array.from({ length: rooms }, (_, r) => `room-${r}`);
+  if (mixed) {
+    roomIds = (await writeDataset(dir, rooms, perRoom)).roomIds;
+    const { stat, readdir } = await import('node:fs/promises');
+    for (const f of await readdir(logDir)) bytes += (await stat(join(logDir, f))).size;
+  }
+  for (let r = 0; r < (mixed ? 0 : rooms); r++) {
     const roomId = `room-${r}`;
     const lines: string[] = [];
     for (let seq = 1; seq <= perRoom; seq++) lines.push(JSON.stringify(message(roomId, seq)));
@@ -58,12 +70,29 @@ try {
   await store.open();
   const openMs = performance.now() - t0;
   console.log(`open: ${openMs.toFixed(0)} ms, ${store.messageCount()} messages, heap ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB`);
+  const tCold = performance.now();
+  const cold = store.roomMessages(roomIds[rooms - 1]!).length;
+  console.log(`first roomMessages of a cold room: ${(performance.now() - tCold).toFixed(1)} ms (${cold} messages)`);
+  // Event-loop responsiveness during warm-up: the longest gap between timer ticks.
+  let maxLag = 0;
+  let lastTick = performance.now();
+  const lag = setInterval(() => {
+    const now = performance.now();
+    maxLag = Math.max(maxLag, now - lastTick);
+    lastTick = now;
+  }, 1);
+  await store.warmedUp();
+  clearInterval(lag);
+  console.log(
+    `warm-up done ${(performance.now() - t0).toFixed(0)} ms after open started, longest event-loop gap ${maxLag.toFixed(0)} ms, ` +
+      `heap ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB`,
+  );
 
   const n = 20_000;
   const t1 = performance.now();
   const pending: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
-    const roomId = `room-${i % 50}`;
+    const roomId = roomIds[i % 50]!;
     pending.push(store.appendMessages(roomId, [message(roomId, store.nextSeq(roomId))]));
     if (i % 500 === 499) await new Promise((r) => setImmediate(r));
   }

@@ -10,6 +10,12 @@
 // Records put into the store are owned by it from then on (see snapshot.ts); appended messages
 // are immutable (see message-index.ts).
 //
+// Start-up is lazy (1M messages would take ~8 s to parse): open scans each log — recovery, ids,
+// last seq — without parsing it (log-reader.ts); a room is parsed on first need, synchronously,
+// and after open resolves a background warm-up parses the rest one room per event-loop turn.
+// A corrupt line found only then is logged (file and line) and makes that room's reads and
+// appends throw; other rooms are unaffected (see message-index.ts).
+//
 // After a failed write the in-memory state already reflects the change while the caller was
 // told it failed: reads may show it until a later write makes it durable (snapshots rewrite
 // everything; logs rewrite the failed bytes ahead of the next batch) or, if none succeeds, until
@@ -20,7 +26,7 @@ import type { Logger } from '../logger.js';
 import type { AgentRecord, Message, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { readRoomLog } from './log-reader.js';
+import { parseRoomLog, scanRoomLog } from './log-reader.js';
 import { MessageIndex } from './message-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
@@ -34,8 +40,10 @@ export interface FileStoreOptions {
   fsOps?: Partial<FsOps>;
   /** Room log descriptors kept open at once; idle ones beyond are closed LRU. Default 256. */
   maxOpenLogs?: number;
-  /** Room logs read ahead at open while others are parsed. Default 4. */
+  /** Room logs read ahead at open while others are scanned. Default 4. */
   loadConcurrency?: number;
+  /** Parse all room logs in the background after open (default true; tests turn it off). */
+  warmUp?: boolean;
 }
 
 export interface FileStoreStats extends IoStats {
@@ -58,9 +66,14 @@ export class FileStore implements Store {
   private readonly agents: SnapshotFile<AgentRecord>;
   private readonly users: SnapshotFile<UserRecord>;
   private readonly rooms: SnapshotFile<RoomRecord>;
-  private readonly index = new MessageIndex();
+  private readonly index = new MessageIndex((roomId) => this.parseLog(roomId));
   private readonly logs: MessageLogs;
   private readonly loadConcurrency: number;
+  private readonly warmUpEnabled: boolean;
+  /** Recovered sizes of the logs not parsed yet. */
+  private readonly unparsed = new Map<string, number>();
+  private warmUpTimer: NodeJS.Immediate | undefined;
+  private warmUpDone: Promise<void> | undefined;
   private state: State = 'new';
   private lock: DataDirLock | undefined;
   private openPromise: Promise<void> | undefined;
@@ -71,6 +84,7 @@ export class FileStore implements Store {
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
     this.loadConcurrency = options.loadConcurrency ?? 4;
+    this.warmUpEnabled = options.warmUp ?? true;
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
@@ -98,6 +112,7 @@ export class FileStore implements Store {
     this.openPromise = this.doOpen().then(
       () => {
         this.state = 'open';
+        if (this.warmUpEnabled) this.warmUpDone = this.startWarmUp();
       },
       async (err: unknown) => {
         this.state = 'closed';
@@ -123,8 +138,9 @@ export class FileStore implements Store {
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const { messages, size } = await readRoomLog(join(logDir, file), roomId, this.logger);
-      this.index.loadRoom(roomId, messages);
+      const { ids, lastSeq, size } = await scanRoomLog(join(logDir, file), roomId, this.logger);
+      this.unparsed.set(roomId, size);
+      this.index.addLazyRoom(roomId, ids, lastSeq);
       this.logs.registerExisting(roomId, size);
     });
     this.logger.info(
@@ -146,6 +162,57 @@ export class FileStore implements Store {
     return this.closePromise;
   }
 
+  /** Resolves when the background warm-up has parsed every room (or stopped at close). */
+  warmedUp(): Promise<void> {
+    return this.warmUpDone ?? Promise.resolve();
+  }
+
+  // Parses one room log on first need (synchronously: a 1,000-message room takes a few ms).
+  private parseLog(roomId: string): Message[] {
+    const size = this.unparsed.get(roomId) ?? 0;
+    const file = join(this.dataDir, ROOM_MESSAGES_DIR, MessageLogs.fileName(roomId));
+    try {
+      const messages = parseRoomLog(file, roomId, size);
+      this.unparsed.delete(roomId);
+      return messages;
+    } catch (err) {
+      this.logger.error({ err, file, room_id: roomId }, 'room log is corrupt; its room cannot be read');
+      throw err;
+    }
+  }
+
+  // One room per event-loop turn, so requests are answered in between; stops at close.
+  private startWarmUp(): Promise<void> {
+    const started = Date.now();
+    const rooms = this.index.lazyRoomIds;
+    let next = 0;
+    let failed = 0;
+    return new Promise<void>((resolve) => {
+      const step = (): void => {
+        this.warmUpTimer = undefined;
+        if (this.state !== 'open') return resolve();
+        const roomId = rooms[next++];
+        if (roomId === undefined) {
+          this.logger.info({ rooms: rooms.length, failed, ms: Date.now() - started }, 'storage warm-up done');
+          return resolve();
+        }
+        try {
+          this.index.ensure(roomId); // a no-op if a request got there first
+        } catch {
+          failed++; // logged by parseLog; the room's reads keep throwing
+        }
+        this.warmUpTimer = setImmediate(step);
+      };
+      this.warmUpTimer = setImmediate(step);
+      this.stopWarmUp = () => {
+        if (this.warmUpTimer) clearImmediate(this.warmUpTimer);
+        this.warmUpTimer = undefined;
+        resolve();
+      };
+    });
+  }
+  private stopWarmUp: () => void = () => undefined;
+
   private async doClose(): Promise<void> {
     if (this.state === 'new') {
       this.state = 'closed';
@@ -154,6 +221,7 @@ export class FileStore implements Store {
     await this.openPromise?.catch(() => undefined);
     if (this.state === 'closed') return; // open failed and cleaned up
     this.state = 'closing';
+    this.stopWarmUp();
     // Flush everything, even if one part fails, then always release fds and the lock: a
     // server shutting down must not leave the directory locked.
     const results = await Promise.allSettled([
@@ -220,6 +288,7 @@ export class FileStore implements Store {
   appendMessages(roomId: string, messages: Message[]): Promise<void> {
     return this.whenOpen(() => {
       if (!SAFE_ROOM_ID.test(roomId)) throw new Error(`room id ${JSON.stringify(roomId)} cannot name a log file`);
+      this.index.ensure(roomId); // appends go after the parsed log (throws if it is corrupt)
       this.index.validate(roomId, messages);
       if (messages.length === 0) return Promise.resolve();
       // Serialise everything before touching the index, so a bad message changes nothing.

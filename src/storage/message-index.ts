@@ -1,6 +1,13 @@
 // In-memory indexes over all room logs: latest version of each message by id, and per room an
 // array in seq order (handed out as is, so roomMessages is O(1)).
 //
+// Rooms can be registered lazily (addLazyRoom): only their ids and last seq are known, and the
+// loader parses the log on first need — roomMessages, getMessage of one of its ids, an append
+// (FileStore calls ensure first) — or when FileStore's background warm-up gets to it. nextSeq
+// and count never parse. If the loader throws (a corrupt line found after open), the room stays
+// unloaded and every later read of it throws the same Error (the server answers internal_error);
+// the rest of the store keeps working.
+//
 // Messages are treated as immutable once appended: the log line is serialised at append time,
 // so a caller who mutated an appended object would make memory and disk disagree. A new
 // version is a new object appended under the same message_id.
@@ -8,25 +15,85 @@ import type { Message } from '../types.js';
 
 const EMPTY: readonly Message[] = Object.freeze([]);
 
-export class MessageIndex {
-  private readonly byId = new Map<string, Message>();
-  private readonly byRoom = new Map<string, Message[]>();
+/** Parses a lazily registered room's log: its messages in file order, or throws. */
+export type RoomLoader = (roomId: string) => Message[];
 
+/** A room whose log is not parsed yet; also the byId value of each of its ids until then. */
+class LazyRoom {
+  error: Error | undefined;
+  constructor(
+    readonly roomId: string,
+    readonly lastSeq: number,
+  ) {}
+}
+
+export class MessageIndex {
+  private readonly byId = new Map<string, Message | LazyRoom>();
+  private readonly byRoom = new Map<string, Message[]>();
+  private readonly lazy = new Map<string, LazyRoom>();
+
+  constructor(private readonly loader?: RoomLoader) {}
+
+  /** Distinct message ids, parsed or not. */
   get count(): number {
     return this.byId.size;
   }
 
+  /** Rooms registered lazily and not parsed yet (including ones that failed to parse). */
+  get lazyRoomIds(): string[] {
+    return [...this.lazy.keys()];
+  }
+
+  isLoaded(roomId: string): boolean {
+    return !this.lazy.has(roomId);
+  }
+
   get(messageId: string): Message | undefined {
-    return this.byId.get(messageId);
+    const found = this.byId.get(messageId);
+    if (!(found instanceof LazyRoom)) return found;
+    this.ensure(found.roomId);
+    const after = this.byId.get(messageId);
+    return after instanceof LazyRoom ? undefined : after;
   }
 
   room(roomId: string): readonly Message[] {
+    this.ensure(roomId);
     return this.byRoom.get(roomId) ?? EMPTY;
   }
 
   nextSeq(roomId: string): number {
+    const lazy = this.lazy.get(roomId);
+    if (lazy) return lazy.lastSeq + 1;
     const list = this.byRoom.get(roomId);
     return list && list.length > 0 ? list[list.length - 1]!.seq + 1 : 1;
+  }
+
+  /**
+   * Registers a room whose log is parsed later: its message ids (file order, repeats allowed)
+   * and highest seq. Must come before anything is loaded into the room.
+   */
+  addLazyRoom(roomId: string, ids: readonly string[], lastSeq: number): void {
+    if (this.byRoom.has(roomId) || this.lazy.has(roomId)) throw new Error(`room ${roomId} is already indexed`);
+    const lazy = new LazyRoom(roomId, lastSeq);
+    this.lazy.set(roomId, lazy);
+    for (const id of ids) this.byId.set(id, lazy);
+  }
+
+  /** Parses the room now if it is registered lazily; throws if its log is corrupt. */
+  ensure(roomId: string): void {
+    const lazy = this.lazy.get(roomId);
+    if (!lazy) return;
+    if (lazy.error) throw lazy.error;
+    if (!this.loader) throw new Error(`no loader for lazy room ${roomId}`);
+    let messages: Message[];
+    try {
+      messages = this.loader(roomId);
+    } catch (err) {
+      lazy.error = err instanceof Error ? err : new Error(String(err));
+      throw lazy.error;
+    }
+    this.lazy.delete(roomId);
+    this.loadRoom(roomId, messages);
   }
 
   /**
@@ -38,9 +105,11 @@ export class MessageIndex {
     const newInBatch = new Map<string, number>();
     for (const m of messages) {
       if (m.room_id !== roomId) throw new Error(`message ${m.message_id} has room_id ${m.room_id}, appended to ${roomId}`);
-      const prevSeq = this.byId.get(m.message_id)?.seq ?? newInBatch.get(m.message_id);
+      const known = this.byId.get(m.message_id);
+      if (known instanceof LazyRoom) throw new Error(`message ${m.message_id} belongs to room ${known.roomId}`);
+      const prevSeq = known?.seq ?? newInBatch.get(m.message_id);
       if (prevSeq !== undefined) {
-        const prevRoom = this.byId.get(m.message_id)?.room_id ?? roomId;
+        const prevRoom = known?.room_id ?? roomId;
         if (prevRoom !== roomId) throw new Error(`message ${m.message_id} belongs to room ${prevRoom}`);
         if (m.seq !== prevSeq) throw new Error(`a new version of message ${m.message_id} must keep seq ${prevSeq}, got ${m.seq}`);
         continue;
@@ -54,8 +123,8 @@ export class MessageIndex {
   }
 
   /**
-   * Start-up bulk load of one room's log, in file order. One hash operation per message on the
-   * common path (a new id at the end of the room): at a million messages this is a second saved.
+   * Bulk load of one room's messages in file order (a parsed log, or appended messages). Two
+   * hash operations per message on the common path (a new id at the end of the room).
    */
   loadRoom(roomId: string, messages: readonly Message[]): void {
     let list = this.byRoom.get(roomId);
@@ -64,15 +133,19 @@ export class MessageIndex {
       this.byRoom.set(roomId, list);
     }
     for (const m of messages) {
-      const size = this.byId.size;
+      const prev = this.byId.get(m.message_id);
       const last = list.length > 0 ? list[list.length - 1]!.seq : 0;
-      if (m.seq > last) {
+      if (prev === undefined || prev instanceof LazyRoom) {
+        // New here (a LazyRoom value is this room's placeholder, or another room's if a
+        // hand-edited log repeats an id across files).
         this.byId.set(m.message_id, m);
-        if (this.byId.size > size) {
-          list.push(m);
-          continue;
-        }
+        if (m.seq > last) list.push(m);
+        else insertBySeq(list, m);
+        continue;
+      }
+      if (m.seq > last) {
         // A known id with a higher seq: only a hand-edited log does that. Move it to the end.
+        this.byId.set(m.message_id, m);
         const i = list.findIndex((x) => x.message_id === m.message_id);
         if (i >= 0) list.splice(i, 1);
         list.push(m);
@@ -89,7 +162,8 @@ export class MessageIndex {
       list = [];
       this.byRoom.set(roomId, list);
     }
-    const prev = this.byId.get(m.message_id);
+    const found = this.byId.get(m.message_id);
+    const prev = found instanceof LazyRoom ? undefined : found;
     this.byId.set(m.message_id, m);
     if (prev) {
       const i = indexOfMessage(list, prev);
