@@ -49,6 +49,8 @@ export interface FileStoreOptions {
 export interface FileStoreStats extends IoStats {
   openLogFiles: number;
   messages: number;
+  /** Room logs not parsed yet (lazy start-up; 0 once the warm-up is done). */
+  unparsedLogs: number;
 }
 
 export const ROOM_MESSAGES_DIR = 'room_messages';
@@ -74,6 +76,7 @@ export class FileStore implements Store {
   private readonly unparsed = new Map<string, number>();
   private warmUpTimer: NodeJS.Immediate | undefined;
   private warmUpDone: Promise<void> | undefined;
+  private stopWarmUp: () => void = () => undefined;
   private state: State = 'new';
   private lock: DataDirLock | undefined;
   private openPromise: Promise<void> | undefined;
@@ -211,7 +214,6 @@ export class FileStore implements Store {
       };
     });
   }
-  private stopWarmUp: () => void = () => undefined;
 
   private async doClose(): Promise<void> {
     if (this.state === 'new') {
@@ -239,7 +241,12 @@ export class FileStore implements Store {
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
   stats(): FileStoreStats {
-    return { ...this.io, openLogFiles: this.logs.openCount, messages: this.index.count };
+    return {
+      ...this.io,
+      openLogFiles: this.logs.openCount,
+      messages: this.index.count,
+      unparsedLogs: this.index.lazyRoomIds.length,
+    };
   }
 
   // ── participants ──

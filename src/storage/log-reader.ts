@@ -35,8 +35,8 @@ const ID_PREFIX = Buffer.from('{"message_id":"', 'latin1');
 const ID_LENGTH = 36;
 
 export interface ScannedLog {
-  /** message_id of every message line, in file order (a re-used id is a new version). */
-  ids: string[];
+  /** Distinct message_ids of the log (a re-used id is a new version of that message). */
+  ids: Set<string>;
   /** Highest seq in the log (0 when empty). */
   lastSeq: number;
   /** Non-blank lines (messages and versions). */
@@ -63,12 +63,12 @@ export async function scanRoomLog(path: string, roomId: string, logger: Logger):
 
   // What follows the id on a fast-path line: `","room_id":"<room>","seq":`.
   const afterId = Buffer.from(`","room_id":${JSON.stringify(roomId)},"seq":`, 'utf8');
-  const ids: string[] = [];
+  const ids = new Set<string>();
   let lastSeq = 0;
   let lines = 0;
   let bad: BadLine | undefined;
   // The last non-blank line if it was only shape-checked: it is parsed in full at the end.
-  let lastFast: { start: number; stop: number; lineNo: number; seqBefore: number } | undefined;
+  let lastFast: { start: number; stop: number; lineNo: number; seqBefore: number; id: string | undefined } | undefined;
   let lineNo = 0;
   for (let start = 0; start < end; ) {
     const nl = buf.indexOf(NEWLINE, start);
@@ -78,8 +78,8 @@ export async function scanRoomLog(path: string, roomId: string, logger: Logger):
       const fast = fastLine(buf, start, stop, afterId);
       if (fast !== undefined) {
         if (bad) throw corruptLine(path, bad);
-        ids.push(fast.id);
-        lastFast = { start, stop, lineNo, seqBefore: lastSeq };
+        lastFast = { start, stop, lineNo, seqBefore: lastSeq, id: ids.has(fast.id) ? undefined : fast.id };
+        ids.add(fast.id);
         if (fast.seq > lastSeq) lastSeq = fast.seq;
         lines++;
       } else {
@@ -91,7 +91,7 @@ export async function scanRoomLog(path: string, roomId: string, logger: Logger):
         } else if (typeof parsed === 'string') {
           bad = { lineNo, byteOffset: start, reason: parsed };
         } else {
-          ids.push(parsed.message_id);
+          ids.add(parsed.message_id);
           if (parsed.seq > lastSeq) lastSeq = parsed.seq;
           lines++;
           lastFast = undefined;
@@ -106,7 +106,7 @@ export async function scanRoomLog(path: string, roomId: string, logger: Logger):
     const parsed = parseLine(buf.toString('utf8', lastFast.start, lastFast.stop), roomId);
     if (typeof parsed === 'string') {
       bad = { lineNo: lastFast.lineNo, byteOffset: lastFast.start, reason: parsed };
-      ids.pop();
+      if (lastFast.id !== undefined) ids.delete(lastFast.id); // unless an earlier line has it too
       lines--;
       lastSeq = lastFast.seqBefore;
     }

@@ -18,25 +18,30 @@ const EMPTY: readonly Message[] = Object.freeze([]);
 /** Parses a lazily registered room's log: its messages in file order, or throws. */
 export type RoomLoader = (roomId: string) => Message[];
 
-/** A room whose log is not parsed yet; also the byId value of each of its ids until then. */
+// A room whose log is not parsed yet. Its ids stay in a per-room Set rather than in byId: a
+// million inserts into one Map cost ~1 s at open, a thousand small Sets a quarter of that. An
+// id not in byId is then looked up in each unparsed room (only until the warm-up is done).
 class LazyRoom {
   error: Error | undefined;
   constructor(
     readonly roomId: string,
+    readonly ids: ReadonlySet<string>,
     readonly lastSeq: number,
   ) {}
 }
 
 export class MessageIndex {
-  private readonly byId = new Map<string, Message | LazyRoom>();
+  private readonly byId = new Map<string, Message>();
   private readonly byRoom = new Map<string, Message[]>();
   private readonly lazy = new Map<string, LazyRoom>();
+  /** Ids of the unparsed rooms (an id repeated across logs, only by hand-editing, counts twice). */
+  private lazyIds = 0;
 
   constructor(private readonly loader?: RoomLoader) {}
 
   /** Distinct message ids, parsed or not. */
   get count(): number {
-    return this.byId.size;
+    return this.byId.size + this.lazyIds;
   }
 
   /** Rooms registered lazily and not parsed yet (including ones that failed to parse). */
@@ -50,10 +55,17 @@ export class MessageIndex {
 
   get(messageId: string): Message | undefined {
     const found = this.byId.get(messageId);
-    if (!(found instanceof LazyRoom)) return found;
-    this.ensure(found.roomId);
-    const after = this.byId.get(messageId);
-    return after instanceof LazyRoom ? undefined : after;
+    if (found !== undefined) return found;
+    const owner = this.lazyOwner(messageId);
+    if (owner === undefined) return undefined;
+    this.ensure(owner.roomId);
+    return this.byId.get(messageId);
+  }
+
+  private lazyOwner(messageId: string): LazyRoom | undefined {
+    if (this.lazy.size === 0) return undefined;
+    for (const lazy of this.lazy.values()) if (lazy.ids.has(messageId)) return lazy;
+    return undefined;
   }
 
   room(roomId: string): readonly Message[] {
@@ -72,11 +84,10 @@ export class MessageIndex {
    * Registers a room whose log is parsed later: its message ids (file order, repeats allowed)
    * and highest seq. Must come before anything is loaded into the room.
    */
-  addLazyRoom(roomId: string, ids: readonly string[], lastSeq: number): void {
+  addLazyRoom(roomId: string, ids: ReadonlySet<string>, lastSeq: number): void {
     if (this.byRoom.has(roomId) || this.lazy.has(roomId)) throw new Error(`room ${roomId} is already indexed`);
-    const lazy = new LazyRoom(roomId, lastSeq);
-    this.lazy.set(roomId, lazy);
-    for (const id of ids) this.byId.set(id, lazy);
+    this.lazy.set(roomId, new LazyRoom(roomId, ids, lastSeq));
+    this.lazyIds += ids.size;
   }
 
   /** Parses the room now if it is registered lazily; throws if its log is corrupt. */
@@ -93,6 +104,7 @@ export class MessageIndex {
       throw lazy.error;
     }
     this.lazy.delete(roomId);
+    this.lazyIds -= lazy.ids.size;
     this.loadRoom(roomId, messages);
   }
 
@@ -106,7 +118,8 @@ export class MessageIndex {
     for (const m of messages) {
       if (m.room_id !== roomId) throw new Error(`message ${m.message_id} has room_id ${m.room_id}, appended to ${roomId}`);
       const known = this.byId.get(m.message_id);
-      if (known instanceof LazyRoom) throw new Error(`message ${m.message_id} belongs to room ${known.roomId}`);
+      const lazyOwner = known === undefined ? this.lazyOwner(m.message_id) : undefined;
+      if (lazyOwner) throw new Error(`message ${m.message_id} belongs to room ${lazyOwner.roomId}`);
       const prevSeq = known?.seq ?? newInBatch.get(m.message_id);
       if (prevSeq !== undefined) {
         const prevRoom = known?.room_id ?? roomId;
@@ -123,8 +136,7 @@ export class MessageIndex {
   }
 
   /**
-   * Bulk load of one room's messages in file order (a parsed log, or appended messages). Two
-   * hash operations per message on the common path (a new id at the end of the room).
+   * Bulk load of one room's messages in file order (a parsed log, or appended messages).
    */
   loadRoom(roomId: string, messages: readonly Message[]): void {
     let list = this.byRoom.get(roomId);
@@ -135,9 +147,7 @@ export class MessageIndex {
     for (const m of messages) {
       const prev = this.byId.get(m.message_id);
       const last = list.length > 0 ? list[list.length - 1]!.seq : 0;
-      if (prev === undefined || prev instanceof LazyRoom) {
-        // New here (a LazyRoom value is this room's placeholder, or another room's if a
-        // hand-edited log repeats an id across files).
+      if (prev === undefined) {
         this.byId.set(m.message_id, m);
         if (m.seq > last) list.push(m);
         else insertBySeq(list, m);
@@ -162,8 +172,7 @@ export class MessageIndex {
       list = [];
       this.byRoom.set(roomId, list);
     }
-    const found = this.byId.get(m.message_id);
-    const prev = found instanceof LazyRoom ? undefined : found;
+    const prev = this.byId.get(m.message_id);
     this.byId.set(m.message_id, m);
     if (prev) {
       const i = indexOfMessage(list, prev);
