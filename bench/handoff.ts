@@ -9,8 +9,12 @@ import { percentile, rest, startBenchServer } from './util.js';
 
 export interface HandoffResult {
   handoffs: number;
+  /** Answer acknowledged → next agent_turn received (0 when the turn lands before the ack). */
   p50Ms: number;
   p99Ms: number;
+  /** Answer sent → next agent_turn received: the whole hop as the agents see it. */
+  sendToTurnP50Ms: number;
+  sendToTurnP99Ms: number;
 }
 
 interface Agent {
@@ -57,17 +61,22 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       agents.push(await connect(server.url, reg.token, name));
     }
     const latencies: number[] = [];
+    const sendToTurn: number[] = [];
     await new Promise<void>((resolve) => {
       // One hand-off: the answer's ack and the next agent's turn, in whichever order they land.
       let ackAt: number | null = null;
       let turnAt: number | null = null;
       let next: Agent | null = null;
       let sent = 0;
-      const answer = (agent: Agent) =>
+      let sentAt = 0;
+      const answer = (agent: Agent) => {
+        sentAt = performance.now();
         agent.ws.send(JSON.stringify({ type: 'call', id: String(++sent), tool: 'send_message', args: { room_id: room.room_id, text_content: `answer ${sent}` } }));
+      };
       const settle = () => {
         if (ackAt === null || turnAt === null || next === null) return;
         latencies.push(Math.max(0, turnAt - ackAt));
+        sendToTurn.push(turnAt - sentAt);
         if (latencies.length >= handoffs) return resolve();
         const agent = next;
         ackAt = turnAt = null;
@@ -89,7 +98,13 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       void rest(server.url, 'send_message', { room_id: room.room_id, text_content: 'start' }, user.token);
     });
     for (const agent of agents) agent.ws.close();
-    return { handoffs: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+    return {
+      handoffs: latencies.length,
+      p50Ms: percentile(latencies, 50),
+      p99Ms: percentile(latencies, 99),
+      sendToTurnP50Ms: percentile(sendToTurn, 50),
+      sendToTurnP99Ms: percentile(sendToTurn, 99),
+    };
   } finally {
     await server.stop();
     await rm(dataDir, { recursive: true, force: true });

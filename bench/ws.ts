@@ -141,9 +141,13 @@ function openAuthed(url: string, token: string, onFrame?: (frame: Buffer) => voi
     // The clients are the bottleneck of this process: no UTF-8 validation, no string copies.
     const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { perMessageDeflate: false, skipUTF8Validation: true });
     ws.once('error', reject);
+    // A socket the server refuses (a cap, a bad token) closes before auth_ok: fail, don't hang.
+    const refused = (code: number, reason: Buffer) => reject(new Error(`socket closed before auth_ok: ${code} ${reason.toString()}`));
+    ws.once('close', refused);
     ws.once('open', () => ws.send(JSON.stringify({ type: 'auth', token })));
     ws.once('message', (data: Buffer) => {
       const text = data.toString();
+      ws.off('close', refused);
       if (!text.includes('"auth_ok"')) return reject(new Error(`auth failed: ${text.slice(0, 200)}`));
       if (onFrame) ws.on('message', (d: Buffer) => onFrame(d));
       resolve(ws);

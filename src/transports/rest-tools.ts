@@ -52,10 +52,11 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/** Never rejects: every failure becomes an error answer (the caller does not await it). */
 export async function serveToolCall(app: App, req: IncomingMessage, res: ServerResponse, bodyLimit: number): Promise<void> {
   const incoming = req.headers['x-request-id'];
   const requestId = typeof incoming === 'string' && /^[\w.-]{1,64}$/.test(incoming) ? incoming : randomUUID();
-  const name = decodeURIComponent(req.url!.slice(TOOLS_PREFIX.length).split('?')[0]!);
+  const name = req.url!.slice(TOOLS_PREFIX.length).split('?')[0]!;
   // A long-poll (wait_for_turn) stops when the client goes away.
   const abort = new AbortController();
   res.once('close', () => {
@@ -71,6 +72,8 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
         throw new AppError('validation_error', 'Malformed JSON body');
       }
     }
+    // Tool names are plain a-z and _, so a name that needs percent-decoding is no tool at all
+    // (and decoding a malformed escape such as %E0 would throw).
     if (!TOOL_NAME.test(name)) throw new AppError('unknown_tool', `No tool named "${name.slice(0, 64)}"`);
     const data = await app.registry.call(name, args, {
       token: bearerToken(req.headers.authorization),
