@@ -40,6 +40,8 @@ export interface AppOptions {
   now?: () => number;
   timers?: Timers;
   store?: Store;
+  /** Presence window (SPEC §6: 90 s); tests shorten it to watch agents go offline. */
+  presenceWindowMs?: number;
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
@@ -52,7 +54,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const bus = instrumentBus(new InProcessBus(), metrics);
   const committer = new Committer(store, bus);
   const participants = new Participants(store, { language: config.defaultLanguage, timezone: config.displayTimezone });
-  const presence = new Presence(now, timers);
+  const presence = new Presence(now, timers, options.presenceWindowMs);
   for (const agent of store.listAgents()) presence.seed(agent.agent_id, Date.parse(agent.last_active));
   for (const user of store.listUsers()) presence.seed(user.user_id, Date.parse(user.last_active));
   const driver = new RoundsDriver({ store, committer, presence, turnTimeoutMs: config.turnTimeoutMs, now, timers, logger, metrics });

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { testConfig, type Config } from '../../src/config.js';
 import { silentLogger } from '../../src/logger.js';
+import type { AppOptions } from '../../src/app.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 
 export interface TestServer extends RunningServer {
@@ -23,9 +24,9 @@ export async function tempDataDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'chatroom-test-'));
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Config> = {}, options: AppOptions = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? (await tempDataDir());
-  const running = await startServer(testConfig({ dataDir, ...overrides }), silentLogger);
+  const running = await startServer(testConfig({ dataDir, ...overrides }), silentLogger, options);
   const call = async <T>(tool: string, args: unknown = {}, token?: string | null): Promise<ToolAnswer<T>> => {
     const res = await fetch(`${running.url}/api/v1/tools/${tool}`, {
       method: 'POST',
