@@ -7,20 +7,24 @@ const BOUNDARY = /[\s\p{P}\p{S}]/u;
 export function parseMentions(text: string, memberNames: readonly string[]): string[] {
   if (!text.includes('@') || memberNames.length === 0) return [];
   const candidates = [...memberNames].sort((a, b) => b.length - a.length);
-  const lowerText = text.toLowerCase();
   const found: string[] = [];
-  for (let at = lowerText.indexOf('@'); at !== -1; at = lowerText.indexOf('@', at + 1)) {
-    for (const name of candidates) {
-      const end = at + 1 + name.length;
-      if (lowerText.slice(at + 1, end) !== name.toLowerCase()) continue;
-      const next = text.slice(end, end + 2);
-      const nextChar = next.length > 0 ? String.fromCodePoint(next.codePointAt(0)!) : '';
-      if (nextChar !== '' && !BOUNDARY.test(nextChar)) continue;
-      if (!found.includes(name)) found.push(name);
-      break;
-    }
+  for (let at = text.indexOf('@'); at !== -1; at = text.indexOf('@', at + 1)) {
+    const name = candidates.find((candidate) => mentionsAt(text, at + 1, candidate));
+    if (name !== undefined && !found.includes(name)) found.push(name);
   }
   return found;
+}
+
+/**
+ * Whether `name` is written at `start` and ends at a boundary. Compared slice by slice, never by
+ * indexes into a lowercased copy of the whole text: lowercasing can change lengths (`İ` → `i̇`),
+ * which would shift every later position.
+ */
+function mentionsAt(text: string, start: number, name: string): boolean {
+  const end = start + name.length;
+  if (text.slice(start, end).toLowerCase() !== name.toLowerCase()) return false;
+  const next = text.codePointAt(end);
+  return next === undefined || BOUNDARY.test(String.fromCodePoint(next));
 }
 
 /** Text mentions first, then the explicit `mentions` argument; duplicates removed. */
