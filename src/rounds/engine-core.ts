@@ -3,12 +3,14 @@
 // effects emitted so far. They mutate that copy only, never the caller's input.
 import type {
   CurrentRound,
+  EndedRound,
   EngineContext,
   EngineEffect,
   RoomView,
   RoundEndReason,
   RoundKind,
   RoundState,
+  RunningRound,
   TurnReason,
 } from './types.js';
 
@@ -32,25 +34,31 @@ export function newWork(view: RoomView, state: RoundState, ctx: EngineContext): 
 }
 
 export function cloneState(state: RoundState): RoundState {
-  const r = state.current_round;
   return {
-    current_round: r
-      ? {
-          ...r,
-          agent_queue: [...r.agent_queue],
-          // Tolerate rooms stored before these fields existed.
-          pending_mentions: [...(r.pending_mentions ?? [])],
-          guard_count: r.guard_count ?? 0,
-          turn: r.turn ? { ...r.turn } : null,
-        }
-      : null,
+    current_round: state.current_round ? cloneRound(state.current_round) : null,
     history_rounds: [...state.history_rounds],
     processed_through_seq: state.processed_through_seq,
   };
 }
 
+/**
+ * Deep copy of a stored round, normalised: rooms stored before `pending_mentions`,
+ * `guard_count` or `end_reason` existed load as if those had been written ([] / 0 / completed).
+ */
+export function cloneRound(r: CurrentRound): CurrentRound {
+  const lists = {
+    agent_queue: [...r.agent_queue],
+    pending_mentions: [...((r.pending_mentions as string[] | undefined) ?? [])],
+    guard_count: (r.guard_count as number | undefined) ?? 0,
+  };
+  if (r.completed) {
+    return { ...r, ...lists, turn: null, end_reason: (r.end_reason as RoundEndReason | undefined) ?? 'completed' };
+  }
+  return { ...r, ...lists, turn: r.turn ? { ...r.turn } : null };
+}
+
 /** The running (not completed) round, if any. */
-export function running(w: Work): CurrentRound | null {
+export function running(w: Work): RunningRound | null {
   const r = w.state.current_round;
   return r && !r.completed ? r : null;
 }
@@ -76,12 +84,12 @@ function iso(ms: number): string {
 }
 
 /** Index of the first queue entry nobody has been asked yet. */
-export function firstUnasked(r: CurrentRound): number {
+export function firstUnasked(r: RunningRound): number {
   return r.turn ? r.current_agent_index + 1 : r.current_agent_index;
 }
 
 /** (Re)issues the holder's turn: fresh full deadline, `agent_turn`, timer. Active rooms only. */
-export function emitTurn(w: Work, r: CurrentRound): void {
+export function emitTurn(w: Work, r: RunningRound): void {
   const turn = r.turn!;
   turn.deadline = iso(w.ctx.now + w.view.turnTimeoutMs);
   w.effects.push({
@@ -96,7 +104,7 @@ export function emitTurn(w: Work, r: CurrentRound): void {
   w.effects.push({ type: 'timer', deadline: turn.deadline });
 }
 
-function turnShape(r: CurrentRound, name: string): { reason: TurnReason; can_skip: boolean } {
+function turnShape(r: RunningRound, name: string): { reason: TurnReason; can_skip: boolean } {
   if (r.kind === 'host') return { reason: 'host', can_skip: false };
   if (r.kind === 'host_floor') return { reason: 'host', can_skip: true };
   return r.pending_mentions.includes(name)
@@ -161,26 +169,34 @@ export function finishTurn(w: Work, answered: boolean): boolean {
   return false;
 }
 
+/**
+ * Ends the running round: the state's `current_round` is replaced by its ended form (callers
+ * must not keep using the running round object afterwards).
+ */
 export function endRound(w: Work, reason: RoundEndReason): void {
   const r = running(w)!;
-  r.completed = true;
-  r.turn = null;
-  r.end_reason = reason;
-  r.pending_mentions = [];
-  r.follow_up =
-    w.view.mode === 'default' &&
-    r.kind === 'rotation' &&
-    (reason === 'completed' || reason === 'mention_chain') &&
-    (r.answers ?? 0) > 0 &&
-    w.view.agents.length >= 2;
+  const ended: EndedRound = {
+    ...r,
+    completed: true,
+    turn: null,
+    end_reason: reason,
+    pending_mentions: [],
+    follow_up:
+      w.view.mode === 'default' &&
+      r.kind === 'rotation' &&
+      (reason === 'completed' || reason === 'mention_chain') &&
+      (r.answers ?? 0) > 0 &&
+      w.view.agents.length >= 2,
+  };
+  w.state.current_round = ended;
   if (!w.state.history_rounds.includes(r.round_id)) w.state.history_rounds.push(r.round_id);
   w.effects.push({ type: 'round_end', round_id: r.round_id, reason });
   w.effects.push({ type: 'timer', deadline: null });
 }
 
-export function startRound(w: Work, kind: RoundKind, queue: string[], index: number, pending: string[]): CurrentRound {
+export function startRound(w: Work, kind: RoundKind, queue: string[], index: number, pending: string[]): RunningRound {
   const prev = w.state.current_round;
-  const r: CurrentRound = {
+  const r: RunningRound = {
     round_id: w.ctx.newRoundId(),
     kind,
     start_time: iso(w.ctx.now),
@@ -234,7 +250,7 @@ export function countAnswer(w: Work): boolean {
  * still waiting stay in the chain, after the block. A mentioned holder joins the chain at its
  * head with a fresh turn (`mention`, can_skip false).
  */
-export function applyMentions(w: Work, r: CurrentRound, mentioned: readonly string[]): void {
+export function applyMentions(w: Work, r: RunningRound, mentioned: readonly string[]): void {
   const holder = r.turn?.agent ?? null;
   const holderMentioned = holder !== null && mentioned.includes(holder);
   const block = mentioned.filter((n) => n !== holder);

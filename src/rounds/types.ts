@@ -19,29 +19,56 @@ export interface TurnState {
   extensions?: number;
 }
 
-export interface CurrentRound {
+/** Fields every round has, running or ended. */
+interface RoundBase {
   round_id: string;
   kind: RoundKind;
   start_time: string;
   current_agent_index: number;
   agent_queue: string[];
-  completed: boolean;
-  /** Who holds the turn now; null once the round completed. */
-  turn: TurnState | null;
-  /** Names still to answer in the current mention chain, in order. */
+  /** Names still to answer in the current mention chain, in order (always [] once ended). */
   pending_mentions: string[];
   /** Visible agent answers since the last person message or start_round. */
   guard_count: number;
-  // Optional engine bookkeeping (absent in rooms stored before these existed = 0/false/unset).
+  // Optional engine bookkeeping (absent in rooms stored before these existed = 0/false).
   /** Visible agent answers in this round (rule 6.1.1: a follow-up round needs ≥ 1). */
   answers?: number;
-  /** Why the round ended; set together with `completed`. */
-  end_reason?: RoundEndReason;
-  /** Set when the round ended: a follow-up round is due (rule 6.1.1, third trigger). */
-  follow_up?: boolean;
   /** The guard tripped; cleared by a person's visible message or start_round. */
   guard_tripped?: boolean;
 }
+
+/**
+ * A round in progress. `turn` is null only between turns while the room is paused (the turn
+ * moved on by pass_turn or the holder leaving; resume issues the next one), so it cannot be
+ * narrowed to TurnState without lying about stored rooms.
+ */
+export interface RunningRound extends RoundBase {
+  completed: false;
+  /** Who holds the turn now. */
+  turn: TurnState | null;
+  end_reason?: never;
+  follow_up?: never;
+}
+
+/**
+ * A round that ended. It stays stored as `current_round` so the guard counter survives between
+ * rounds; nobody holds a turn in it.
+ */
+export interface EndedRound extends RoundBase {
+  completed: true;
+  turn: null;
+  /** Why the round ended. */
+  end_reason: RoundEndReason;
+  /** A follow-up round is due (rule 6.1.1, third trigger); absent in older rooms = false. */
+  follow_up?: boolean;
+}
+
+/**
+ * Round state as stored in rooms.json, discriminated on `completed`. The JSON shape is the same
+ * for both; only the combinations that cannot occur (an ended round with a holder, a running
+ * round with an end reason) are no longer writable.
+ */
+export type CurrentRound = RunningRound | EndedRound;
 
 // ── The engine's API (src/rounds/engine.ts implements `applyAction`) ──
 //
