@@ -13,7 +13,7 @@ import { CLOSE } from '../transports/ws-protocol.js';
 import type { Participant } from '../types.js';
 import { BACKOFF_DEFAULTS, backoffDelay, type BackoffOptions } from './backoff.js';
 import { ChatroomError, restCall } from './rest.js';
-import { TurnRunner, type TurnHandler } from './turns.js';
+import { TurnRunner, type AgentTurnData, type TurnHandler } from './turns.js';
 
 export { ChatroomError, restCall } from './rest.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
@@ -82,6 +82,12 @@ export class ChatroomClient {
   private readonly handlers = new Map<string, Set<AnyHandler>>();
   private readonly statusHandlers = new Set<(status: ConnectionStatus, error?: ChatroomError) => void>();
   private turns: TurnRunner | null = null;
+  /**
+   * Our latest agent_turn per room while no onTurn handler exists (the server sends it right
+   * after auth_ok or a join, often before the caller got to register one): handed to the next
+   * handler, so the turn is answered instead of timing out.
+   */
+  private readonly heldTurns = new Map<string, AgentTurnData>();
   private connecting: Promise<Participant> | null = null;
   private firstAuth: { resolve: (p: Participant) => void; reject: (e: ChatroomError) => void } | null = null;
   private readonly log: ClientLogger;
@@ -221,6 +227,10 @@ export class ChatroomClient {
       this.options.turnMarginMs !== undefined ? { marginMs: this.options.turnMarginMs } : {},
     );
     this.turns = runner;
+    for (const [roomId, data] of this.heldTurns) {
+      if (Date.parse(data.deadline) - this.offsetMs > Date.now()) runner.onAgentTurn(roomId, data);
+    }
+    this.heldTurns.clear();
     return () => {
       runner.stop();
       if (this.turns === runner) this.turns = null;
@@ -323,6 +333,7 @@ export class ChatroomClient {
         return;
       case 'unsubscribed':
         this.seqs.delete(frame.room_id);
+        this.heldTurns.delete(frame.room_id);
         this.resyncing.delete(frame.room_id);
         return;
       case 'result': {
@@ -392,7 +403,10 @@ export class ChatroomClient {
       }
     }
     if (frame.event === 'agent_turn' && this.participant && frame.data.agent_id === this.participant.id) {
-      this.turns?.onAgentTurn(roomId, frame.data);
+      if (this.turns) this.turns.onAgentTurn(roomId, frame.data);
+      else this.heldTurns.set(roomId, frame.data);
+    } else if (frame.event === 'agent_turn' || frame.event === 'round_end') {
+      this.heldTurns.delete(roomId); // the turn we held has moved on
     }
   }
 

@@ -51,6 +51,12 @@ interface RoomTurnState {
   /** An agent_turn came in while the handler ran: check for a turn again afterwards. */
   again: boolean;
   controller: AbortController | null;
+  /** round_id and deadline of the turn being worked on (a resent agent_turn of it changes nothing). */
+  current: string | null;
+}
+
+function turnKey(turn: Pick<AgentTurnData, 'round_id' | 'deadline'>): string {
+  return `${turn.round_id}@${turn.deadline}`;
 }
 
 export function defaultMargin(timeoutMs: number): number {
@@ -71,9 +77,10 @@ export class TurnRunner {
   onAgentTurn(roomId: string, data: AgentTurnData): void {
     if (this.stopped) return;
     let state = this.rooms.get(roomId);
-    if (!state) this.rooms.set(roomId, (state = { running: false, again: false, controller: null }));
+    if (!state) this.rooms.set(roomId, (state = { running: false, again: false, controller: null, current: null }));
     if (state.running) {
-      state.again = true;
+      // The same turn again (sent after auth_ok and again after subscribe): already in hand.
+      if (state.current !== turnKey(data)) state.again = true;
       return;
     }
     void this.run(roomId, state, data);
@@ -90,6 +97,7 @@ export class TurnRunner {
       let turn: Pick<AgentTurnData, 'round_id' | 'can_skip' | 'deadline' | 'reason' | 'timeout_ms'> | null = first;
       while (turn && !this.stopped) {
         state.again = false;
+        state.current = turnKey(turn);
         await this.take(roomId, state, turn);
         if (!state.again || this.stopped) break;
         // A turn event came while we worked (a new turn, a mention, end_turn: false): ask.
@@ -102,6 +110,7 @@ export class TurnRunner {
     } finally {
       state.running = false;
       state.controller = null;
+      state.current = null;
     }
   }
 

@@ -231,13 +231,18 @@ export class WsHub {
         session.send({ type: 'error', error: { code: 'validation_error', message: 'Already authenticated' } });
         return;
       case 'subscribe':
-        void this.subscribe(session, frame.room_id, frame.after_seq);
+        this.settle(session, this.subscribe(session, frame.room_id, frame.after_seq), (error) => {
+          // The subscription is in an unknown state (maybe mid-replay): drop it, so the client
+          // sees an error for the room and can subscribe again instead of waiting forever.
+          this.removeSub(session, frame.room_id);
+          session.send({ type: 'error', error, room_id: frame.room_id });
+        });
         return;
       case 'unsubscribe':
         this.unsubscribe(session, frame.room_id);
         return;
       case 'call':
-        void this.call(session, frame);
+        this.settle(session, this.call(session, frame), (error) => session.send({ type: 'result', id: frame.id, ok: false, error }));
         return;
       case 'ping':
         session.send({ type: 'pong', server_time: new Date(this.app.now()).toISOString() });
@@ -247,6 +252,22 @@ export class WsHub {
         throw new Error(`unhandled frame ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * Runs an async frame handler to the end: a failure it did not answer itself (a store read
+   * that threw, say) is logged and answered through `answer`, never left as an unhandled
+   * rejection that would take the process down.
+   */
+  private settle(session: Session, work: Promise<void>, answer: (error: ReturnType<typeof toWireError>) => void): void {
+    work.catch((err: unknown) => {
+      this.app.logger.error({ err, session: session.id }, 'websocket frame handler failed');
+      try {
+        answer(toWireError(err));
+      } catch (sendErr) {
+        this.app.logger.error({ err: sendErr, session: session.id }, 'websocket error answer failed');
+      }
+    });
   }
 
   private authenticate(session: Session, caller: Caller): void {
@@ -272,6 +293,9 @@ export class WsHub {
     }
     const { tokenHash: _tokenHash, ...participant } = caller;
     session.send({ type: 'auth_ok', participant, rooms, server_time: new Date(this.app.now()).toISOString() });
+    // SPEC §8: a socket that joins a room where it holds the turn gets its agent_turn again,
+    // without waiting for a subscribe (an agent restarted mid-turn answers at once).
+    for (const { room_id } of rooms) this.resendTurn(session, room_id);
   }
 
   private roomsOf(caller: Caller): string[] {
@@ -301,9 +325,8 @@ export class WsHub {
 
   private async subscribe(session: Session, roomId: string, afterSeq: number | undefined): Promise<void> {
     const caller = session.caller!;
-    let room;
     try {
-      room = this.app.rooms.requireMember(roomId, caller).room;
+      this.app.rooms.requireMember(roomId, caller);
     } catch (err) {
       session.send({ type: 'error', error: toWireError(err), room_id: roomId });
       return;
@@ -319,25 +342,30 @@ export class WsHub {
       if (!(await this.replay(session, roomId, sub, afterSeq, bound))) return;
       session.flush(sub);
     }
-    room = this.app.store.getRoom(roomId);
+    this.resendTurn(session, roomId);
+  }
+
+  /** Sends the socket its agent_turn for the room again when its participant holds the turn. */
+  private resendTurn(session: Session, roomId: string): void {
+    const caller = session.caller!;
+    const room = this.app.store.getRoom(roomId);
     const turn = room && session.subs.has(roomId) ? yourTurn(room, caller.name) : null;
-    if (room && turn?.deadline) {
-      const frame: EventFrame = {
-        type: 'event',
-        event: 'agent_turn',
-        room_id: roomId,
-        data: {
-          round_id: turn.round_id,
-          agent_id: caller.id,
-          agent_name: caller.name,
-          can_skip: turn.can_skip,
-          reason: turn.reason,
-          deadline: turn.deadline,
-          timeout_ms: room.settings.turn_timeout_ms ?? this.app.config.turnTimeoutMs,
-        },
-      };
-      session.send(frame);
-    }
+    if (!room || !turn?.deadline) return;
+    const frame: EventFrame = {
+      type: 'event',
+      event: 'agent_turn',
+      room_id: roomId,
+      data: {
+        round_id: turn.round_id,
+        agent_id: caller.id,
+        agent_name: caller.name,
+        can_skip: turn.can_skip,
+        reason: turn.reason,
+        deadline: turn.deadline,
+        timeout_ms: room.settings.turn_timeout_ms ?? this.app.config.turnTimeoutMs,
+      },
+    };
+    session.send(frame);
   }
 
   /**
@@ -376,12 +404,13 @@ export class WsHub {
   private async call(session: Session, frame: CallFrame): Promise<void> {
     const controller = new AbortController();
     session.calls.add(controller);
+    const requestId = `ws-${session.id}-${String(frame.id)}`;
     try {
       const data = await this.app.registry.call(frame.tool, frame.args ?? {}, {
         caller: session.caller,
         transport: 'ws',
         address: session.address,
-        requestId: `ws-${session.id}-${String(frame.id)}`,
+        requestId,
         signal: controller.signal,
       });
       session.rateLimitStrikes = 0;
@@ -392,7 +421,7 @@ export class WsHub {
         session.send({ type: 'result', id: frame.id, ok: false, error });
         return session.close(CLOSE.POLICY_VIOLATION, 'calls kept coming after rate_limited');
       }
-      if (error.code === 'internal_error') this.app.logger.error({ err, tool: frame.tool }, 'websocket call failed');
+      if (error.code === 'internal_error') this.app.logger.error({ err, requestId, tool: frame.tool }, 'websocket call failed');
       session.send({ type: 'result', id: frame.id, ok: false, error });
     } finally {
       session.calls.delete(controller);
