@@ -3,15 +3,15 @@
 import path from 'node:path';
 import { agentCommand } from './agent/run.js';
 import { backupDataDir } from './backup.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, flushLogger } from './logger.js';
 import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
-async function start(): Promise<void> {
-  let config;
+/** The environment as Config; an invalid variable ends the process with its one-line error. */
+function configOrExit(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -19,7 +19,16 @@ async function start(): Promise<void> {
     }
     throw err;
   }
+}
+
+async function start(): Promise<void> {
+  const config = configOrExit();
   const logger = createLogger(config.logLevel);
+  // A promise rejection nobody handled is a bug in one call, not a reason to drop every
+  // connection: log it and keep serving (Node's default would end the process).
+  process.on('unhandledRejection', (reason) => {
+    logger.error({ err: reason }, 'unhandled promise rejection');
+  });
   let running;
   try {
     running = await startServer(config, logger);
@@ -55,7 +64,7 @@ async function backup(): Promise<void> {
     process.stderr.write('Usage: agent-chatroom backup <target-dir>   (copies DATA_DIR, default ./data)\n');
     process.exit(2);
   }
-  const dataDir = path.resolve(process.env.DATA_DIR?.trim() || './data');
+  const { dataDir } = configOrExit();
   try {
     const result = await backupDataDir(dataDir, path.resolve(target));
     process.stdout.write(`Backed up ${dataDir} to ${path.resolve(target)}: ${JSON.stringify(result)}\n`);

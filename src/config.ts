@@ -1,5 +1,12 @@
 // The only reader of process.env: environment → one validated, typed Config (SPEC §2).
+import { isIP } from 'node:net';
 import path from 'node:path';
+
+/** A BCP 47-style language tag such as zh-CN or en (the tools' `language` argument uses it too). */
+export const LANGUAGE_TAG = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+
+/** A DNS host name (RFC 1123 labels). */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 export interface Config {
   port: number;
@@ -73,6 +80,21 @@ export function isValidTimezone(tz: string): boolean {
   }
 }
 
+function languageVar(env: Env, name: string, fallback: string): string {
+  const tag = stringVar(env, name, fallback);
+  if (!LANGUAGE_TAG.test(tag)) throw new ConfigError(name, `"${tag}" is not a language tag like zh-CN or en`);
+  return tag;
+}
+
+/** The address to listen on: an IPv4/IPv6 address (no brackets) or a host name. */
+function hostVar(env: Env, name: string, fallback: string): string {
+  const host = stringVar(env, name, fallback);
+  if (isIP(host) === 0 && !HOST_NAME.test(host)) {
+    throw new ConfigError(name, `"${host}" is not an IP address or host name (IPv6 without brackets, e.g. ::1)`);
+  }
+  return host;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -93,11 +115,11 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     port: intVar(env, 'PORT', 3000, 0, 65535),
-    host: stringVar(env, 'HOST', '127.0.0.1'),
+    host: hostVar(env, 'HOST', '127.0.0.1'),
     dataDir: path.resolve(stringVar(env, 'DATA_DIR', './data')),
     turnTimeoutMs: intVar(env, 'TURN_TIMEOUT_MS', 180_000, 1000, 86_400_000),
     displayTimezone: timezoneVar(env, 'DISPLAY_TIMEZONE', 'Asia/Shanghai'),
-    defaultLanguage: stringVar(env, 'DEFAULT_LANGUAGE', 'zh-CN'),
+    defaultLanguage: languageVar(env, 'DEFAULT_LANGUAGE', 'zh-CN'),
     maxMessageChars: intVar(env, 'MAX_MESSAGE_CHARS', 32_000, 1, 10_000_000),
     maxUploadBytes: intVar(env, 'MAX_UPLOAD_BYTES', 10_485_760, 1, 4_294_967_296),
     maxFrameBytes: intVar(env, 'MAX_FRAME_BYTES', 1_048_576, 1024, 268_435_456),
@@ -114,13 +136,19 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-/** Config with the defaults that depend on the port actually bound (PORT=0). */
+/**
+ * Config with the defaults that depend on the port actually bound (PORT=0). The default origins
+ * use the scheme the server speaks: with TLS_CERT/TLS_KEY the page is served over https, so its
+ * origin is https://… (an http:// default would refuse the server's own page on /ws and /mcp).
+ */
 export function withBoundPort(config: Config, port: number): Config {
+  const scheme = config.tlsCert && config.tlsKey ? 'https' : 'http';
   return {
     ...config,
+    port,
     allowedOrigins: config.allowedOrigins.length
       ? config.allowedOrigins
-      : [`http://127.0.0.1:${port}`, `http://localhost:${port}`],
+      : [`${scheme}://127.0.0.1:${port}`, `${scheme}://localhost:${port}`],
     allowedHosts: config.allowedHosts.length ? config.allowedHosts : ['127.0.0.1', 'localhost'],
   };
 }

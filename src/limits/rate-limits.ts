@@ -22,45 +22,99 @@ export class RateLimits {
     this.byAddress = options.perAddress > 0 ? new RateLimiterMemory({ points: options.perAddress, duration: RATE_WINDOW_S }) : null;
   }
 
-  /** Counts one call; throws `rate_limited` (with retry_after_ms) when a limit is passed. */
-  async consume(keys: { participantId?: string | null; address?: string | null }): Promise<void> {
-    try {
-      if (this.byToken && keys.participantId) await this.byToken.consume(keys.participantId);
-      if (this.byAddress && keys.address) await this.byAddress.consume(keys.address);
-    } catch (err) {
-      if (err instanceof RateLimiterRes) {
-        throw new AppError('rate_limited', 'Too many requests; slow down', { retry_after_ms: err.msBeforeNext });
-      }
-      throw err;
+  /**
+   * Counts one call against the client address. The registry calls this before it looks at the
+   * tool name or the token, so unknown tools and bad tokens cost the address like any call.
+   */
+  consumeAddress(address: string | null): Promise<void> {
+    return address && this.byAddress ? take(this.byAddress, address) : Promise.resolve();
+  }
+
+  /** Counts one call against the participant (once the token is known to be valid). */
+  consumeParticipant(participantId: string | null): Promise<void> {
+    return participantId && this.byToken ? take(this.byToken, participantId) : Promise.resolve();
+  }
+}
+
+/** Takes a point; throws `rate_limited` (with retry_after_ms) when the key is over its limit. */
+async function take(limiter: RateLimiterMemory, key: string): Promise<void> {
+  try {
+    await limiter.consume(key);
+  } catch (err) {
+    if (err instanceof RateLimiterRes) {
+      throw new AppError('rate_limited', 'Too many requests; slow down', { retry_after_ms: err.msBeforeNext });
     }
+    throw err;
   }
 }
 
 /**
  * Slows repeated password failures (people's logins, room passwords): from the fourth failure
  * for a key on, each attempt first waits 250 ms × 2ⁿ, at most 8 s. A success clears the key.
+ *
+ * Parallel attempts cannot skip the wait: an attempt counts as a failure from `beforeAttempt`
+ * until it reports (`failed`/`succeeded`), and an attempt that would need a delay while another
+ * attempt for the same key is still pending is refused at once with `rate_limited` (with
+ * retry_after_ms) rather than queued. So a key is tried at most once per delay however many
+ * requests arrive together, and no queue of waiting requests builds up in memory.
+ * Every `beforeAttempt` must be followed by `failed` or `succeeded`; a pending attempt that
+ * never reports (its caller threw) stops blocking the key after `stalePendingMs`.
  */
 export class FailureDelay {
   private readonly failures = new Map<string, number>();
+  /** Attempts past beforeAttempt that have not reported yet, and when the last one began. */
+  private readonly pending = new Map<string, { count: number; since: number }>();
 
   constructor(
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
     private readonly freeFailures = 3,
     private readonly maxDelayMs = 8000,
+    private readonly stalePendingMs = 60_000,
+    private readonly now: () => number = Date.now,
   ) {}
 
   async beforeAttempt(key: string): Promise<void> {
-    const count = this.failures.get(key) ?? 0;
-    if (count >= this.freeFailures) await this.sleep(Math.min(this.maxDelayMs, 250 * 2 ** (count - this.freeFailures)));
+    const failures = this.failures.get(key) ?? 0;
+    const pending = this.livePending(key);
+    // Attempts in flight are counted as the failures they will most likely be.
+    const counted = failures + pending;
+    if (counted >= this.freeFailures && pending > 0) {
+      throw new AppError('rate_limited', 'Another attempt with this password is still pending; try again later', {
+        retry_after_ms: this.delayFor(counted),
+      });
+    }
+    this.pending.set(key, { count: pending + 1, since: this.now() });
+    if (failures >= this.freeFailures) await this.sleep(this.delayFor(failures));
   }
 
   failed(key: string): void {
+    this.settle(key);
     this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
     // Bound memory under a flood of distinct keys.
     if (this.failures.size > 100_000) this.failures.delete(this.failures.keys().next().value!);
   }
 
   succeeded(key: string): void {
+    this.settle(key);
     this.failures.delete(key);
+  }
+
+  private delayFor(failures: number): number {
+    return Math.min(this.maxDelayMs, 250 * 2 ** (failures - this.freeFailures));
+  }
+
+  private livePending(key: string): number {
+    const entry = this.pending.get(key);
+    if (!entry) return 0;
+    if (this.now() - entry.since < this.stalePendingMs) return entry.count;
+    this.pending.delete(key);
+    return 0;
+  }
+
+  private settle(key: string): void {
+    const entry = this.pending.get(key);
+    if (!entry) return;
+    if (entry.count > 1) entry.count -= 1;
+    else this.pending.delete(key);
   }
 }

@@ -14,11 +14,12 @@ const LAST_ACTIVE_PERSIST_MS = 30_000;
 export function buildRegistry(app: App): ToolRegistry {
   const limits = new RateLimits({ perToken: app.config.rateLimitPerToken, perAddress: app.config.rateLimitPerAddress });
   const registry = new ToolRegistry({
-    limit: (caller, address) => limits.consume({ participantId: caller?.id ?? null, address }),
+    limitAddress: (address) => limits.consumeAddress(address),
+    limitCaller: (caller) => limits.consumeParticipant(caller.id),
     observe: (call) => {
       app.metrics.countCall(call.tool, call.transport, call.outcome);
       // Names and outcomes only: message texts and tokens never reach the log at info level.
-      app.logger.info({ reqId: call.requestId, tool: call.tool, transport: call.transport, outcome: call.outcome, ms: call.ms }, 'call');
+      app.logger.info({ requestId: call.requestId, tool: call.tool, transport: call.transport, outcome: call.outcome, ms: call.ms }, 'call');
     },
     authenticate: (token) => app.participants.authenticate(token),
     touched: (caller) => {

@@ -49,8 +49,10 @@ export interface RegistryHooks {
   authenticate(token: string): Caller | undefined;
   /** Any authenticated call counts as activity (presence). */
   touched(caller: Caller): void;
-  /** Throws `rate_limited` when the caller or its address is over its limit. */
-  limit(caller: Caller | null, address: string | null): Promise<void>;
+  /** Throws `rate_limited` when the client address is over its limit (counted for every call). */
+  limitAddress(address: string | null): Promise<void>;
+  /** Throws `rate_limited` when the (authenticated) caller is over its limit. */
+  limitCaller(caller: Caller): Promise<void>;
   /** Told the outcome of every call (metrics, logs): `ok` or the error code. */
   observe?(call: CallRecord): void;
 }
@@ -117,10 +119,13 @@ export class ToolRegistry {
   }
 
   private async dispatch(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
+    // The address pays for every call, before the name or token is checked: probing for tools
+    // or guessing tokens is rate limited like any other call.
+    await this.hooks.limitAddress(options.address ?? null);
     const tool = this.tools.get(name);
-    if (!tool) throw new AppError('unknown_tool', `No tool named "${name}"`);
+    if (!tool) throw new AppError('unknown_tool', `No tool named "${name.slice(0, 64)}"`);
     const caller = this.resolveCaller(options);
-    await this.hooks.limit(caller, options.address ?? null);
+    if (caller) await this.hooks.limitCaller(caller);
     if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');
     const parsed = tool.input.safeParse(rawArgs ?? {});
     if (!parsed.success) throw validationError(parsed.error);

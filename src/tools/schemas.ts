@@ -1,6 +1,6 @@
 // Shared argument schemas: every id that becomes part of a path or a lookup is validated here.
 import { z } from 'zod';
-import { isValidTimezone } from '../config.js';
+import { isValidTimezone, LANGUAGE_TAG } from '../config.js';
 import { PARTICIPANT_NAME } from '../identity/names.js';
 import { descriptionWeight, MAX_DESCRIPTION_WEIGHT, ROOM_ID, ROOM_NAME } from '../rooms/rules.js';
 
@@ -17,6 +17,6 @@ export const roomDescription = z
   .refine((s) => descriptionWeight(s) <= MAX_DESCRIPTION_WEIGHT, 'at most 10 CJK characters or 30 other characters');
 export const password = z.string().min(1).max(256);
 export const timezone = z.string().max(64).refine(isValidTimezone, 'unknown time zone');
-export const language = z.string().regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'not a language tag like zh-CN');
+export const language = z.string().regex(LANGUAGE_TAG, 'not a language tag like zh-CN');
 export const shortText = z.string().max(2000);
 export const stringList = z.array(z.string().max(200)).max(50);

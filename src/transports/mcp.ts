@@ -80,7 +80,7 @@ export class McpEndpoint implements Mount {
     );
     router.all('/', (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
-        app.logger.error({ err }, 'MCP request failed');
+        app.logger.error({ err, requestId: res.locals.requestId }, 'MCP request failed');
         rpcError(res, 500, JSONRPC_SERVER_ERROR, 'Internal server error');
       });
     });
@@ -90,7 +90,7 @@ export class McpEndpoint implements Mount {
       if (type === 'entity.parse.failed' || (status !== undefined && status >= 400 && status < 500)) {
         return rpcError(res, 400, JSONRPC_PARSE_ERROR, 'Parse error: malformed JSON body');
       }
-      app.logger.error({ err }, 'MCP request failed');
+      app.logger.error({ err, requestId: res.locals.requestId }, 'MCP request failed');
       return rpcError(res, 500, JSONRPC_SERVER_ERROR, 'Internal server error');
     });
     http.use(MCP_PATH, router);
