@@ -152,6 +152,8 @@ export class McpSession {
     extra.signal.addEventListener('abort', onAbort, { once: true });
     if (extra.signal.aborted) abort.abort();
     this.inflight.set(extra.requestId, abort);
+    // JSON-RPC ids repeat across sessions (every client counts from 0): qualify them for the logs.
+    const requestId = `mcp-${extra.sessionId ?? 'nosession'}-${String(extra.requestId)}`;
     let claimed = false;
     try {
       const tool = this.app.registry.get(name);
@@ -185,14 +187,14 @@ export class McpSession {
         token: null,
         transport: 'mcp',
         address: this.address,
-        requestId: String(extra.requestId),
+        requestId,
         signal: abort.signal,
         onProgress,
       });
       this.afterCall(name, data);
       return successResult(data);
     } catch (err) {
-      if (toWireError(err).code === 'internal_error') this.app.logger.error({ err, tool: name }, 'MCP tool call failed');
+      if (toWireError(err).code === 'internal_error') this.app.logger.error({ err, requestId, tool: name }, 'MCP tool call failed');
       return errorResult(err);
     } finally {
       if (claimed) this.binding = false;
