@@ -12,6 +12,7 @@ import { presentMessage, presentRoom } from '../rooms/present.js';
 import type { Store } from '../storage/store.js';
 import type { Message, RoomRecord } from '../types.js';
 import { applyAction } from './engine.js';
+import { engineMessage } from './engine-messages.js';
 import type { EngineAction, EngineEffect, RoomView } from './types.js';
 
 export interface DriverOptions {
@@ -145,7 +146,11 @@ export class RoundsDriver {
       switch (effect.type) {
         case 'record':
         case 'system_message': {
-          const message = this.buildEngineMessage(room, effect, seq++);
+          const message = engineMessage(room, effect, {
+            message_id: uuidv4(),
+            seq: seq++,
+            timestamp: new Date(this.opts.now()).toISOString(),
+          });
           messages.push(message);
           events.push({ event: 'message_new', room_id: room.room_id, data: { message: presentMessage(message, room) } });
           break;
@@ -226,37 +231,6 @@ export class RoundsDriver {
         metrics.rounds.inc({ event: effect.type === 'round_start' ? 'started' : 'ended' });
       }
     }
-  }
-
-  private buildEngineMessage(
-    room: RoomRecord,
-    effect: Extract<EngineEffect, { type: 'record' | 'system_message' }>,
-    seq: number,
-  ): Message {
-    const isRecord = effect.type === 'record';
-    const member = isRecord ? room.members.find((m) => m.name === effect.agent) : undefined;
-    return {
-      message_id: uuidv4(),
-      room_id: room.room_id,
-      seq,
-      timestamp: new Date(this.opts.now()).toISOString(),
-      sender: isRecord ? effect.agent : 'system',
-      sender_id: isRecord ? (member?.participant_id ?? '') : 'system',
-      role: isRecord ? 'ai_agent' : 'system',
-      text_content: effect.text,
-      text_content_i18n: null,
-      source_language: room.language,
-      file_url: '',
-      file_type: '',
-      mentions: [],
-      visible: !isRecord,
-      processed: false,
-      response_to: null,
-      display_timezone: room.timezone,
-      round_id: effect.round_id,
-      skip_reason: isRecord ? effect.skip_reason : null,
-      deleted: false,
-    };
   }
 
   private arm(roomId: string, deadline: string | null): void {

@@ -2,6 +2,7 @@
 // mode, message seqs), the engine's RoundState, a fake clock and the single timer, and applies
 // actions the way the driver does (records and system messages take the next seqs).
 import { applyAction } from '../../src/rounds/engine.js';
+import type { MessageRoom } from '../../src/rounds/engine-messages.js';
 import type { CurrentRound, EngineAction, EngineEffect, EngineResult, RoomView, RoundState } from '../../src/rounds/types.js';
 
 export const T0 = Date.UTC(2025, 0, 1, 0, 0, 0);
@@ -86,6 +87,16 @@ export class Room {
       language: this.language,
       lastSeq: this.seq,
       lastPersonSeq: this.lastPersonSeq,
+    };
+  }
+
+  /** The room as the driver's message builder reads it; participant ids are `id:<name>`. */
+  messageRoom(): MessageRoom {
+    return {
+      room_id: 'room',
+      language: this.language,
+      timezone: 'UTC',
+      members: this.members.map((m) => ({ name: m.name, participant_id: participantId(m.name) })),
     };
   }
 
@@ -224,6 +235,8 @@ export class Room {
     return effects.map((e) => fmtEffect(e, this.now));
   }
 }
+
+export const participantId = (name: string): string => `id:${name}`;
 
 export function fmtEffect(e: EngineEffect, now: number): string {
   const rel = (iso: string | null) => (iso === null ? 'off' : `+${(Date.parse(iso) - now) / 1000}s`);

@@ -2,8 +2,9 @@
 // and after draining with timeouts every round that started has ended exactly once.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { engineMessage } from '../../src/rounds/engine-messages.js';
 import type { EngineEffect, EngineResult } from '../../src/rounds/types.js';
-import { Room } from './engine-sim.js';
+import { Room, participantId } from './engine-sim.js';
 
 const AGENT_POOL = ['A1', 'A2', 'A3', 'A4', 'A5'];
 const PEOPLE_POOL = ['P1', 'P2', 'P3'];
@@ -136,6 +137,23 @@ function check(cond: boolean, what: string, detail?: unknown): asserts cond {
   if (!cond) throw new Error(`invariant broken: ${what}${detail === undefined ? '' : ` ${JSON.stringify(detail)}`}`);
 }
 
+const STAMP = { message_id: 'm', seq: 1, timestamp: '2025-01-01T00:00:00.000Z' };
+
+/** Skip records are invisible: the message the driver writes for a `record` effect. */
+function checkRecordMessage(sim: Room, e: Extract<EngineEffect, { type: 'record' }>): void {
+  const m = engineMessage(sim.messageRoom(), e, STAMP);
+  check(
+    m.visible === false &&
+      m.skip_reason === e.skip_reason &&
+      m.role === 'ai_agent' &&
+      m.sender === e.agent &&
+      m.sender_id === participantId(e.agent) &&
+      m.round_id === e.round_id,
+    'a record is an invisible ai_agent message from the agent with its skip_reason',
+    m,
+  );
+}
+
 class Checker {
   private readonly open = new Set<string>();
   private readonly seen = new Set<string>();
@@ -182,7 +200,14 @@ class Checker {
         check(this.open.has(e.round_id), 'round_end matches an open round', e);
         this.open.delete(e.round_id);
       }
-      if (e.type === 'record') check(agents.includes(e.agent), 'records only for agents', e);
+      if (e.type === 'record') {
+        check(agents.includes(e.agent), 'records only for agents', e);
+        checkRecordMessage(sim, e);
+      }
+      if (e.type === 'system_message') {
+        const m = engineMessage(sim.messageRoom(), e, STAMP);
+        check(m.visible && m.role === 'system' && m.skip_reason === null, 'the guard notice is a visible system message', m);
+      }
       if (e.type === 'agent_turn') {
         check(agents.includes(e.agent_name), 'turns only for agents', e);
         lastTurn = e;
