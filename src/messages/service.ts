@@ -44,12 +44,7 @@ export class MessageService {
   async send(caller: Caller, input: SendInput): Promise<Message> {
     const { room, member } = this.rooms.requireMember(input.room_id, caller);
     this.rooms.requireWritable(room);
-    if ([...input.text_content].length > this.maxMessageChars) {
-      throw new AppError('payload_too_large', `text_content is longer than ${this.maxMessageChars} characters`);
-    }
-    if (input.text_content.trim() === '' && !input.file_url) {
-      throw new AppError('validation_error', 'text_content is empty', { field: 'text_content' });
-    }
+    this.checkText(input.text_content, input.file_url ?? '');
     const keys = input.client_msg_id ? this.idempotencyIndex(room.room_id) : undefined;
     const key = `${caller.id}\u0000${input.client_msg_id ?? ''}`;
     const earlier = keys?.get(key);
@@ -113,9 +108,8 @@ export class MessageService {
     const { message, room } = this.readable(caller, messageId);
     if (message.sender_id !== caller.id) throw new AppError('forbidden', 'Only the sender may edit a message');
     if (!message.visible || message.deleted) throw new AppError('conflict', 'This message cannot be edited');
-    if ([...text].length > this.maxMessageChars) {
-      throw new AppError('payload_too_large', `text_content is longer than ${this.maxMessageChars} characters`);
-    }
+    // The same rules as send: an edit must not turn a message into one send would refuse.
+    this.checkText(text, message.file_url);
     this.rooms.requireWritable(room);
     return this.update(room, { ...message, text_content: text, edited_at: new Date(this.now()).toISOString() });
   }
@@ -237,6 +231,16 @@ export class MessageService {
     const display_time = displayTime(m.timestamp, room.timezone);
     if (m.text_content.length <= CONTEXT_TEXT_LIMIT) return { ...presented, display_time };
     return { ...presented, text_content: m.text_content.slice(0, CONTEXT_TEXT_LIMIT), truncated: true, display_time };
+  }
+
+  /** Text rules shared by send and edit: at most MAX_MESSAGE_CHARS, and not blank unless a file is attached. */
+  private checkText(text: string, fileUrl: string): void {
+    if ([...text].length > this.maxMessageChars) {
+      throw new AppError('payload_too_large', `text_content is longer than ${this.maxMessageChars} characters`);
+    }
+    if (text.trim() === '' && !fileUrl) {
+      throw new AppError('validation_error', 'text_content is empty', { field: 'text_content' });
+    }
   }
 
   private readable(caller: Caller, messageId: string): { message: Message; room: RoomRecord } {

@@ -1,6 +1,7 @@
 // Identity, rooms and messages over real HTTP against the real server.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { formatInTimeZone } from 'date-fns-tz';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -240,14 +241,19 @@ describe('messages', () => {
       sender: 'Mia',
       sender_id: owner.id,
       role: 'user',
+      text_content: '你好 @bot.one，还有@BOT。',
       text_content_i18n: null,
       source_language: 'zh-CN',
       file_url: '',
       file_type: '',
       mentions: ['Bot.One', 'Bot'],
       visible: true,
+      // The mentions start a round at once, and a round marks every earlier message processed,
+      // this one included; a person's message outside a running round belongs to no round.
+      processed: true,
       response_to: null,
       display_timezone: 'Asia/Shanghai',
+      round_id: null,
       skip_reason: null,
       deleted: false,
     });
@@ -278,7 +284,8 @@ describe('messages', () => {
       const owner = await registerUser(small, 'Size');
       const { room } = await small.ok('create_room', { room_name: 'Size' }, owner.token);
       await expectError(small.call('send_message', { room_id: room.room_id, text_content: '一二三四五六七八九十一' }, owner.token), 413, 'payload_too_large');
-      await small.ok('send_message', { room_id: room.room_id, text_content: '一二三四五六七八九十' }, owner.token);
+      const { message } = await small.ok('send_message', { room_id: room.room_id, text_content: '一二三四五六七八九十' }, owner.token);
+      await expectError(small.call('edit_message', { message_id: message.message_id, text_content: '一二三四五六七八九十一' }, owner.token), 413, 'payload_too_large');
     } finally {
       await small.stop();
     }
@@ -332,5 +339,174 @@ describe('messages', () => {
     await server.ok('join_room', { room_id: room.room_id }, guest.token);
     await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'hi' }, guest.token), 403, 'forbidden');
     await server.ok('send_message', { room_id: room.room_id, text_content: 'admin speaks' }, owner.token);
+  });
+});
+
+describe('error codes', () => {
+  it('edit_message: conflict on a skip record or a deleted message, message_not_found for a non-member, validation_error for empty text', async () => {
+    const owner = await registerUser(server, 'EditOwner');
+    const agent = await registerAgent(server, 'EditBot');
+    const outsider = await registerUser(server, 'EditOutsider');
+    const { room } = await server.ok('create_room', { room_name: 'Edit Errors' }, owner.token);
+    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    await server.ok('start_round', { room_id: room.room_id }, owner.token);
+    await server.ok('skip_response', { room_id: room.room_id }, agent.token);
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
+    const record = messages.find((m: { skip_reason: string | null }) => m.skip_reason === 'skip');
+    expect(record).toMatchObject({ sender: 'EditBot', visible: false });
+    await expectError(server.call('edit_message', { message_id: record.message_id, text_content: 'rewritten' }, agent.token), 409, 'conflict');
+
+    const { message } = await server.ok('send_message', { room_id: room.room_id, text_content: 'to delete' }, owner.token);
+    await expectError(server.call('edit_message', { message_id: message.message_id, text_content: '' }, owner.token), 400, 'validation_error');
+    await expectError(server.call('edit_message', { message_id: message.message_id, text_content: ' \n ' }, owner.token), 400, 'validation_error');
+    await expectError(server.call('edit_message', { message_id: message.message_id, text_content: 'mine now' }, outsider.token), 404, 'message_not_found');
+    await server.ok('delete_message', { message_id: message.message_id }, owner.token);
+    await expectError(server.call('edit_message', { message_id: message.message_id, text_content: 'back' }, owner.token), 409, 'conflict');
+  });
+
+  it('join_room, leave_room, set_room_status and set_announcement name the room or membership problem', async () => {
+    const owner = await registerUser(server, 'RoomErrOwner');
+    const outsider = await registerUser(server, 'RoomErrOutsider');
+    const { room } = await server.ok('create_room', { room_name: 'Room Errors' }, owner.token);
+    await expectError(server.call('join_room', { room_id: 'missing-room-20250101000000-abcdefgh' }, outsider.token), 404, 'room_not_found');
+    await expectError(server.call('leave_room', { room_id: room.room_id }, outsider.token), 403, 'not_a_member');
+    await expectError(server.call('set_room_status', { room_id: room.room_id, system_status: 'paused' }, outsider.token), 403, 'not_a_member');
+    await expectError(server.call('set_announcement', { room_id: room.room_id, user_announcement: 'x' }, outsider.token), 403, 'not_a_member');
+    await expectError(
+      server.call('set_announcement', { room_id: room.room_id, user_announcement: 'x'.repeat(2001) }, owner.token),
+      400,
+      'validation_error',
+    );
+    await expectError(server.call('search_messages', { room_id: room.room_id, query: '' }, owner.token), 400, 'validation_error');
+  });
+
+  it('register_user refuses bad names; login refuses unknown names and agents with wrong_password', async () => {
+    for (const name of ['has space', 'at@sign', '', 'x'.repeat(33)]) {
+      await expectError(server.call('register_user', { name }), 400, 'validation_error');
+    }
+    await registerAgent(server, 'LoginAgent');
+    await expectError(server.call('login', { name: 'NeverRegistered', password: 'whatever' }), 403, 'wrong_password');
+    await expectError(server.call('login', { name: 'LoginAgent', password: 'whatever' }), 403, 'wrong_password');
+  });
+});
+
+describe('fields', () => {
+  // SPEC §4 names the fields; the server adds only these (listed so that any new or missing
+  // field fails here): members carry their participant id and join time (host succession),
+  // participants their creation time, people their rooms, last_active and has_password.
+  const ROOM = [
+    'room_id', 'room_name', 'room_description', 'created_at', 'created_by', 'has_password', 'interaction_mode',
+    'user_participation', 'system_status', 'language', 'timezone', 'members', 'announcement', 'current_round',
+    'history_rounds', 'settings', 'archived',
+  ];
+  const MEMBER = [
+    'name', 'role', 'introduce', 'status', 'last_active', 'is_host', 'skip_list', 'language_preference', 'timezone_preference',
+    'participant_id', 'joined_at',
+  ];
+  const AGENT = [
+    'agent_id', 'name', 'introduce', 'rooms', 'status', 'last_active', 'capabilities', 'skip_list', 'language_support',
+    'preferred_language', 'timezone', 'created_at',
+  ];
+  const USER = ['user_id', 'name', 'language', 'timezone', 'has_password', 'rooms', 'last_active', 'created_at'];
+  const keys = (o: object) => Object.keys(o).sort();
+
+  it('returns exactly the SPEC §4 fields of rooms, members, agents and people', async () => {
+    const agent = await server.ok('register_agent', { name: 'FieldsBot' });
+    const user = await server.ok('register_user', { name: 'FieldsUser' });
+    const { room } = await server.ok('create_room', { room_name: 'Fields' }, user.token);
+    expect(keys(room)).toEqual([...ROOM].sort());
+    expect(keys(room.members[0])).toEqual([...MEMBER].sort());
+    expect(keys(room.announcement)).toEqual(['announcement_publisher', 'system_announcement', 'timestamp', 'user_announcement']);
+    expect(keys(agent.agent)).toEqual([...AGENT].sort());
+    expect(keys(user.user)).toEqual([...USER].sort());
+  });
+});
+
+describe('display times', () => {
+  it('shows get_context display_time in the room timezone', async () => {
+    const owner = await registerUser(server, 'TzOwner');
+    const guest = await registerUser(server, 'TzGuest');
+    for (const timezone of [undefined, 'America/New_York']) {
+      const { room } = await server.ok('create_room', { room_name: 'Time Zone', ...(timezone ? { timezone } : {}) }, owner.token);
+      const zone = timezone ?? 'Asia/Shanghai';
+      expect(room.timezone).toBe(zone);
+      await server.ok('join_room', { room_id: room.room_id }, guest.token);
+      const { message } = await server.ok('send_message', { room_id: room.room_id, text_content: 'what time is it' }, guest.token);
+      const ctx = await server.ok('get_context', { room_id: room.room_id }, owner.token);
+      const shown = ctx.messages.find((m: { message_id: string }) => m.message_id === message.message_id);
+      expect(shown.display_timezone).toBe(zone);
+      expect(shown.display_time).toBe(formatInTimeZone(message.timestamp, zone, 'yyyy-MM-dd HH:mm:ss'));
+      // Neither zone is UTC (Shanghai is +8, New York −5/−4): a UTC display would fail here.
+      expect(shown.display_time).not.toBe(formatInTimeZone(message.timestamp, 'UTC', 'yyyy-MM-dd HH:mm:ss'));
+    }
+  });
+});
+
+describe('search, mentions, idempotency and processed', () => {
+  async function roomWithAgent(prefix: string) {
+    const owner = await registerUser(server, `${prefix}Owner`);
+    const agent = await registerAgent(server, `${prefix}Bot`);
+    const { room } = await server.ok('create_room', { room_name: prefix }, owner.token);
+    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    return { owner, agent, room };
+  }
+  const texts = (messages: { text_content: string }[]) => messages.map((m) => m.text_content);
+
+  it('search_messages returns visible hits oldest first, honours limit, matches Chinese substrings and never skip records', async () => {
+    const { owner, agent, room } = await roomWithAgent('Search');
+    // A skip record's text is 「（跳过）」: searching 跳过 must find only the person's message.
+    await server.ok('start_round', { room_id: room.room_id }, owner.token);
+    await server.ok('skip_response', { room_id: room.room_id }, agent.token);
+    const said = ['架构设计方案一', '无关的话', '我们不跳过这一步', '再谈设计', 'unrelated', '设计定稿'];
+    for (const text_content of said) await server.ok('send_message', { room_id: room.room_id, text_content }, owner.token);
+
+    const all = await server.ok('search_messages', { room_id: room.room_id, query: '设计' }, owner.token);
+    expect(texts(all.messages)).toEqual(['架构设计方案一', '再谈设计', '设计定稿']);
+    const seqs = all.messages.map((m: { seq: number }) => m.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    const limited = await server.ok('search_messages', { room_id: room.room_id, query: '设计', limit: 2 }, owner.token);
+    expect(texts(limited.messages)).toEqual(['架构设计方案一', '再谈设计']);
+    const skipped = await server.ok('search_messages', { room_id: room.room_id, query: '跳过' }, owner.token);
+    expect(texts(skipped.messages)).toEqual(['我们不跳过这一步']);
+    expect(skipped.messages.every((m: { visible: boolean }) => m.visible)).toBe(true);
+  });
+
+  it('merges @mentions in the text with the mentions argument: text first, no duplicates', async () => {
+    const { owner, room } = await roomWithAgent('Merge');
+    const other = await registerAgent(server, 'MergeHelper');
+    await server.ok('join_room', { room_id: room.room_id }, other.token);
+    const { message } = await server.ok(
+      'send_message',
+      { room_id: room.room_id, text_content: '请 @mergehelper，看一下', mentions: ['MergeBot', '@MergeHelper'] },
+      owner.token,
+    );
+    expect(message.mentions).toEqual(['MergeHelper', 'MergeBot']);
+  });
+
+  it('keys client_msg_id by sender: the same id from someone else is a new message', async () => {
+    const { owner, room } = await roomWithAgent('Idem');
+    const guest = await registerUser(server, 'IdemGuest');
+    await server.ok('join_room', { room_id: room.room_id }, guest.token);
+    const mine = await server.ok('send_message', { room_id: room.room_id, text_content: 'from owner', client_msg_id: 'shared-id' }, owner.token);
+    const theirs = await server.ok('send_message', { room_id: room.room_id, text_content: 'from guest', client_msg_id: 'shared-id' }, guest.token);
+    expect(theirs.message.message_id).not.toBe(mine.message.message_id);
+    expect(theirs.message).toMatchObject({ sender: 'IdemGuest', text_content: 'from guest' });
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
+    expect(texts(messages.filter((m: { visible: boolean }) => m.visible))).toEqual(['from owner', 'from guest']);
+  });
+
+  it('reports processed from the room while the log line keeps processed:false (SPEC §5)', async () => {
+    const { owner, room } = await roomWithAgent('Processed');
+    // Mentioning an agent starts a round at once, which marks the message processed.
+    const { message } = await server.ok('send_message', { room_id: room.room_id, text_content: '@ProcessedBot 开始' }, owner.token);
+    const { room: running } = await server.ok('get_room', { room_id: room.room_id }, owner.token);
+    expect(running.current_round).toMatchObject({ completed: false });
+    const { message: reported } = await server.ok('get_full_message', { message_id: message.message_id }, owner.token);
+    expect(reported.processed).toBe(true);
+    const log = await readFile(path.join(server.dataDir, 'room_messages', `${room.room_id}.jsonl`), 'utf8');
+    const lines = log.trim().split('\n').map((line) => JSON.parse(line) as { message_id: string; processed: boolean });
+    const stored = lines.filter((line) => line.message_id === message.message_id);
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.processed).toBe(false);
   });
 });
