@@ -16,6 +16,19 @@ function collect(s: TestServer, roomId: string) {
   return events;
 }
 
+type EventOf<N extends RoomEvent['event']> = Extract<RoomEvent, { event: N }>;
+
+/** Resolves with the next event of the room named `name` that passes `test`; call it before the action. */
+function nextEvent<N extends RoomEvent['event']>(s: TestServer, roomId: string, name: N, test: (e: EventOf<N>) => boolean = () => true) {
+  return new Promise<EventOf<N>>((resolve) => {
+    const unsubscribe = s.app.bus.subscribe((e) => {
+      if (e.room_id !== roomId || e.event !== name || !test(e as EventOf<N>)) return;
+      unsubscribe();
+      resolve(e as EventOf<N>);
+    });
+  });
+}
+
 async function expectCode(promise: ReturnType<TestServer['call']>, status: number, code: string) {
   const answer = await promise;
   expect(answer.status).toBe(status);
@@ -58,12 +71,60 @@ describe('update_room', () => {
     const deadline = Date.parse(running.current_round.turn.deadline);
     expect(deadline - Date.now()).toBeLessThanOrEqual(2000);
 
+    const ended = nextEvent(server, room.room_id, 'round_end');
     await server.ok('update_room', { room_id: room.room_id, interaction_mode: 'host' }, owner.token);
-    await settle();
-    const end = events.filter((e) => e.event === 'round_end').at(-1) as Extract<RoomEvent, { event: 'round_end' }>;
-    expect(end.data.reason).toBe('superseded');
+    expect((await ended).data.reason).toBe('superseded');
+    // The new mode applies from the next message: the host's mentions start a host round.
+    const started = nextEvent(server, room.room_id, 'round_start');
+    await server.ok('send_message', { room_id: room.room_id, text_content: '@B 请总结' }, owner.token);
+    expect((await started).data).toMatchObject({ mode: 'host', kind: 'host', agent_queue: ['B'] });
+    const { room: hosted } = await server.ok('get_room', { room_id: room.room_id }, owner.token);
+    expect(hosted.current_round).toMatchObject({ kind: 'host', agent_queue: ['B'], completed: false, turn: { agent: 'B', can_skip: false } });
     const cleared = await server.ok('update_room', { room_id: room.room_id, password: null }, owner.token);
     expect(cleared.room.has_password).toBe(false);
+  });
+});
+
+describe('admin error codes', () => {
+  it('update_room, remove_member and delete_message name the missing room, membership or message; archived rooms refuse updates', async () => {
+    server = await startTestServer();
+    const { owner, room } = await roomWithAgents(['A']);
+    const outsider = await registerUser(server, 'Outsider');
+    await expectCode(server.call('update_room', { room_id: 'missing-room', max_auto_rounds: 2 }, owner.token), 404, 'room_not_found');
+    await expectCode(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, outsider.token), 403, 'not_a_member');
+    await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'A' }, outsider.token), 403, 'not_a_member');
+    const { message } = await server.ok('send_message', { room_id: room.room_id, text_content: 'mine' }, owner.token);
+    await expectCode(server.call('delete_message', { message_id: message.message_id }, outsider.token), 404, 'message_not_found');
+    await expectCode(server.call('delete_message', { message_id: '00000000-0000-4000-8000-000000000000' }, owner.token), 404, 'message_not_found');
+    await server.ok('archive_room', { room_id: room.room_id }, owner.token);
+    await expectCode(server.call('update_room', { room_id: room.room_id, room_description: 'late' }, owner.token), 403, 'forbidden');
+    const { room: after } = await server.ok('get_room', { room_id: room.room_id }, owner.token);
+    expect(after.room_description).toBe('');
+  });
+});
+
+describe('a host who is not the creator (SPEC §3)', () => {
+  it('inherits the host flag with a room_update, then pauses, announces and starts rounds', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 });
+    const { owner, room, agents } = await roomWithAgents(['Heir', 'Other'], { interaction_mode: 'host' });
+    const heir = agents[0]!;
+    const other = agents[1]!;
+    const hostChange = nextEvent(server, room.room_id, 'room_update', (e) => e.data.room.members.some((m) => m.name === 'Heir' && m.is_host));
+    await server.ok('leave_room', { room_id: room.room_id }, owner.token);
+    expect((await hostChange).data.room.members.map((m) => [m.name, m.is_host])).toEqual([
+      ['Heir', true],
+      ['Other', false],
+    ]);
+
+    await expectCode(server.call('set_room_status', { room_id: room.room_id, system_status: 'paused' }, other.token), 403, 'forbidden');
+    const paused = await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, heir.token);
+    expect(paused.room.system_status).toBe('paused');
+    const announced = await server.ok('set_announcement', { room_id: room.room_id, user_announcement: '轮流发言' }, heir.token);
+    expect(announced.room.announcement).toMatchObject({ user_announcement: '轮流发言', announcement_publisher: 'Heir' });
+    await server.ok('set_room_status', { room_id: room.room_id, system_status: 'active' }, heir.token);
+    // In host mode start_round gives an agent host the floor.
+    const round = await server.ok('start_round', { room_id: room.room_id }, heir.token);
+    expect(round).toMatchObject({ kind: 'host_floor', agent_queue: ['Heir'], turn: { agent: 'Heir', reason: 'host' } });
   });
 });
 
@@ -104,9 +165,11 @@ describe('archive_room', () => {
 });
 
 describe('pass_turn and extend_turn', () => {
-  it('passes a silent agent with a passed record; extends at most three times', async () => {
-    server = await startTestServer({ turnTimeoutMs: 5000 });
-    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+  it('passes a silent agent with a passed record; extends at most three times, each with a later deadline re-sent in agent_turn', async () => {
+    // A clock the test moves, so that each extension's deadline is measurably later.
+    let clock = Date.now();
+    server = await startTestServer({ turnTimeoutMs: 5000 }, { now: () => clock });
+    const { owner, room, agents } = await roomWithAgents(['A', 'B']);
     await expectCode(server.call('pass_turn', { room_id: room.room_id }, owner.token), 409, 'conflict');
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
     await expectCode(server.call('pass_turn', { room_id: room.room_id }, agents[1]!.token), 403, 'forbidden');
@@ -117,17 +180,35 @@ describe('pass_turn and extend_turn', () => {
 
     const b = agents[1]!;
     await expectCode(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'not_your_turn');
-    const deadlines: string[] = [];
+    let deadline = (await server.ok('get_context', { room_id: room.room_id }, b.token)).your_turn.deadline as string;
     for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setTimeout(r, 5));
+      clock += 1000;
+      const resent = nextEvent(server, room.room_id, 'agent_turn', (e) => e.data.agent_name === 'B');
       const extended = await server.ok('extend_turn', { room_id: room.room_id }, b.token);
-      deadlines.push(extended.your_turn.deadline);
+      expect(extended.extensions).toBe(i + 1);
+      expect(Date.parse(extended.your_turn.deadline)).toBe(clock + 5000);
+      expect(Date.parse(extended.your_turn.deadline)).toBeGreaterThan(Date.parse(deadline));
+      expect((await resent).data.deadline).toBe(extended.your_turn.deadline);
+      deadline = extended.your_turn.deadline;
     }
     await expectCode(server.call('extend_turn', { room_id: room.room_id }, b.token), 409, 'conflict');
-    expect(new Set(deadlines).size).toBe(3);
-    await settle();
-    const bTurns = events.filter((e) => e.event === 'agent_turn' && e.data.agent_name === 'B');
-    expect(bTurns).toHaveLength(4); // issued once, re-sent on each extension
+  });
+
+  it('refuses extend_turn while paused; pass_turn still works and the next turn waits for resume', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 });
+    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
+    await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, owner.token);
+    await expectCode(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'room_paused');
+    // pass_turn is how an admin clears a silent agent; a pause must not block it (docs/turns.md).
+    const turnsBefore = events.filter((e) => e.event === 'agent_turn').length;
+    const passed = await server.ok('pass_turn', { room_id: room.room_id }, owner.token);
+    expect(passed.passed).toBe('A');
+    expect(passed.current_round.turn).toBeNull();
+    expect(events.filter((e) => e.event === 'agent_turn')).toHaveLength(turnsBefore);
+    const resumed = nextEvent(server, room.room_id, 'agent_turn');
+    await server.ok('set_room_status', { room_id: room.room_id, system_status: 'active' }, owner.token);
+    expect((await resumed).data.agent_name).toBe('B');
   });
 });
 

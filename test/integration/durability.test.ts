@@ -49,6 +49,31 @@ describe('durability', () => {
     }
   });
 
+  it('answers a client_msg_id retry after a restart with the first message and writes nothing', async () => {
+    const dataDir = await tempDir();
+    const first = await spawnServer({ DATA_DIR: dataDir });
+    const user = (await restCall(first.url, 'register_user', { name: 'Retry' })).body.data;
+    const room = (await restCall(first.url, 'create_room', { room_name: 'Retry' }, user.token)).body.data.room;
+    const sent = await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: 'once', client_msg_id: 'retry-1' }, user.token);
+    // The acknowledgement was lost with the server: the client retries on the next one.
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const log = path.join(dataDir, 'room_messages', `${room.room_id}.jsonl`);
+    const before = await readFile(log, 'utf8');
+
+    const second = await spawnServer({ DATA_DIR: dataDir });
+    try {
+      const retry = await restCall(second.url, 'send_message', { room_id: room.room_id, text_content: 'once again', client_msg_id: 'retry-1' }, user.token);
+      expect(retry.body.data.message).toEqual(sent.body.data.message);
+      expect(await readFile(log, 'utf8')).toBe(before);
+      const page = await restCall(second.url, 'get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
+      expect(page.body.data.messages.map((m: { text_content: string }) => m.text_content)).toEqual(['once']);
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
+
   it('cuts a torn last line with a warning and keeps the rest', async () => {
     const dataDir = await tempDir();
     const first = await spawnServer({ DATA_DIR: dataDir });
