@@ -42,8 +42,16 @@ export class TestSocket {
     });
   }
 
-  static open(url: string, options: { origin?: string } = {}): Promise<TestSocket> {
-    const ws = new WebSocket(url, { headers: options.origin ? { origin: options.origin } : {} });
+  /**
+   * `autoPong: false` leaves server pings unanswered (a peer that went silent);
+   * `perMessageDeflate` is what the client offers (ws offers it by default).
+   */
+  static open(url: string, options: { origin?: string; autoPong?: boolean; perMessageDeflate?: boolean } = {}): Promise<TestSocket> {
+    const ws = new WebSocket(url, {
+      headers: options.origin ? { origin: options.origin } : {},
+      autoPong: options.autoPong ?? true,
+      perMessageDeflate: options.perMessageDeflate ?? true,
+    });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new TestSocket(ws)));
       ws.once('unexpected-response', (_req, res) => {
@@ -56,8 +64,8 @@ export class TestSocket {
   }
 
   /** Opens and authenticates; resolves with auth_ok. */
-  static async connect(url: string, token: string): Promise<TestSocket> {
-    const socket = await TestSocket.open(url);
+  static async connect(url: string, token: string, options: { autoPong?: boolean } = {}): Promise<TestSocket> {
+    const socket = await TestSocket.open(url, options);
     await socket.auth(token);
     return socket;
   }
@@ -91,6 +99,43 @@ export class TestSocket {
       timeoutMs,
       `event ${event}`,
     );
+  }
+
+  /** The nth (1-based) event named `event` that matches `pred`, received or still to come. */
+  async nthEvent(event: string, n: number, pred: (data: any, roomId: string) => boolean = () => true, timeoutMs = 5000): Promise<AnyEventFrame> {
+    const matching = () => this.events().filter((f) => f.event === event && pred(f.data, f.room_id));
+    await this.waitFor(() => matching().length >= n, timeoutMs, `event ${event} #${n}`);
+    return matching()[n - 1]!;
+  }
+
+  /** Like waitForEvent, but only among frames received from index `from` on (see `mark`). */
+  waitForEventFrom(from: number, event: string, pred: (data: any, roomId: string) => boolean = () => true, timeoutMs = 5000) {
+    return this.waitFor<AnyEventFrame>(
+      (f) => f.type === 'event' && f.event === event && pred(f.data, f.room_id) && this.frames.indexOf(f) >= from,
+      timeoutMs,
+      `event ${event} after frame ${from}`,
+    );
+  }
+
+  /** The index the next frame will get: a mark for waitForEventFrom and `since`. */
+  mark(): number {
+    return this.frames.length;
+  }
+
+  /** Frames received from index `from` on. */
+  since(from: number): ServerFrame[] {
+    return this.frames.slice(from);
+  }
+
+  /**
+   * Sends a ping and waits for its pong: every frame the server wrote to this socket before it
+   * read the ping has arrived by then (one ordered connection), so "nothing more came" can be
+   * checked without sleeping.
+   */
+  async barrier(): Promise<void> {
+    const from = this.mark();
+    this.send({ type: 'ping' });
+    await this.waitFor((f) => f.type === 'pong' && this.frames.indexOf(f) >= from, 5000, 'pong');
   }
 
   /** Sends a call frame and resolves with its result frame. */

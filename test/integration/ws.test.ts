@@ -168,7 +168,7 @@ describe('a whole default round over the socket', () => {
     await Promise.all([sa.close(), sb.close(), su.close()]);
   });
 
-  it('sends agent_turn again when the turn holder subscribes', async () => {
+  it('sends agent_turn again to a fresh socket of the turn holder, and again when it subscribes', async () => {
     const alice = await registerUser(server, 'HolderAlice');
     const ann = await registerAgent(server, 'HolderAnn');
     const { room } = await server.ok('create_room', { room_name: 'Holder room' }, alice.token);
@@ -176,14 +176,43 @@ describe('a whole default round over the socket', () => {
     const sa = await TestSocket.connect(url, ann.token);
     await post(room.room_id, alice.token, 'your turn, Ann');
     const first = await sa.waitForEvent('agent_turn');
+    // A fresh socket (an agent restarted mid-turn) gets its turn right after auth_ok, unasked.
     const again = await TestSocket.connect(url, ann.token);
+    const onAuth = await again.waitForEvent('agent_turn');
+    expect(onAuth.data).toEqual(first.data);
+    expect(again.frames.map((f) => f.type)).toEqual(['auth_ok', 'event']);
+    // A subscribe with after_seq replays first, then sends the turn once more.
+    const from = again.mark();
     again.send({ type: 'subscribe', room_id: room.room_id, after_seq: 0 });
-    const replayed = await again.waitForEvent('agent_turn');
+    const replayed = await again.waitForEventFrom(from, 'agent_turn');
     expect(replayed.data).toEqual(first.data);
-    // The replay came first: seq 1 then the turn.
-    expect(again.messageSeqs(room.room_id)).toEqual([1]);
+    expect(again.since(from).map((f) => (f.type === 'event' ? f.event : f.type))).toEqual(['subscribed', 'message_new', 'agent_turn']);
+    // Another member's fresh socket gets no turn of Ann's.
+    const su = await TestSocket.connect(url, alice.token);
+    await su.barrier();
+    expect(su.events()).toEqual([]);
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, alice.token);
-    await Promise.all([sa.close(), again.close()]);
+    await Promise.all([sa.close(), again.close(), su.close()]);
+  });
+
+  it('sends agent_turn again with a later deadline after send_message with end_turn: false', async () => {
+    const alice = await registerUser(server, 'KeepAlice');
+    const ann = await registerAgent(server, 'KeepAnn');
+    const { room } = await server.ok('create_room', { room_name: 'Keep room' }, alice.token);
+    const roomId = room.room_id as string;
+    await server.ok('join_room', { room_id: roomId }, ann.token);
+    const sa = await TestSocket.connect(url, ann.token);
+    await post(roomId, alice.token, 'tell me two things');
+    const first = await sa.waitForEvent('agent_turn');
+    const from = sa.mark();
+    expect(await sa.call('send_message', { room_id: roomId, text_content: 'one', end_turn: false })).toMatchObject({ ok: true });
+    const second = await sa.waitForEventFrom(from, 'agent_turn');
+    expect(second.data).toMatchObject({ round_id: first.data.round_id, agent_name: 'KeepAnn', timeout_ms: 60_000 });
+    expect(Date.parse(second.data.deadline)).toBeGreaterThan(Date.parse(first.data.deadline));
+    // Still Ann's turn: the second message is accepted and ends it.
+    expect(await sa.call('send_message', { room_id: roomId, text_content: 'two' })).toMatchObject({ ok: true });
+    await server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, alice.token);
+    await sa.close();
   });
 });
 
@@ -203,6 +232,51 @@ describe('isolation and membership', () => {
     expect(se.events()).toEqual([]);
     expect(JSON.stringify(se.frames)).not.toContain('secret');
     await Promise.all([se.close(), member.close()]);
+  });
+
+  it('a non-member receives nothing of a room where agents take turns, members join and messages change', async () => {
+    const alice = await registerUser(server, 'BusyAlice');
+    const ann = await registerAgent(server, 'BusyAnn');
+    const bob = await registerAgent(server, 'BusyBob');
+    const { room } = await server.ok('create_room', { room_name: 'Busy round room' }, alice.token);
+    const roomId = room.room_id as string;
+    await server.ok('join_room', { room_id: roomId }, ann.token);
+    await server.ok('join_room', { room_id: roomId }, bob.token);
+    const mallory = await registerUser(server, 'Mallory');
+    const own = await server.ok('create_room', { room_name: 'Mallorys room' }, mallory.token);
+    const sm = await TestSocket.connect(url, mallory.token);
+    const sa = await TestSocket.connect(url, ann.token);
+    const sb = await TestSocket.connect(url, bob.token);
+    const su = await TestSocket.connect(url, alice.token);
+
+    // Two rounds: Alice asks, Ann and Bob answer in turn, then the next round starts by itself.
+    await post(roomId, alice.token, 'secret question');
+    for (let round = 1; round <= 2; round++) {
+      await sa.nthEvent('agent_turn', round, (d) => d.agent_name === 'BusyAnn');
+      expect(await sa.call('send_message', { room_id: roomId, text_content: `secret Ann ${round}` })).toMatchObject({ ok: true });
+      await sb.nthEvent('agent_turn', round, (d) => d.agent_name === 'BusyBob');
+      expect(await sb.call('send_message', { room_id: roomId, text_content: `secret Bob ${round}` })).toMatchObject({ ok: true });
+      await su.nthEvent('round_end', round);
+    }
+    await server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, alice.token);
+    const carol = await registerUser(server, `BusyCarol${++counter}`);
+    await server.ok('join_room', { room_id: roomId }, carol.token);
+    const { message } = await post(roomId, carol.token, 'secret typo');
+    await server.ok('edit_message', { message_id: message.message_id, text_content: 'secret fixed' }, carol.token);
+    await su.waitForEvent('message_update');
+
+    const seen = new Set(su.events(roomId).map((f) => f.event));
+    for (const event of ['round_start', 'agent_turn', 'room_update', 'member_join', 'message_new', 'message_update', 'round_end']) {
+      expect(seen).toContain(event);
+    }
+    // Mallory's socket works (her own room's events arrive) but carries nothing of the busy room.
+    await post(own.room.room_id, mallory.token, 'my own words');
+    await sm.waitForEvent('message_new');
+    await sm.barrier();
+    expect([...new Set(sm.events().map((f) => f.room_id))]).toEqual([own.room.room_id]);
+    expect(JSON.stringify(sm.frames)).not.toContain(roomId);
+    expect(JSON.stringify(sm.frames)).not.toContain('secret');
+    await Promise.all([sm.close(), sa.close(), sb.close(), su.close()]);
   });
 
   it('joining subscribes the open sockets; leaving stops delivery at once', async () => {
@@ -226,6 +300,137 @@ describe('isolation and membership', () => {
     expect(sg.frames.slice(seen)).toEqual([]);
     expect(sg.messageSeqs(roomId)).toEqual([2]);
     await Promise.all([sg.close(), host.close()]);
+  });
+});
+
+describe('subscriptions', () => {
+  it('unsubscribe stops the room; subscribe with after_seq replays what was missed, then live', async () => {
+    const { person, roomId } = await personWithRoom('Unsub');
+    const socket = await TestSocket.connect(url, person.token);
+    await post(roomId, person.token, 'm1');
+    await socket.waitForEvent('message_new', (d) => d.message.seq === 1);
+    socket.send({ type: 'unsubscribe', room_id: roomId });
+    expect(await socket.waitFor((f) => f.type === 'unsubscribed')).toEqual({ type: 'unsubscribed', room_id: roomId });
+    const away = socket.mark();
+    await post(roomId, person.token, 'm2');
+    await post(roomId, person.token, 'm3');
+    await socket.barrier();
+    expect(socket.since(away).filter((f) => f.type !== 'pong')).toEqual([]);
+    socket.send({ type: 'subscribe', room_id: roomId, after_seq: 1 });
+    expect(await socket.waitFor((f) => f.type === 'subscribed')).toEqual({ type: 'subscribed', room_id: roomId, last_seq: 3, after_seq: 1 });
+    await socket.waitForEvent('message_new', (d) => d.message.seq === 3);
+    await post(roomId, person.token, 'm4');
+    await socket.waitForEvent('message_new', (d) => d.message.seq === 4);
+    expect(socket.messageSeqs(roomId)).toEqual([1, 2, 3, 4]);
+    await socket.close();
+  });
+
+  it('subscribe without after_seq starts live from now, replaying nothing', async () => {
+    const { person, roomId } = await personWithRoom('Live');
+    const socket = await TestSocket.connect(url, person.token);
+    socket.send({ type: 'unsubscribe', room_id: roomId });
+    await socket.waitFor((f) => f.type === 'unsubscribed');
+    await post(roomId, person.token, 'missed');
+    socket.send({ type: 'subscribe', room_id: roomId });
+    expect(await socket.waitFor((f) => f.type === 'subscribed')).toEqual({ type: 'subscribed', room_id: roomId, last_seq: 1 });
+    await post(roomId, person.token, 'live');
+    await socket.waitForEvent('message_new', (d) => d.message.seq === 2);
+    await socket.barrier();
+    expect(socket.messageSeqs(roomId)).toEqual([2]);
+    await socket.close();
+  });
+
+  it('a subscribe whose replay fails is answered with an error for the room; the socket lives on', async () => {
+    const { person, roomId } = await personWithRoom('Broken');
+    await post(roomId, person.token, 'm1');
+    const socket = await TestSocket.connect(url, person.token);
+    const store = server.app.store;
+    const roomMessages = store.roomMessages;
+    store.roomMessages = () => {
+      throw new Error('disk on fire');
+    };
+    try {
+      socket.send({ type: 'subscribe', room_id: roomId, after_seq: 0 });
+      const error = await socket.waitFor((f) => f.type === 'error');
+      expect(error).toMatchObject({ type: 'error', room_id: roomId, error: { code: 'internal_error' } });
+      expect(JSON.stringify(error)).not.toContain('disk on fire');
+    } finally {
+      store.roomMessages = roomMessages;
+    }
+    // The broken subscription was dropped; subscribing again works.
+    socket.send({ type: 'subscribe', room_id: roomId, after_seq: 0 });
+    await socket.waitForEvent('message_new', (d) => d.message.seq === 1);
+    expect(await socket.call('list_rooms')).toMatchObject({ ok: true });
+    await socket.close();
+  });
+});
+
+describe('events over the socket', () => {
+  it('message_update for edit_message and delete_message reaches the other members', async () => {
+    const { person, roomId } = await personWithRoom('Edit');
+    const other = await registerUser(server, `Reader${++counter}`);
+    await server.ok('join_room', { room_id: roomId }, other.token);
+    const so = await TestSocket.connect(url, other.token);
+    const { message } = await post(roomId, person.token, 'draft');
+    await server.ok('edit_message', { message_id: message.message_id, text_content: 'final' }, person.token);
+    const edited = await so.waitForEvent('message_update');
+    expect(edited.data.message).toMatchObject({ message_id: message.message_id, seq: 1, text_content: 'final' });
+    await server.ok('delete_message', { message_id: message.message_id }, person.token);
+    const deleted = await so.nthEvent('message_update', 2);
+    expect(deleted.data.message).toMatchObject({ message_id: message.message_id, seq: 1, text_content: '', deleted: true });
+    await so.close();
+  });
+
+  it('member_leave reaches the remaining members when someone leaves', async () => {
+    const { person, roomId } = await personWithRoom('Stay');
+    const leaver = await registerUser(server, `Leaver${++counter}`);
+    await server.ok('join_room', { room_id: roomId }, leaver.token);
+    const sp = await TestSocket.connect(url, person.token);
+    await server.ok('leave_room', { room_id: roomId }, leaver.token);
+    const left = await sp.waitForEvent('member_leave');
+    expect(left.room_id).toBe(roomId);
+    expect(left.data.member).toMatchObject({ name: leaver.name, participant_id: leaver.id });
+    await sp.close();
+  });
+
+  it('a removed member gets unsubscribed and nothing more of the room; the others see member_leave', async () => {
+    const { person, roomId } = await personWithRoom('Admin');
+    const removed = await registerUser(server, `Removed${++counter}`);
+    await server.ok('join_room', { room_id: roomId }, removed.token);
+    const sr = await TestSocket.connect(url, removed.token);
+    const sp = await TestSocket.connect(url, person.token);
+    await post(roomId, person.token, 'before removal');
+    await sr.waitForEvent('message_new');
+    await server.ok('remove_member', { room_id: roomId, name: removed.name }, person.token);
+    await sr.waitFor((f) => f.type === 'unsubscribed' && f.room_id === roomId);
+    const gone = sr.mark();
+    expect((await sp.waitForEvent('member_leave')).data.member).toMatchObject({ name: removed.name });
+    await post(roomId, person.token, 'after removal');
+    await server.ok('set_announcement', { room_id: roomId, user_announcement: 'secret plans' }, person.token);
+    await sp.waitForEvent('room_update', (d) => d.room.announcement.user_announcement === 'secret plans');
+    sr.send({ type: 'subscribe', room_id: roomId, after_seq: 0 });
+    expect(await sr.waitFor((f) => f.type === 'error')).toMatchObject({ room_id: roomId, error: { code: 'not_a_member' } });
+    await sr.barrier();
+    expect(sr.since(gone).filter((f) => f.type === 'event')).toEqual([]);
+    expect(JSON.stringify(sr.since(gone))).not.toMatch(/after removal|secret plans/);
+    await Promise.all([sr.close(), sp.close()]);
+  });
+
+  it('client_msg_id stays with the sender: broadcast message_new frames do not carry it', async () => {
+    const { person, roomId } = await personWithRoom('Idem');
+    const other = await registerUser(server, `Watcher${++counter}`);
+    await server.ok('join_room', { room_id: roomId }, other.token);
+    const sp = await TestSocket.connect(url, person.token);
+    const so = await TestSocket.connect(url, other.token);
+    const clientMsgId = 'cmid-7f3a9c-unique';
+    expect(await sp.call('send_message', { room_id: roomId, text_content: 'once', client_msg_id: clientMsgId })).toMatchObject({ ok: true });
+    for (const socket of [sp, so]) {
+      const frame = await socket.waitForEvent('message_new');
+      expect(frame.data.message.text_content).toBe('once');
+      expect(frame.data.message).not.toHaveProperty('client_msg_id');
+      expect(JSON.stringify(frame)).not.toContain(clientMsgId);
+    }
+    await Promise.all([sp.close(), so.close()]);
   });
 });
 
@@ -314,6 +519,12 @@ describe('bad frames and limits', () => {
     const socket = await TestSocket.connect(url, person.token);
     socket.send({ type: 'call', id: 'big', tool: 'list_rooms', args: { pad: 'x'.repeat(server.app.config.maxFrameBytes) } });
     expect((await socket.closed).code).toBe(1009);
+  });
+
+  it('accepts no per-message compression even when the client offers it', async () => {
+    const socket = await TestSocket.open(url, { perMessageDeflate: true });
+    expect(socket.ws.extensions).toBe('');
+    await socket.close();
   });
 
   it('refuses a foreign Origin with 403 naming ALLOWED_ORIGINS, accepts the allowed ones', async () => {
