@@ -1,12 +1,10 @@
 // MCP over Streamable HTTP (and the stdio proxy) with the SDK's own Client against the real server.
 import http from 'node:http';
-import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectMcp, resultText, type McpTestClient } from '../helpers/mcp.js';
+import { connectMcp, connectStdioMcp, resultText, type McpTestClient } from '../helpers/mcp.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer;
 const clients: McpTestClient[] = [];
@@ -211,10 +209,87 @@ describe('MCP tools', () => {
     expect(result.isError).toBeFalsy();
     const second = await agent.call('skip_response', { room_id: roomId });
     expect(second.isError).toBe(true);
-    const structured = second.structuredContent as { ok: boolean; error: { code: string } };
-    expect(structured.ok).toBe(false);
-    expect(resultText(second)).toContain(structured.error.code);
+    const structured = second.structuredContent as { ok: boolean; error: { code: string; message: string } };
+    expect(structured).toMatchObject({ ok: false, error: { code: 'not_your_turn', message: expect.any(String) } });
+    expect(JSON.parse(resultText(second))).toEqual(structured);
+    // The session lives on.
+    expect((await agent.ok('get_context', { room_id: roomId })).your_turn).toBeNull();
   });
+
+  it('defaults timeout_s to 25 and accepts at most 50', async () => {
+    const { agent, roomId } = await agentInRoom();
+    const { tools } = await agent.client.listTools();
+    const wait = tools.find((t) => t.name === 'wait_for_turn')!;
+    expect(wait.description).toMatch(/default 25, max 50/);
+    expect(wait.inputSchema.properties?.timeout_s).toMatchObject({ type: 'number', minimum: 0, maximum: 50 });
+
+    // Without timeout_s the server waits 25 s: the first progress notification (after 5 s) says so.
+    const idle = turnListeners();
+    const controller = new AbortController();
+    let firstProgress!: (p: Progress) => void;
+    const progressed = new Promise<Progress>((resolve) => (firstProgress = resolve));
+    const waiting = agent.call('wait_for_turn', { room_id: roomId }, { signal: controller.signal, onprogress: (p) => firstProgress(p) });
+    expect(await progressed).toMatchObject({ total: 25 });
+    controller.abort('seen the default');
+    await expect(waiting).rejects.toThrow();
+    await expect.poll(turnListeners, { timeout: 3_000 }).toBe(idle);
+
+    // 50 is accepted (the wait starts on the server), 51 is refused.
+    const atMax = new AbortController();
+    const longest = agent.call('wait_for_turn', { room_id: roomId, timeout_s: 50 }, { signal: atMax.signal });
+    await expect.poll(turnListeners).toBe(idle + 1);
+    atMax.abort('accepted');
+    await expect(longest).rejects.toThrow();
+    expect((await agent.err('wait_for_turn', { room_id: roomId, timeout_s: 51 })).code).toBe('validation_error');
+  }, 20_000);
+});
+
+describe('MCP presence', () => {
+  it('keeps a waiting agent online past the presence window; one that stops calling goes offline', async () => {
+    const windowMs = 1500;
+    const own = await startTestServer({}, { presenceWindowMs: windowMs });
+    const sessions: McpTestClient[] = [];
+    let watcher: TestSocket | undefined;
+    try {
+      const person = await registerUser(own, unique('watcher'));
+      const { room } = await own.ok<{ room: { room_id: string } }>('create_room', { room_name: unique('Presence room ') }, person.token);
+      watcher = await TestSocket.connect(wsUrl(own.url), person.token);
+      const join = async (name: string) => {
+        const session = await connectMcp(own.url);
+        sessions.push(session);
+        await session.ok('register_agent', { name });
+        await session.ok('join_room', { room_id: room.room_id });
+        return session;
+      };
+      const waiterName = unique('waiter');
+      const quitterName = unique('quitter');
+      const waiter = await join(waiterName);
+      await join(quitterName);
+      const wentOffline = (name: string) => (data: any) => data.member.name === name && data.member.status === 'offline';
+
+      // Three waits in a row, each longer than the window.
+      for (let i = 0; i < 3; i++) {
+        expect((await waiter.ok('wait_for_turn', { room_id: room.room_id, timeout_s: 2 })).your_turn).toBeNull();
+      }
+      const statuses = watcher.events(room.room_id).filter((f) => f.event === 'member_status_change');
+      expect(statuses.filter((f) => wentOffline(waiterName)(f.data))).toEqual([]);
+      // The control: the agent that made no call since joining went offline meanwhile.
+      expect(statuses.some((f) => wentOffline(quitterName)(f.data))).toBe(true);
+      const { room: seen } = await own.ok<{ room: { members: Array<{ name: string; status: string }> } }>(
+        'get_room',
+        { room_id: room.room_id },
+        person.token,
+      );
+      const statusOf = (name: string) => seen.members.find((m) => m.name === name)?.status;
+      expect([statusOf(waiterName), statusOf(quitterName)]).toEqual(['online', 'offline']);
+      // Once it stops waiting, the window runs again: the wait held presence, it did not pin it.
+      await watcher.waitForEvent('member_status_change', wentOffline(waiterName), windowMs + 3_000);
+    } finally {
+      await watcher?.close();
+      await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
+      await own.stop();
+    }
+  }, 15_000);
 });
 
 describe('MCP identity', () => {
@@ -347,53 +422,96 @@ describe('MCP HTTP endpoint', () => {
   });
 });
 
-function stdioClient(url: string, extraArgs: string[] = []) {
-  const root = path.resolve(import.meta.dirname, '../..');
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli.ts'), 'mcp', '--url', url, ...extraArgs],
-    cwd: root,
-    stderr: 'pipe',
-  });
-  const client = new Client({ name: 'stdio-test', version: '0.0.0' });
-  const call = async (name: string, args: Record<string, unknown> = {}, options?: Parameters<Client['callTool']>[2]) =>
-    (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
-  return { transport, client, call };
-}
-
-describe('MCP stdio proxy', () => {
-  it('lists tools, calls them, forwards progress and cancellation (`agent-chatroom mcp --url`)', async () => {
-    const { client, call, transport } = stdioClient(server.url);
-    await client.connect(transport);
+describe('MCP stdio proxy (`agent-chatroom mcp --url`, the compiled CLI)', () => {
+  it('lists tools, calls them, forwards progress and cancellation', async () => {
+    const stdio = await connectStdioMcp(server.url);
     try {
-      expect(client.getInstructions()).toMatch(/wait_for_turn/);
-      const { tools } = await client.listTools();
+      expect(stdio.client.getInstructions()).toMatch(/wait_for_turn/);
+      const { tools } = await stdio.client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(server.app.registry.list().map((t) => t.name).sort());
-      const registered = await call('register_agent', { name: unique('stdiobot') });
-      expect(registered.isError).toBeFalsy();
-      const { room } = (await call('create_room', { room_name: unique('Stdio room ') })).structuredContent as {
-        room: { room_id: string };
-      };
+      await stdio.ok('register_agent', { name: unique('stdiobot') });
+      const { room } = await stdio.ok('create_room', { room_name: unique('Stdio room ') });
       expect(room.room_id).toBeTruthy();
-      const bad = await call('get_room', {});
-      expect(bad.isError).toBe(true);
-      expect((bad.structuredContent as { error: { code: string } }).error.code).toBe('validation_error');
+      expect((await stdio.err('get_room', {})).code).toBe('validation_error');
 
       const progress: Progress[] = [];
-      const waited = await call('wait_for_turn', { room_id: room.room_id, timeout_s: 6 }, { onprogress: (p) => progress.push(p) });
-      expect((waited.structuredContent as { your_turn: unknown }).your_turn).toBeNull();
+      const waited = await stdio.ok('wait_for_turn', { room_id: room.room_id, timeout_s: 6 }, { onprogress: (p) => progress.push(p) });
+      expect(waited.your_turn).toBeNull();
       expect(progress.length).toBeGreaterThanOrEqual(1);
       expect(progress[0]!.total).toBe(6);
 
       const before = turnListeners();
       const controller = new AbortController();
-      const waiting = call('wait_for_turn', { room_id: room.room_id, timeout_s: 40 }, { signal: controller.signal });
+      const waiting = stdio.call('wait_for_turn', { room_id: room.room_id, timeout_s: 40 }, { signal: controller.signal });
       await expect.poll(turnListeners).toBe(before + 1);
       controller.abort('cancelled by the test');
       await expect(waiting).rejects.toThrow();
       await expect.poll(turnListeners, { timeout: 5_000 }).toBe(before);
     } finally {
-      await client.close();
+      await stdio.close();
+    }
+  }, 60_000);
+
+  it('waits for a person, answers the turn, and cannot skip when mentioned', async () => {
+    const stdio = await connectStdioMcp(server.url);
+    try {
+      const name = unique('stdioturn');
+      await stdio.ok('register_agent', { name });
+      const { room } = await stdio.ok('create_room', { room_name: unique('Stdio turn room ') });
+      const roomId = room.room_id as string;
+      const person = await registerUser(server, unique('stdioperson'));
+      await server.ok('join_room', { room_id: roomId }, person.token);
+
+      // wait_for_turn blocks (its listener is registered on the server) until the person posts.
+      const before = turnListeners();
+      const waiting = stdio.ok('wait_for_turn', { room_id: roomId, timeout_s: 20 });
+      await expect.poll(turnListeners).toBe(before + 1);
+      const posted = await server.ok<{ message: { message_id: string } }>(
+        'send_message',
+        { room_id: roomId, text_content: 'Stdio agent, what is 3+4?' },
+        person.token,
+      );
+      const turn = await waiting;
+      expect(turn.your_turn).toMatchObject({ room_id: roomId, can_skip: true });
+      expect(turn.context.messages.map((m: { text_content: string }) => m.text_content)).toContain('Stdio agent, what is 3+4?');
+      const answer = await stdio.ok('send_message', { room_id: roomId, text_content: '7', response_to: posted.message.message_id });
+      expect(answer.message).toMatchObject({ sender: name, role: 'ai_agent', text_content: '7', response_to: posted.message.message_id });
+      expect((await stdio.ok('get_context', { room_id: roomId })).your_turn).toBeNull();
+
+      // Mentioned: the turn cannot be skipped, it stays with the agent until it answers.
+      await server.ok('send_message', { room_id: roomId, text_content: `@${name} you must answer this` }, person.token);
+      const mentioned = await stdio.ok('wait_for_turn', { room_id: roomId, timeout_s: 10 });
+      expect(mentioned.your_turn).toMatchObject({ can_skip: false, reason: 'mention' });
+      expect((await stdio.err('skip_response', { room_id: roomId })).code).toBe('cannot_skip');
+      expect((await stdio.ok('get_context', { room_id: roomId })).your_turn).toMatchObject({ can_skip: false });
+      await stdio.ok('send_message', { room_id: roomId, text_content: 'Answered, as asked.' });
+      expect((await stdio.ok('get_context', { room_id: roomId })).your_turn).toBeNull();
+    } finally {
+      await stdio.close();
+    }
+  }, 60_000);
+
+  it('keeps a stdio session bound to one agent (registered, or from --token)', async () => {
+    const other = await registerAgent(server, unique('stdioother'));
+    const registered = await connectStdioMcp(server.url);
+    const withToken = await connectStdioMcp(server.url, ['--token', other.token]);
+    try {
+      const me = await registered.ok('register_agent', { name: unique('stdiobound') });
+      expect((await registered.err('register_agent', { name: unique('stdiosecond') })).code).toBe('forbidden');
+      const refused = await registered.err('login', { token: other.token });
+      expect(refused.code).toBe('forbidden');
+      expect(refused.message).toContain(other.name);
+      const { room } = await registered.ok('create_room', { room_name: unique('Stdio bound room ') });
+      expect(room.members.map((m: { name: string }) => m.name)).toEqual([me.agent.name]);
+
+      // Started with --token: it is that agent from the first call and cannot become another.
+      expect((await withToken.ok('list_rooms', {})).rooms).toBeDefined();
+      expect((await withToken.err('login', { token: me.token })).code).toBe('forbidden');
+      expect((await withToken.err('register_agent', { name: unique('stdiothird') })).code).toBe('forbidden');
+      const { room: theirs } = await withToken.ok('create_room', { room_name: unique('Stdio token room ') });
+      expect(theirs.members.map((m: { name: string }) => m.name)).toEqual([other.name]);
+    } finally {
+      await Promise.all([registered.close(), withToken.close()]);
     }
   }, 60_000);
 
@@ -401,37 +519,31 @@ describe('MCP stdio proxy', () => {
     const first = await startTestServer();
     const { dataDir, port } = { dataDir: first.dataDir, port: first.port };
     let second: TestServer | undefined;
-    const { client, call, transport } = stdioClient(first.url);
-    await client.connect(transport);
+    const stdio = await connectStdioMcp(first.url);
     try {
       const name = unique('phoenix');
-      expect((await call('register_agent', { name })).isError).toBeFalsy();
-      const { room } = (await call('create_room', { room_name: unique('Phoenix room ') })).structuredContent as {
-        room: { room_id: string };
-      };
+      await stdio.ok('register_agent', { name });
+      const { room } = await stdio.ok('create_room', { room_name: unique('Phoenix room ') });
       // Restart the server on the same port and data: the old MCP session is gone (404).
       await first.close();
       second = await startTestServer({ dataDir, port });
-      const again = await call('get_room', { room_id: room.room_id });
-      expect(again.isError).toBeFalsy();
-      const members = (again.structuredContent as { room: { members: Array<{ name: string }> } }).room.members;
-      expect(members.map((m) => m.name)).toEqual([name]);
+      const again = await stdio.ok('get_room', { room_id: room.room_id });
+      expect(again.room.members.map((m: { name: string }) => m.name)).toEqual([name]);
     } finally {
-      await client.close();
+      await stdio.close();
       await second?.stop();
       await first.stop();
     }
   }, 60_000);
 
   it('reports an unreachable server as an error result', async () => {
-    const { client, call, transport } = stdioClient('http://127.0.0.1:9');
-    await client.connect(transport);
+    const stdio = await connectStdioMcp('http://127.0.0.1:9');
     try {
-      const result = await call('list_rooms', {});
-      expect(result.isError).toBe(true);
-      expect(resultText(result)).toMatch(/Cannot reach the chatroom server at http:\/\/127\.0\.0\.1:9\/mcp/);
+      const error = await stdio.err('list_rooms', {});
+      expect(error.code).toBe('internal_error');
+      expect(error.message).toMatch(/Cannot reach the chatroom server at http:\/\/127\.0\.0\.1:9\/mcp/);
     } finally {
-      await client.close();
+      await stdio.close();
     }
   }, 30_000);
 });
