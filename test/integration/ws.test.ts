@@ -560,6 +560,74 @@ describe('bad frames and limits', () => {
   });
 });
 
+describe('presence over the socket', () => {
+  const WINDOW_MS = 400;
+
+  /** A server with a short presence window, a watching person and an agent in one room. */
+  async function presenceRoom(heartbeatMs?: number) {
+    const own = await startTestServer({}, { presenceWindowMs: WINDOW_MS });
+    if (heartbeatMs !== undefined) wsHubOf(own.app)!.configure({ heartbeatMs });
+    const person = await registerUser(own, 'Watcher');
+    const agent = await registerAgent(own, 'Wanderer');
+    const { room } = await own.ok('create_room', { room_name: 'Presence room' }, person.token);
+    await own.ok('join_room', { room_id: room.room_id }, agent.token);
+    const watcher = await TestSocket.connect(wsUrl(own.url), person.token);
+    const statuses = () =>
+      watcher.events(room.room_id).filter((f) => f.event === 'member_status_change' && f.data.member.name === 'Wanderer');
+    return { own, agent, roomId: room.room_id as string, watcher, statuses };
+  }
+
+  it('members see an agent go offline once its window passed without a socket, and online again, once per change', async () => {
+    const { own, agent, roomId, watcher, statuses } = await presenceRoom();
+    try {
+      // Online from its REST calls; no socket: offline once the window has passed.
+      const offline = await watcher.waitForEvent('member_status_change', (d) => d.member.name === 'Wanderer');
+      expect(offline.room_id).toBe(roomId);
+      expect(Object.keys(offline.data.member).sort()).toEqual(['last_active', 'name', 'status']);
+      expect(offline.data.member).toMatchObject({ name: 'Wanderer', status: 'offline' });
+      expect(Date.parse(offline.data.member.last_active)).not.toBeNaN();
+
+      const sa = await TestSocket.connect(wsUrl(own.url), agent.token);
+      const online = await watcher.nthEvent('member_status_change', 2, (d) => d.member.name === 'Wanderer');
+      expect(online.data.member).toMatchObject({ name: 'Wanderer', status: 'online' });
+      expect(Date.parse(online.data.member.last_active)).toBeGreaterThan(Date.parse(offline.data.member.last_active));
+
+      // A closed socket keeps the agent online for the window, then it goes offline.
+      const closedAt = Date.now();
+      await sa.close();
+      await watcher.nthEvent('member_status_change', 3, (d) => d.member.name === 'Wanderer');
+      expect(Date.now() - closedAt).toBeGreaterThanOrEqual(WINDOW_MS - 50);
+      await watcher.barrier();
+      expect(statuses().map((f) => f.data.member.status)).toEqual(['offline', 'online', 'offline']);
+      await watcher.close();
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('a socket that never answers pings is terminated, and after the window its member goes offline', async () => {
+    const { own, agent, watcher, statuses } = await presenceRoom(100);
+    try {
+      const hub = wsHubOf(own.app)!;
+      const silent = await TestSocket.connect(wsUrl(own.url), agent.token, { autoPong: false });
+      expect(hub.stats().authenticated).toBe(2);
+      const mark = watcher.mark();
+      // Two heartbeats: the first ping goes unanswered, the second finds the socket silent.
+      expect((await silent.closed).code).toBe(1006);
+      await eventually(() => hub.stats().sockets === 1, 2000, 'the hub to forget the socket');
+      const offline = await watcher.waitForEventFrom(mark, 'member_status_change', (d) => d.member.name === 'Wanderer');
+      expect(offline.data.member.status).toBe('offline');
+      // The watcher answers pings by itself and stays connected all along.
+      expect(hub.stats().authenticated).toBe(1);
+      await watcher.barrier();
+      expect(statuses().at(-1)!.data.member.status).toBe('offline');
+      await watcher.close();
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
 describe('liveness and shutdown', () => {
   it('drops sockets that do not answer pings, answers application pings', async () => {
     const own = await startTestServer();
