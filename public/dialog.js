@@ -10,6 +10,8 @@ import { h, uniqueId } from './dom.js';
  */
 export function askPassword({ title, message, submit }) {
   return new Promise((resolve) => {
+    // Keyboard users get their place back when the dialog closes (the button that opened it).
+    const opener = document.activeElement;
     const inputId = uniqueId('pw');
     const errorId = `${inputId}-error`;
     const input = h('input', { id: inputId, type: 'password', name: 'password', autocomplete: 'off', required: true, maxlength: 256, 'aria-describedby': errorId });
@@ -32,6 +34,7 @@ export function askPassword({ title, message, submit }) {
       done = true;
       if (dialog.open) dialog.close();
       dialog.remove();
+      if (opener instanceof HTMLElement && opener.isConnected) opener.focus();
       resolve(value);
     };
     cancel.addEventListener('click', () => finish(false));

@@ -7,6 +7,12 @@ import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, until, watchPa
 import { startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
 
 const TURN_MS = 4000;
+/**
+ * The presence window (90 s in production): short, so a closed agent socket shows as offline
+ * within the test. Open sockets keep everyone else online whatever its length.
+ */
+const PRESENCE_MS = 2000;
+const HOST_PASSWORD = 'host-pass';
 const ROOM_TZ = 'Asia/Shanghai';
 
 /** What the page must show for an instant: room timezone, yyyy-MM-dd HH:mm:ss. */
@@ -67,6 +73,48 @@ async function signUp(page: Page, url: string, name: string, password?: string):
   await page.locator('.view-rooms').waitFor();
 }
 
+/** The page's session token (the person signed in there). */
+function sessionToken(page: Page): Promise<string> {
+  return page.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+}
+
+/** Presses Tab until the focused element matches `selector`; fails after `maxPresses`. */
+async function tabTo(page: Page, selector: string, maxPresses: number): Promise<void> {
+  for (let i = 0; i < maxPresses; i++) {
+    await page.keyboard.press('Tab');
+    if (await focusIsOn(page, selector)) return;
+  }
+  const at = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120));
+  throw new Error(`${maxPresses} presses of Tab did not reach ${selector}; focus is on ${at}`);
+}
+
+function focusIsOn(page: Page, selector: string): Promise<boolean> {
+  return page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector);
+}
+
+/**
+ * The visible controls (input, select, textarea, button) and those among them without an
+ * accessible name: aria-labelledby, aria-label, a <label>, a button's text, or a title.
+ */
+async function controlNames(page: Page): Promise<{ checked: number; unnamed: string[] }> {
+  return page.locator('input, select, textarea, button').evaluateAll((els) => {
+    const clean = (s: string | null | undefined) => (s ?? '').replace(/\s+/g, ' ').trim();
+    const nameOf = (el: HTMLElement) => {
+      const by = el.getAttribute('aria-labelledby');
+      if (by) return clean(by.split(/\s+/).map((id) => document.getElementById(id)?.textContent).join(' '));
+      const labels = (el as HTMLInputElement).labels;
+      return (
+        clean(el.getAttribute('aria-label')) ||
+        clean(labels ? Array.from(labels, (l) => l.textContent).join(' ') : '') ||
+        (el.tagName === 'BUTTON' ? clean(el.textContent) : '') ||
+        clean(el.getAttribute('title'))
+      );
+    };
+    const shown = (els as HTMLElement[]).filter((el) => !el.closest('[aria-hidden="true"]') && el.checkVisibility());
+    return { checked: shown.length, unnamed: shown.filter((el) => nameOf(el) === '').map((el) => el.outerHTML.slice(0, 160)) };
+  });
+}
+
 const enabled = chromiumAvailable();
 
 describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
@@ -79,12 +127,13 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
   let bob: Page;
   let roomId = '';
   let bobToken = '';
+  let hostRoomId = '';
   const agents: EchoAgent[] = [];
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
     dataDir = await tempDataDir();
-    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir });
+    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir }, { presenceWindowMs: PRESENCE_MS });
     browser = await launchBrowser();
     // The browsers run in another timezone than the room: the page must show room time.
     ctxA = await browser.newContext({ viewport: { width: 1280, height: 820 }, acceptDownloads: true, timezoneId: 'America/New_York', locale: 'zh-CN' });
@@ -141,7 +190,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await reg.locator('input[name=name]').fill('Bob');
     await reg.locator('button[type=submit]').click();
     await bob.locator('.view-rooms').waitFor();
-    bobToken = await bob.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    bobToken = await sessionToken(bob);
     expect(bobToken).toMatch(/\S{20,}/);
 
     const items = bob.locator('.room-item');
@@ -266,7 +315,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
 
   it('turn bar follows agent_turn with a live countdown; pause stops turns, resume restarts them; pass and timeout notes', async () => {
     const [echo1, echo2] = agents as [EchoAgent, EchoAgent];
-    const aliceToken = await alice.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    const aliceToken = await sessionToken(alice);
     // An announcement (admin only).
     await alice.getByRole('button', { name: '设置公告' }).click();
     await alice.locator('#announcement-input').fill('今天的议题：首页改版。请智能体简短发言。');
@@ -352,7 +401,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
   });
 
   it('shows per-agent turn statistics matching get_room_stats, refreshed on round_end and by its button', async () => {
-    const aliceToken = await alice.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    const aliceToken = await sessionToken(alice);
     type Stats = {
       rounds: number;
       messages: number;
@@ -422,6 +471,168 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await screenshot(alice.locator('#room-side'), 'sidebar-stats');
   });
 
+  it('starts a round with the admin button; the turn bar shows rotation, then a mention that must be answered', async () => {
+    const [echo1, echo2] = agents as [EchoAgent, EchoAgent];
+    const aliceToken = await sessionToken(alice);
+    // Long turns (as above) and agents that skip, so only the silent turn below is held.
+    await server.ok('update_room', { room_id: roomId, turn_timeout_ms: 20_000 }, aliceToken);
+    for (const a of agents) a.mode = 'skip';
+    await Promise.all([alice, bob].map((page) => page.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 })));
+    const separatorsBefore = await bob.locator('.round-sep').count();
+
+    echo1.silentTurns = 1;
+    await alice.locator('#start-round-btn').click();
+    await Promise.all(
+      [alice, bob].map(async (page) => {
+        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo1' }).waitFor();
+        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('轮转');
+      }),
+    );
+    type Round = { round_id: string; completed: boolean; kind: string; turn: { agent: string; reason: string; can_skip: boolean } | null };
+    const running = (await server.ok<{ room: { current_round: Round; history_rounds: string[] } }>('get_room', { room_id: roomId }, aliceToken)).room;
+    expect(running.current_round).toMatchObject({ completed: false, kind: 'rotation', turn: { agent: 'Echo1', reason: 'rotation', can_skip: true } });
+    expect(running.history_rounds).not.toContain(running.current_round.round_id);
+
+    // Passing the silent turn writes the round's first record: its separator appears.
+    await alice.getByRole('button', { name: '跳过 Echo1 的本次发言' }).click();
+    for (const page of [alice, bob]) {
+      await page.locator(`.round-sep[data-round-id="${running.current_round.round_id}"]`).waitFor();
+      await page.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 });
+    }
+    expect(await bob.locator('.round-sep').count()).toBe(separatorsBefore + 1);
+
+    // A mentioned agent holds the turn for the mention and may not skip it.
+    echo2.silentTurns = 1;
+    await send(alice, '@Echo2 请说明首页改版的风险');
+    await Promise.all(
+      [alice, bob].map(async (page) => {
+        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo2' }).waitFor();
+        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('被提及');
+        const skip = page.locator('.turnbar .turn-skip');
+        expect(await skip.textContent()).toBe('必须回答');
+        expect(await skip.getAttribute('class')).toContain('chip-warn');
+      }),
+    );
+    const mentioned = (await server.ok<{ room: { current_round: Round } }>('get_room', { room_id: roomId }, aliceToken)).room;
+    expect(mentioned.current_round.turn).toMatchObject({ agent: 'Echo2', reason: 'mention', can_skip: false });
+    await alice.getByRole('button', { name: '跳过 Echo2 的本次发言' }).click();
+    await Promise.all([alice, bob].map((page) => page.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 })));
+
+    await server.ok('update_room', { room_id: roomId, turn_timeout_ms: null }, aliceToken);
+    for (const a of agents) a.mode = 'echo';
+  });
+
+  it('creates a host room with a password and people muted from the form, with errors beside the fields', async () => {
+    await alice.goto(`${server.url}/#/rooms`);
+    await alice.getByRole('button', { name: '＋ 创建房间' }).click();
+    const form = alice.locator('#create-room');
+    // Two bad fields at once: each error stands beside its own field, the first gets focus.
+    await form.locator('input[name=room_name]').fill('9 Host Hall');
+    await form.locator('input[name=room_description]').fill('这个简介写得实在是太长太长了');
+    await form.getByRole('button', { name: '创建并进入' }).click();
+    await form.locator('[data-field=room_name] .field-error', { hasText: '英文字母开头' }).waitFor();
+    expect(await form.locator('[data-field=room_description] .field-error').textContent()).toContain('最多 10 个汉字');
+    expect(await form.locator('[data-field=interaction_mode] .field-error').isVisible()).toBe(false);
+    expect(await form.locator('input[name=room_description]').getAttribute('aria-invalid')).toBe('true');
+    expect(await focusIsOn(alice, 'input[name=room_name]')).toBe(true);
+
+    await form.locator('input[name=room_name]').fill('Host Hall');
+    await form.locator('input[name=room_description]').fill('主持人点名');
+    await form.getByLabel('模式').selectOption('host');
+    await form.getByLabel('房间密码（可选）').fill(HOST_PASSWORD);
+    await form.getByLabel('允许用户发言').uncheck();
+    await form.getByRole('button', { name: '创建并进入' }).click();
+    await alice.locator('#room-title', { hasText: 'Host Hall' }).waitFor();
+    hostRoomId = decodeURIComponent(/#\/room\/(.+)$/.exec(alice.url())![1]!);
+
+    const aliceToken = await sessionToken(alice);
+    const { room } = await server.ok<{ room: Record<string, unknown> }>('get_room', { room_id: hostRoomId }, aliceToken);
+    expect(room).toMatchObject({ room_name: 'Host Hall', room_description: '主持人点名', interaction_mode: 'host', has_password: true, user_participation: false });
+    expect(await alice.locator('.room-info').textContent()).toContain('仅管理员');
+    // Long turns here too: the silent turn below must not time out while it is looked at.
+    await server.ok('update_room', { room_id: hostRoomId, turn_timeout_ms: 20_000 }, aliceToken);
+  });
+
+  it('works by keyboard alone: filter, join button, the password dialog takes focus and Escape closes it', async () => {
+    await bob.goto(`${server.url}/#/rooms`);
+    const hall = bob.locator(`.room-item[data-room-id="${hostRoomId}"]`);
+    await hall.waitFor();
+    expect(await hall.locator('[aria-label="需要密码"]').count()).toBe(1);
+    expect(await hall.textContent()).toContain('主持人模式');
+
+    await bob.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await tabTo(bob, '#room-filter', 8);
+    await bob.keyboard.type('host');
+    await until(async () => (await bob.locator('.room-item').count()) === 1, 2000, 'the filter to leave Host Hall');
+    const joinSelector = `.room-item[data-room-id="${hostRoomId}"] button`;
+    await tabTo(bob, joinSelector, 3);
+
+    const dialog = bob.locator('dialog[open]');
+    await bob.keyboard.press('Enter');
+    await dialog.waitFor();
+    await until(() => focusIsOn(bob, 'dialog[open] input[type=password]'), 2000, 'the password field to take focus');
+    await bob.keyboard.press('Escape');
+    await bob.locator('dialog').waitFor({ state: 'detached' });
+    expect(await focusIsOn(bob, joinSelector)).toBe(true);
+
+    // Again, this time with the password, all from the keyboard.
+    await bob.keyboard.press('Enter');
+    await until(() => focusIsOn(bob, 'dialog[open] input[type=password]'), 5000, 'the password field to take focus');
+    await bob.keyboard.type(HOST_PASSWORD);
+    await bob.keyboard.press('Enter');
+    await bob.locator('#room-title', { hasText: 'Host Hall' }).waitFor();
+    // People may not post here; Bob is no admin.
+    expect(await bob.locator('.composer-input').isDisabled()).toBe(true);
+    expect(await bob.locator('.composer').textContent()).toContain('这个房间只允许智能体和管理员发言');
+  });
+
+  it('shows the host reason when the host names an agent in a host-mode room', async () => {
+    const [echo1] = agents as [EchoAgent, EchoAgent];
+    const aliceToken = await sessionToken(alice);
+    for (const a of agents) await server.ok('join_room', { room_id: hostRoomId, password: HOST_PASSWORD }, a.token);
+    for (const page of [alice, bob]) {
+      await page.locator('.members [data-name=Echo2][data-status=online]').waitFor();
+      await page.locator('.members [data-name=Alice] .badge-host').waitFor();
+    }
+
+    echo1.silentTurns = 1;
+    await send(alice, '@Echo1 请先介绍议程');
+    await Promise.all(
+      [alice, bob].map(async (page) => {
+        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo1' }).waitFor();
+        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('主持');
+        expect(await page.locator('.turnbar .turn-skip').textContent()).toBe('必须回答');
+      }),
+    );
+    const { room } = await server.ok<{ room: { current_round: { kind: string; turn: unknown } } }>('get_room', { room_id: hostRoomId }, aliceToken);
+    expect(room.current_round).toMatchObject({ kind: 'host', turn: { agent: 'Echo1', reason: 'host', can_skip: false } });
+    await alice.getByRole('button', { name: '跳过 Echo1 的本次发言' }).click();
+    // A person host waits for no one: the room goes idle.
+    await Promise.all([alice, bob].map((page) => page.locator('.turnbar[data-state=idle]').waitFor({ timeout: 10_000 })));
+  });
+
+  it('names every visible control on the room list and in the room', async () => {
+    const expectNamed = async (page: Page, where: string) => {
+      const { checked, unnamed } = await controlNames(page);
+      expect(checked, `controls found on ${where}`).toBeGreaterThan(4);
+      expect(unnamed, `unnamed controls on ${where}`).toEqual([]);
+    };
+    // The admin's room view has the most controls (pause, start round, announcement, pass).
+    await expectNamed(alice, 'the room (admin)');
+    await expectNamed(bob, 'the room');
+    await alice.goto(`${server.url}/#/rooms`);
+    await alice.locator('.room-item').first().waitFor();
+    await alice.getByRole('button', { name: '＋ 创建房间' }).click();
+    await alice.locator('#create-room input[name=room_name]').waitFor();
+    await expectNamed(alice, 'the room list with the create form');
+
+    // Back to the shared room for the tests below.
+    for (const page of [alice, bob]) {
+      await page.goto(`${server.url}/#/room/${encodeURIComponent(roomId)}`);
+      await page.locator('#room-title', { hasText: 'Design Review' }).waitFor();
+    }
+  });
+
   it('renders hostile Markdown inert: no script runs, no handlers, no javascript: links', async () => {
     const hostile =
       'look <img src=x onerror="window.__xss=1"> and [click me](javascript:window.__xss=2) ' +
@@ -461,7 +672,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
   });
 
   it('pages older history with "load older" and jumps to search hits', async () => {
-    const aliceToken = await alice.evaluate(() => JSON.parse(localStorage.getItem('agent-chatroom.session')!).token as string);
+    const aliceToken = await sessionToken(alice);
     const { room } = await server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Archive Hall', timezone: 'UTC' }, aliceToken);
     for (let i = 1; i <= 70; i++) {
       await server.ok('send_message', { room_id: room.room_id, text_content: `历史消息 #${String(i).padStart(3, '0')}` }, aliceToken);
@@ -517,7 +728,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
       await page.locator('#conn-banner:not([hidden])', { hasText: '连接已断开' }).waitFor({ timeout: 5000 });
     }
     await ctxB.setOffline(true);
-    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir, port });
+    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir, port }, { presenceWindowMs: PRESENCE_MS });
     const posted: number[] = [];
     for (const n of [1, 2, 3]) {
       const { message: m } = await server.ok<{ message: { seq: number } }>('send_message', { room_id: roomId, text_content: `断线期间的消息 ${n}` }, bobToken);
@@ -557,6 +768,24 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     }
     expect([...posted].sort((a, b) => a - b)).toEqual(posted);
     await screenshot(alice, 'room-after-restart');
+  });
+
+  it('shows an agent whose socket closed as offline on both pages once the presence window has passed', async () => {
+    const echo2 = agents[1]!;
+    const heading = async (page: Page) => (await page.locator('#members-heading').textContent()) ?? '';
+    for (const page of [alice, bob]) await page.locator('.members [data-name=Echo2][data-status=online]').waitFor();
+    const before = await heading(alice);
+    await echo2.close();
+    for (const page of [alice, bob]) {
+      await page.locator('.members [data-name=Echo2][data-status=offline]').waitFor({ timeout: PRESENCE_MS + 8000 });
+      expect(await page.locator('.members [data-name=Echo2] .status-dot').getAttribute('aria-label')).toBe('离线');
+      expect(await page.locator('.members [data-name=Echo1]').getAttribute('data-status')).toBe('online');
+    }
+    // One fewer online in the heading, e.g. "成员（4 人，4 在线）" → "成员（4 人，3 在线）".
+    const online = (text: string) => Number(/(\d+) 在线/.exec(text)?.[1]);
+    expect(online(await heading(alice))).toBe(online(before) - 1);
+    const { room } = await server.ok<{ room: { members: Array<{ name: string; status: string }> } }>('get_room', { room_id: roomId }, bobToken);
+    expect(room.members.find((m) => m.name === 'Echo2')?.status).toBe('offline');
   });
 
   it('works on a phone-sized screen with the member panel behind a button', async () => {
