@@ -123,7 +123,7 @@ describe('a host who is not the creator (SPEC §3)', () => {
     expect(announced.room.announcement).toMatchObject({ user_announcement: '轮流发言', announcement_publisher: 'Heir' });
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'active' }, heir.token);
     // In host mode start_round gives an agent host the floor.
-    const round = await server.ok('start_round', { room_id: room.room_id }, heir.token);
+    const { round } = await server.ok('start_round', { room_id: room.room_id }, heir.token);
     expect(round).toMatchObject({ kind: 'host_floor', agent_queue: ['Heir'], turn: { agent: 'Heir', reason: 'host' } });
   });
 });

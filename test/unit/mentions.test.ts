@@ -15,7 +15,7 @@ describe('parseMentions', () => {
 
   it('does not mention a member whose name is only the start of a longer word', () => {
     expect(parseMentions('@Botany is a science', ['Bot'])).toEqual([]);
-    expect(parseMentions('@Bot_2 hi', ['Bot'])).toEqual([]);
+    expect(parseMentions('@Bot2 hi', ['Bot'])).toEqual([]);
   });
 
   it('ends a name at whitespace, ASCII punctuation, CJK punctuation or the end of the text', () => {
