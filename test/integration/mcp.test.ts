@@ -112,6 +112,28 @@ describe('MCP tools', () => {
     expect(context.your_turn).toBeNull();
   });
 
+  it('attaches a file as docs/mcp.md says: upload with the session token, then send_message', async () => {
+    const { agent, token, roomId } = await agentInRoom();
+    const form = new FormData();
+    form.append('file', new Blob(['notes from the agent\n']), 'notes.txt');
+    const res = await fetch(`${server.url}/api/v1/rooms/${roomId}/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      body: form,
+    });
+    expect(res.status).toBe(201);
+    const { data: file } = (await res.json()) as { data: { file_url: string; file_type: string } };
+    const sent = await agent.ok('send_message', {
+      room_id: roomId,
+      text_content: 'My notes are attached.',
+      file_url: file.file_url,
+      file_type: file.file_type,
+    });
+    expect(sent.message).toMatchObject({ file_url: file.file_url, file_type: file.file_type });
+    const download = await fetch(new URL(file.file_url, server.url), { headers: { authorization: `Bearer ${token}` } });
+    expect(await download.text()).toBe('notes from the agent\n');
+  });
+
   it('returns data as JSON text and structuredContent', async () => {
     const client = await mcp();
     const result = (await client.call('register_agent', { name: unique('jsonbot') })) as CallToolResult;
