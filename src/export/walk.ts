@@ -19,10 +19,21 @@ export type ExportItem =
       reply: ReplyRef | 'unknown' | null;
     };
 
-export async function* exportItems(messages: Iterable<Message> | AsyncIterable<Message>): AsyncGenerator<ExportItem> {
+/**
+ * How long an export may run before it lets other work (requests, timers, sockets) in. Both
+ * writers render synchronously between writes, and a PDF's writes rarely have to wait, so
+ * without this a 10,000-message export would hold the event loop for seconds.
+ */
+export const EXPORT_SLICE_MS = 20;
+
+export async function* exportItems(
+  messages: Iterable<Message> | AsyncIterable<Message>,
+  sliceMs = EXPORT_SLICE_MS,
+): AsyncGenerator<ExportItem> {
   const roundNumbers = new Map<string, number>();
   const seen = new Map<string, ReplyRef>();
   let shownRound: string | null | undefined;
+  let sliceStart = performance.now();
   for await (const message of messages) {
     const roundId = message.round_id ?? null;
     if (roundId !== null && !roundNumbers.has(roundId)) roundNumbers.set(roundId, roundNumbers.size + 1);
@@ -36,5 +47,10 @@ export async function* exportItems(messages: Iterable<Message> | AsyncIterable<M
     if (message.response_to) reply = seen.get(message.response_to) ?? 'unknown';
     seen.set(message.message_id, { seq: message.seq, sender: message.sender });
     yield { kind: 'message', message, reply };
+    // Measured once the consumer has rendered the message (it runs inside the yield).
+    if (performance.now() - sliceStart >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
   }
 }

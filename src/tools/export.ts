@@ -8,6 +8,7 @@ import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { z } from 'zod';
 import type { App } from '../app.js';
+import { ATTACHMENT_LINK_TTL_MS, serverOrigin, signEncodedPath } from '../export/links.js';
 import { presentRoom } from '../rooms/present.js';
 import { defineTool } from './registry.js';
 import { roomId } from './schemas.js';
@@ -50,7 +51,7 @@ export function exportTools(app: App) {
           messages: app.store.roomMessages(room.room_id),
           exportedAt,
           timezone: room.timezone,
-          fileUrl: (url: string) => (url.startsWith('/api/v1/files/') ? app.links.sign(decodeURI(url), EXPORT_TTL_MS) : url),
+          fileUrl: (url: string) => attachmentLink(app, url),
         };
         const out = createWriteStream(partial);
         try {
@@ -78,6 +79,20 @@ export function exportTools(app: App) {
       },
     }),
   ];
+}
+
+/**
+ * An export leaves the server, so its attachment links are absolute and signed for
+ * ATTACHMENT_LINK_TTL_MS (a relative link, or one that dies with the export file, would be
+ * useless in a shared document). Other URLs are kept as they are.
+ */
+function attachmentLink(app: App, fileUrl: string): string {
+  if (!fileUrl.startsWith('/api/v1/files/')) return fileUrl;
+  try {
+    return serverOrigin(app.config) + signEncodedPath(app.links, fileUrl, ATTACHMENT_LINK_TTL_MS);
+  } catch {
+    return fileUrl; // a malformed escape: not one of our uploads' URLs
+  }
 }
 
 /** What the browser saves: the room name and the date in the room timezone. */

@@ -4,6 +4,7 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import type express from 'express';
@@ -11,23 +12,45 @@ import type { Request, Response } from 'express';
 import { fileTypeFromFile } from 'file-type';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
+import { signEncodedPath } from '../export/links.js';
+import { RateLimits } from '../limits/rate-limits.js';
 import { ROOM_ID } from '../rooms/rules.js';
 import { downloadName, EXPORT_NAME, exportsDir } from '../tools/export.js';
 import type { Caller } from '../types.js';
 import { bearerToken, sendError } from './http-util.js';
 
+/** Characters a stored name keeps: letters with their marks, digits, emoji, `.`, `_`, `-`. */
+const NAME_CHAR = String.raw`\p{L}\p{M}\p{N}\p{Extended_Pictographic}\u200d._-`;
+const NOT_NAME_CHARS = new RegExp(`[^${NAME_CHAR}]+`, 'gu');
 /** What a stored file name may look like: `{timestamp}_{sanitised name}`. */
-const STORED_NAME = /^\d{13,}_[\p{L}\p{N}._-]{1,120}$/u;
-const MAX_NAME_CHARS = 100;
+const STORED_NAME = new RegExp(`^\\d{13,}_[${NAME_CHAR}]+$`, 'u');
+/**
+ * The sanitised name is cut to this many UTF-8 bytes: with the 14-byte `{timestamp}_` prefix it
+ * stays far below the 255-byte name limit of ext4 and most other file systems.
+ */
+export const MAX_NAME_BYTES = 200;
+/** An extension up to this long survives the cut, so the download keeps its type. */
+const MAX_EXT_BYTES = 16;
 
 export function sanitiseFilename(raw: string | undefined): string {
   const base = (raw ?? '').split(/[/\\]/).pop() ?? '';
-  const cleaned = base
-    .normalize('NFC')
-    .replace(/[^\p{L}\p{N}._-]+/gu, '_')
-    .replace(/^[._]+/, '')
-    .slice(0, MAX_NAME_CHARS);
-  return cleaned.length > 0 ? cleaned : 'file';
+  const cleaned = base.normalize('NFC').replace(NOT_NAME_CHARS, '_').replace(/^[._]+/, '');
+  return cleaned.length > 0 ? cutToBytes(cleaned, MAX_NAME_BYTES) : 'file';
+}
+
+/** Cuts `name` to `maxBytes` of UTF-8 on whole code points, keeping a short extension. */
+function cutToBytes(name: string, maxBytes: number): string {
+  if (Buffer.byteLength(name) <= maxBytes) return name;
+  const dot = name.lastIndexOf('.');
+  const ext = dot > 0 && Buffer.byteLength(name.slice(dot)) <= MAX_EXT_BYTES ? name.slice(dot) : '';
+  let stem = '';
+  let bytes = Buffer.byteLength(ext);
+  for (const codePoint of name.slice(0, name.length - ext.length)) {
+    bytes += Buffer.byteLength(codePoint);
+    if (bytes > maxBytes) break;
+    stem += codePoint;
+  }
+  return stem + ext;
 }
 
 const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif', 'image/bmp']);
@@ -73,10 +96,16 @@ async function fsyncPath(target: string): Promise<void> {
   }
 }
 
+/**
+ * Upload, download and export routes. They are rate limited like tool calls (same settings,
+ * their own counters): per token when one is sent, per client address always, so neither
+ * uploads nor guessed signed links can flood the server.
+ */
 export function fileRoutes(app: App, api: express.Router): void {
   const uploadsRoot = path.join(app.config.dataDir, 'uploads');
+  const limited = rateLimited(app);
 
-  api.post('/rooms/:room_id/uploads', async (req: Request, res: Response) => {
+  api.post('/rooms/:room_id/uploads', limited, async (req: Request, res: Response) => {
     try {
       const who = caller(app, req);
       const roomId = validRoomId(String(req.params.room_id));
@@ -91,7 +120,7 @@ export function fileRoutes(app: App, api: express.Router): void {
           file_type: stored.type,
           bytes: stored.bytes,
           filename: stored.originalName,
-          signed_url: app.links.sign(`/api/v1/files/${roomId}/${stored.name}`),
+          signed_url: signEncodedPath(app.links, fileUrl),
         },
       });
     } catch (err) {
@@ -99,7 +128,7 @@ export function fileRoutes(app: App, api: express.Router): void {
     }
   });
 
-  api.get('/files/:room_id/:name', async (req: Request, res: Response) => {
+  api.get('/files/:room_id/:name', limited, async (req: Request, res: Response) => {
     try {
       const roomId = validRoomId(String(req.params.room_id));
       const name = String(req.params.name);
@@ -120,10 +149,8 @@ export function fileRoutes(app: App, api: express.Router): void {
       sendError(res, err, app);
     }
   });
-}
 
-export function exportRoutes(app: App, api: express.Router): void {
-  api.get('/exports/:name', async (req: Request, res: Response) => {
+  api.get('/exports/:name', limited, async (req: Request, res: Response) => {
     try {
       const name = String(req.params.name);
       const match = EXPORT_NAME.exec(name);
@@ -145,6 +172,21 @@ export function exportRoutes(app: App, api: express.Router): void {
   });
 }
 
+/** Counts a request against the rate limits; an unknown token counts only for its address. */
+function rateLimited(app: App): express.RequestHandler {
+  const limits = new RateLimits({ perToken: app.config.rateLimitPerToken, perAddress: app.config.rateLimitPerAddress });
+  return (req, res, next) => {
+    const participant = app.participants.authenticate(bearerToken(req.get('authorization')));
+    limits
+      .consumeAddress(req.socket.remoteAddress ?? null)
+      .then(() => limits.consumeParticipant(participant?.id ?? null))
+      .then(
+      () => next(),
+      (err: unknown) => sendError(res, err, app),
+    );
+  };
+}
+
 /** A download needs the token of a room member, or a valid signed link. */
 export function authorizeDownload(app: App, req: Request, roomId: string, pathname: string): void {
   if (app.links.verify(pathname, req.query.expires, req.query.sig)) return;
@@ -162,55 +204,63 @@ interface StoredUpload {
   bytes: number;
 }
 
+/**
+ * Streams the multipart field `file` to `dir` under a server-made name. Whatever goes wrong
+ * (too large, malformed body, client gone) the file is removed before this settles.
+ */
 async function receiveUpload(req: Request, dir: string, maxBytes: number, now: () => number): Promise<StoredUpload> {
   const contentType = req.get('content-type') ?? '';
   if (!contentType.startsWith('multipart/form-data')) {
     throw new AppError('validation_error', 'Send multipart/form-data with a field named "file"');
   }
   await mkdir(dir, { recursive: true });
-  return new Promise<StoredUpload>((resolve, reject) => {
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({ headers: req.headers, limits: { files: 1, fileSize: maxBytes, fields: 10, parts: 20 } });
-    } catch {
-      reject(new AppError('validation_error', 'Malformed multipart body'));
+  let parser: busboy.Busboy;
+  try {
+    // Browsers send the filename as raw UTF-8 in the part header; busboy's default is latin1.
+    parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fileSize: maxBytes, fields: 10, parts: 20 } });
+  } catch {
+    throw new AppError('validation_error', 'Malformed multipart body');
+  }
+  let work: Promise<StoredUpload> | null = null;
+  parser.on('file', (field, stream, info) => {
+    if (field !== 'file' || work) {
+      stream.resume();
       return;
     }
-    let work: Promise<StoredUpload> | null = null;
-    parser.on('file', (field, stream, info) => {
-      if (field !== 'file' || work) {
-        stream.resume();
-        return;
-      }
-      work = (async () => {
-        const originalName = sanitiseFilename(info.filename);
-        let stamp = now();
-        let name = `${stamp}_${originalName}`;
-        let target = path.join(dir, name);
-        // Never overwrite: another upload of the same name in the same millisecond gets the next one.
-        while (await stat(target).then(() => true, () => false)) {
-          stamp += 1;
-          name = `${stamp}_${originalName}`;
-          target = path.join(dir, name);
-        }
-        let truncated = false;
-        stream.on('limit', () => (truncated = true));
-        await pipeline(stream, createWriteStream(target, { flags: 'wx' }));
-        if (truncated) {
-          await rm(target, { force: true });
-          throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
-        }
-        await fsyncPath(target);
-        await fsyncPath(dir);
-        const bytes = (await stat(target)).size;
-        return { name, originalName, type: await detectType(target), bytes };
-      })();
-    });
-    parser.on('error', () => reject(new AppError('validation_error', 'Malformed multipart body')));
-    parser.on('close', () => {
-      if (!work) reject(new AppError('validation_error', 'No field named "file" in the upload'));
-      else work.then(resolve, reject);
-    });
-    req.pipe(parser);
+    work = storeFile(stream, info.filename, dir, maxBytes, now);
+    work.catch(() => undefined); // awaited below; until then a rejection is not "unhandled"
   });
+  try {
+    // A client that goes away mid-body destroys the parser, which destroys the file stream.
+    await pipeline(req, parser);
+  } catch {
+    await (work as Promise<StoredUpload> | null)?.catch(() => undefined);
+    throw new AppError('validation_error', 'Malformed or incomplete multipart body');
+  }
+  if (!work) throw new AppError('validation_error', 'No field named "file" in the upload');
+  return work;
+}
+
+async function storeFile(stream: Readable, clientName: string | undefined, dir: string, maxBytes: number, now: () => number): Promise<StoredUpload> {
+  const originalName = sanitiseFilename(clientName);
+  let target: string | null = null;
+  try {
+    let stamp = now();
+    // Never overwrite: another upload of the same name in the same millisecond gets the next one.
+    while (await stat(path.join(dir, `${stamp}_${originalName}`)).then(() => true, () => false)) stamp += 1;
+    const name = `${stamp}_${originalName}`;
+    target = path.join(dir, name);
+    let truncated = false;
+    stream.on('limit', () => (truncated = true));
+    await pipeline(stream, createWriteStream(target, { flags: 'wx' }));
+    if (truncated) throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
+    await fsyncPath(target);
+    await fsyncPath(dir);
+    const bytes = (await stat(target)).size;
+    return { name, originalName, type: await detectType(target), bytes };
+  } catch (err) {
+    stream.resume(); // let the parser finish the body
+    if (target) await rm(target, { force: true });
+    throw err;
+  }
 }

@@ -1,19 +1,29 @@
 // REST gateway: POST /api/v1/tools/{name} serves the tool registry; plus health and the page.
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
-import { PACKAGE_ROOT, PUBLIC_DIR } from '../paths.js';
-import { exportRoutes, fileRoutes } from './files.js';
+import { PUBLIC_DIR } from '../paths.js';
+import { fileRoutes } from './files.js';
 import { bodyLimit, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
 
+const require = createRequire(import.meta.url);
+
+/**
+ * The page's ESM browser builds, found by Node's resolution so they are found wherever npm put
+ * the packages (hoisted next to this package when it is installed as a dependency).
+ * marked: its exports map sends "." (default condition) to lib/marked.esm.js.
+ * dompurify: "." is dist/purify.es.mjs only under the "import" condition, which require.resolve
+ * does not use; it resolves to dist/purify.cjs.js, and the ESM build sits next to it.
+ */
 export const VENDOR_FILES: Record<string, string> = {
-  '/vendor/marked.esm.js': 'node_modules/marked/lib/marked.esm.js',
-  '/vendor/purify.es.mjs': 'node_modules/dompurify/dist/purify.es.mjs',
+  '/vendor/marked.esm.js': require.resolve('marked'),
+  '/vendor/purify.es.mjs': path.join(path.dirname(require.resolve('dompurify')), 'purify.es.mjs'),
 };
 
 export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {
@@ -78,7 +88,6 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
   // POST /tools/{name} is served by rest-tools.ts before express sees the request.
 
   fileRoutes(app, api);
-  exportRoutes(app, api);
 
   // Transports' own routes (e.g. /mcp) and extra API routes come before the API's 404.
   for (const mount of mounts) mount.routes?.(http, api);
@@ -110,7 +119,7 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
   // The page's libraries are served from their npm packages, not copied into public/.
   for (const [route, file] of Object.entries(VENDOR_FILES)) {
     http.get(route, pageHostCheck, (_req, res) => {
-      res.type('text/javascript').sendFile(path.join(PACKAGE_ROOT, file), { maxAge: '1h' });
+      res.type('text/javascript').sendFile(file, { maxAge: '1h' });
     });
   }
   http.use('/', pageHostCheck, express.static(PUBLIC_DIR, { index: 'index.html', fallthrough: true }));

@@ -88,11 +88,23 @@ describe('HTTP hardening', () => {
     expect(answer.body).toContain('ALLOWED_HOSTS');
   });
 
-  it('serves the page libraries from their npm packages', async () => {
-    for (const file of ['/vendor/marked.esm.js', '/vendor/purify.es.mjs']) {
-      const res = await fetch(server.url + file);
+  it('serves the page libraries from their npm packages, as Node resolves them', async () => {
+    const { createRequire } = await import('node:module');
+    const require = createRequire(import.meta.url);
+    // The ESM browser builds: marked's "." export, and dompurify's "." under the "import" condition.
+    const purifyDir = path.dirname(path.dirname(require.resolve('dompurify')));
+    const purifyPkg = JSON.parse(await readFile(path.join(purifyDir, 'package.json'), 'utf8'));
+    const expected: Record<string, string> = {
+      '/vendor/marked.esm.js': require.resolve('marked'),
+      '/vendor/purify.es.mjs': path.join(purifyDir, purifyPkg.exports['.'].import.default),
+    };
+    for (const [route, file] of Object.entries(expected)) {
+      const res = await fetch(server.url + route);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/javascript/);
+      const served = Buffer.from(await res.arrayBuffer());
+      expect(served.equals(await readFile(file))).toBe(true);
+      expect(served.toString()).toMatch(/\bexport\s*\{/);
     }
   });
 });

@@ -5,9 +5,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { PassThrough, Writable } from 'node:stream';
 import PDFDocument from 'pdfkit';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import type { ExportInput } from '../../src/export/format.js';
 import { bundledFonts } from '../../src/export/pdf-canvas.js';
 import { writePdfExport } from '../../src/export/pdf.js';
@@ -189,6 +191,31 @@ describe('pdf export', () => {
     const out = new Sink();
     await expect(writePdfExport(input(), out, { fontPath: join(work, 'missing.ttf') })).rejects.toThrow(/font/);
     expect(out.chunks.length).toBe(0);
+  });
+
+  it('takes EXPORT_FONT from the environment through the config', async () => {
+    const font = bundledFonts().bold;
+    const config = loadConfig({ EXPORT_FONT: ` ${font} ` });
+    expect(config.exportFont).toBe(font);
+    expect(loadConfig({}).exportFont).toBeNull();
+    expect(loadConfig({ EXPORT_FONT: '  ' }).exportFont).toBeNull();
+    const custom = await pdf('env-font', {}, { fontPath: config.exportFont! });
+    expect(run('pdffonts', [custom.file])).toContain('NotoSansHans-Bold');
+  });
+
+  it('lets other work run while a large room is exported: no stall is more than a small part of it', async () => {
+    const msgs = Array.from({ length: 1500 }, (_, i) =>
+      makeMessage({ seq: i + 1, text_content: `**第 ${i + 1} 条** ${'文本 text '.repeat(30)}\n\n- 列表 item\n- \`code\`` }),
+    );
+    const stalls = monitorEventLoopDelay({ resolution: 10 });
+    stalls.enable();
+    const started = performance.now();
+    await writePdfExport(input({ messages: msgs }), new Sink());
+    const elapsedMs = performance.now() - started;
+    stalls.disable();
+    const longestStallMs = stalls.max / 1e6;
+    // Without slicing the whole export is one stall (the sink never makes it wait).
+    expect(longestStallMs).toBeLessThan(Math.min(250, elapsedMs / 4));
   });
 
   it('streams: a slow reader gets the whole document, an early close rejects', async () => {

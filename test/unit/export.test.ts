@@ -190,6 +190,20 @@ describe('shared helpers', () => {
     expect(replies).toEqual([null, { seq: 1, sender: 'alice' }, 'unknown']);
   });
 
+  it('walks in slices: other work gets the event loop once a slice has used its time', async () => {
+    const messages = [1, 2, 3].map((seq) => makeMessage({ seq }));
+    const order: string[] = [];
+    setImmediate(() => order.push('other work'));
+    // sliceMs 0: every item after the first starts a new slice.
+    for await (const item of exportItems(messages, 0)) order.push(item.kind === 'message' ? `m${item.message.seq}` : item.kind);
+    expect(order).toEqual(['m1', 'other work', 'm2', 'm3']);
+
+    const unsliced: string[] = [];
+    setImmediate(() => unsliced.push('other work'));
+    for await (const item of exportItems(messages, 60_000)) unsliced.push(item.kind === 'message' ? `m${item.message.seq}` : item.kind);
+    expect(unsliced).toEqual(['m1', 'm2', 'm3']);
+  });
+
   it('names export files after the room and UTC time', () => {
     expect(exportFilename({ room_id: 'r-1' }, 'pdf', new Date('2026-01-02T03:04:05Z'))).toBe('r-1-20260102030405.pdf');
     expect(exportFilename({ room_id: 'r-1' }, 'markdown', new Date('2026-01-02T03:04:05Z'))).toBe('r-1-20260102030405.md');
