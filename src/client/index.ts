@@ -260,14 +260,23 @@ export class ChatroomClient {
     ws.on('message', (data) => {
       if (ws !== this.ws) return;
       this.heard();
-      let frame: ServerFrame;
+      let frame: unknown;
       try {
-        frame = JSON.parse(data.toString()) as ServerFrame;
+        frame = JSON.parse(data.toString());
       } catch {
         this.log('warn', 'server sent a frame that is not JSON');
         return;
       }
-      this.onFrame(frame);
+      if (typeof frame !== 'object' || frame === null || typeof (frame as { type?: unknown }).type !== 'string') {
+        this.log('warn', 'server sent a frame without a type');
+        return;
+      }
+      try {
+        this.onFrame(frame as ServerFrame);
+      } catch (err) {
+        // A frame of a newer server (or a broken one) must not take the agent down.
+        this.log('warn', 'could not handle a server frame', { err: String(err) });
+      }
     });
     ws.on('ping', () => this.heard());
     ws.on('error', (err) => this.log('debug', 'websocket error', { message: err.message }));

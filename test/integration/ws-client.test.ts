@@ -4,6 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ChatroomClient, ChatroomError, type TurnInfo } from '../../src/client/index.js';
 import { backoffDelay } from '../../src/client/backoff.js';
 import { rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
 import { registerAgent, registerUser, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
 import { startProxy, type CuttableProxy } from '../helpers/ws-proxy.js';
 import { eventually } from '../helpers/ws.js';
@@ -112,6 +114,92 @@ describe('ChatroomClient', () => {
     await eventually(() => seqs.at(-1) === sent, 10_000, 'the last message');
     expect(reconnects).toBeGreaterThanOrEqual(4);
     expect(seqs).toEqual(range(1, sent));
+  });
+
+  it('resumes three rooms with a writer each across lost connections: per room no gap, no duplicate', async () => {
+    const s = await server();
+    const proxy: CuttableProxy = await startProxy(s.port);
+    cleanups.push(() => proxy.close());
+    const agent = await registerAgent(s, 'MultiReader');
+    const rooms: Array<{ roomId: string; token: string; sent: number; seqs: number[] }> = [];
+    const c = client(proxy.url, agent.token);
+    for (let i = 0; i < 3; i++) {
+      const person = await registerUser(s, `MultiWriter${i}`);
+      const { room } = await s.ok('create_room', { room_name: `Multi ${i}` }, person.token);
+      await s.ok('join_room', { room_id: room.room_id }, agent.token);
+      rooms.push({ roomId: room.room_id, token: person.token, sent: 0, seqs: recordSeqs(c, room.room_id) });
+    }
+    let reconnects = 0;
+    c.onStatus((status) => {
+      if (status === 'reconnecting') reconnects++;
+    });
+    await c.connect();
+    let flowing = true;
+    const writers = rooms.map(async (r) => {
+      while (flowing) await s.ok('send_message', { room_id: r.roomId, text_content: `w${++r.sent}` }, r.token);
+    });
+    for (let cut = 0; cut < 3; cut++) {
+      await eventually(() => rooms.every((r) => r.seqs.length >= (cut + 1) * 8), 10_000, 'messages in every room before the cut');
+      proxy.cut();
+      await eventually(() => reconnects > cut, 10_000, 'the client noticing the cut');
+      await eventually(() => c.status === 'open', 10_000, 'the reconnect');
+    }
+    flowing = false;
+    await Promise.all(writers);
+    await eventually(() => rooms.every((r) => r.seqs.at(-1) === r.sent), 10_000, 'the last message of every room');
+    for (const r of rooms) expect(r.seqs).toEqual(range(1, r.sent));
+  });
+
+  it('hands a turn that came before onTurn was registered to the handler registered later', async () => {
+    const s = await server();
+    const person = await registerUser(s, 'EarlyAsker');
+    const { room } = await s.ok('create_room', { room_name: 'Early turn' }, person.token);
+    const agent = await registerAgent(s, 'LateHandler');
+    await s.ok('join_room', { room_id: room.room_id }, agent.token);
+    const c = client(s.url, agent.token);
+    const seen: string[] = [];
+    c.on('agent_turn', (data) => seen.push(data.agent_name));
+    await c.connect();
+    await s.ok('send_message', { room_id: room.room_id, text_content: 'early?' }, person.token);
+    await eventually(() => seen.length >= 1, 5000, 'the agent_turn');
+    c.onTurn((turn) => ({ text: `late answer to ${turn.context.messages.at(-1)?.text_content}` }));
+    await eventually(async () => (await s.ok('get_messages', { room_id: room.room_id }, person.token)).messages.length === 2, 5000, 'the answer');
+    const messages = (await s.ok('get_messages', { room_id: room.room_id }, person.token)).messages;
+    expect(messages[1]).toMatchObject({ sender: 'LateHandler', text_content: 'late answer to early?', visible: true });
+  });
+
+  it('ignores unknown frame and event types and malformed frames without throwing', async () => {
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    cleanups.push(() => new Promise<void>((resolve) => wss.close(() => resolve())));
+    await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+    const participant = { kind: 'agent', id: 'a1', name: 'Future', role: 'ai_agent' };
+    const message = { seq: 1, message_id: 'm1', text_content: 'still works' };
+    wss.on('connection', (ws) => {
+      ws.on('message', (raw) => {
+        const frame = JSON.parse(raw.toString());
+        if (frame.type === 'auth') {
+          ws.send(JSON.stringify({ type: 'auth_ok', participant, rooms: [{ room_id: 'r1', last_seq: 0 }], server_time: new Date().toISOString() }));
+        } else if (frame.type === 'subscribe') {
+          ws.send(JSON.stringify({ type: 'subscribed', room_id: 'r1', last_seq: 0, after_seq: 0 }));
+          for (const odd of ['not json', 'null', '42', '[1,2]', '{"no":"type"}']) ws.send(odd);
+          ws.send(JSON.stringify({ type: 'hologram', room_id: 'r1' }));
+          ws.send(JSON.stringify({ type: 'event', event: 'future_event', room_id: 'r1', data: { x: 1 } }));
+          ws.send(JSON.stringify({ type: 'event', event: 'message_new', room_id: 'r1' })); // no data
+          ws.send(JSON.stringify({ type: 'event', event: 'message_new', room_id: 'r1', data: { message } }));
+        }
+      });
+    });
+    const c = client(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}/ws`, 'act_any');
+    const any: string[] = [];
+    c.on('*', (_data, meta) => any.push(meta.event));
+    const texts: string[] = [];
+    c.on('message_new', (data) => texts.push(data.message.text_content));
+    await c.connect();
+    await eventually(() => texts.length === 1, 5000, 'the message after the odd frames');
+    expect(texts).toEqual(['still works']);
+    expect(any).toEqual(['future_event', 'message_new']);
+    expect(c.lastSeq('r1')).toBe(1);
+    expect(c.status).toBe('open');
   });
 
   it('reconnects after a server restart on the same DATA_DIR and resumes', async () => {
