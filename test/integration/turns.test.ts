@@ -191,6 +191,58 @@ describe('default mode on the real server', () => {
     expect(got.context.messages.map((m: any) => m.text_content)).toEqual(['轮到你了']);
   });
 
+  it('runs no timer while paused: past the deadline nothing times out; resuming restarts the clock', async () => {
+    server = await startTestServer({ turnTimeoutMs: 1000 });
+    const { user, room, agents, rec } = await setup('default', ['A', 'B']);
+    for (const agent of agents) await server.ok('get_context', { room_id: room.room_id }, agent.token);
+    const first = rec.next(isTurn('A'));
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, user.token);
+    await first;
+    await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, user.token);
+    // Waiting for something *not* to happen: sleep well past the 1 s deadline.
+    await new Promise((r) => setTimeout(r, 1800));
+    const paused = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
+    expect(paused.messages.filter((m: any) => !m.visible)).toEqual([]);
+    const { room: stored } = await server.ok('get_room', { room_id: room.room_id }, user.token);
+    expect(stored.current_round.turn).toMatchObject({ agent: 'A', deadline: null });
+
+    // Resumed, A gets a fresh turn and its silence now times out.
+    const resumed = rec.next(isTurn('A'));
+    await server.ok('set_room_status', { room_id: room.room_id, system_status: 'active' }, user.token);
+    await resumed;
+    await rec.next(isTurn('B'), 3000);
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
+    expect(messages.filter((m: any) => !m.visible).map((m: any) => [m.sender, m.skip_reason])).toEqual([['A', 'timeout']]);
+  });
+
+  it('wait_for_turn without room_id returns a turn in any of the caller\'s rooms', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 });
+    const { user, agents } = await setup('default', ['A']);
+    const [a] = agents;
+    const { room: second } = await server.ok('create_room', { room_name: 'Second' }, user.token);
+    await server.ok('join_room', { room_id: second.room_id }, a!.token);
+    const waiting = server.ok('wait_for_turn', { timeout_s: 20 }, a!.token);
+    await server.ok('send_message', { room_id: second.room_id, text_content: '这边' }, user.token);
+    const got = await waiting;
+    expect(got.your_turn).toMatchObject({ room_id: second.room_id, reason: 'rotation' });
+    expect(got.context.messages.map((m: any) => m.text_content)).toEqual(['这边']);
+  });
+
+  it('passes an offline agent with an invisible record in its own name', async () => {
+    server = await startTestServer({ turnTimeoutMs: 5000 }, { presenceWindowMs: 500 });
+    const { user, room, agents, rec } = await setup('default', ['A', 'B']);
+    const [a, b] = agents;
+    await rec.next((e) => e.event === 'member_status_change' && e.data.member.name === 'A' && e.data.member.status === 'offline');
+    await server.ok('get_context', { room_id: room.room_id }, b!.token); // B is back online, A is not
+    const turnB = rec.next(isTurn('B'));
+    await server.ok('send_message', { room_id: room.room_id, text_content: 'anyone?' }, user.token);
+    await turnB;
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
+    expect(messages.filter((m: any) => !m.visible)).toMatchObject([
+      { sender: 'A', sender_id: a!.id, role: 'ai_agent', skip_reason: 'offline', text_content: '（离线跳过）' },
+    ]);
+  });
+
   it('lets start_round start rounds for admins only, with conflict while one runs', async () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
     const { user, room, agents } = await setup('default', ['A', 'B']);
@@ -254,6 +306,53 @@ describe('restart in the middle of a turn', () => {
       expect(answer.body.ok).toBe(true);
       const next = (await restCall(second.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;
       expect(next.current_round.turn.agent).toBe('B');
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
+
+  it('keeps a mention chain (pending_mentions) across SIGKILL', async () => {
+    server = undefined as unknown as TestServer;
+    const dataDir = await tempDataDir();
+    const env = { DATA_DIR: dataDir, TURN_TIMEOUT_MS: '60000' };
+    const first = await spawnServer(env);
+    const user = (await restCall(first.url, 'register_user', { name: 'U' })).body.data;
+    const agents: Record<string, { token: string }> = {};
+    const room = (await restCall(first.url, 'create_room', { room_name: 'Chain' }, user.token)).body.data.room;
+    for (const name of ['A', 'B', 'C']) {
+      agents[name] = (await restCall(first.url, 'register_agent', { name })).body.data;
+      await restCall(first.url, 'join_room', { room_id: room.room_id }, agents[name]!.token);
+    }
+    await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: '@B @C 你们怎么看？' }, user.token);
+    const before = (await restCall(first.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;
+    expect(before.current_round).toMatchObject({ pending_mentions: ['B', 'C'], turn: { agent: 'B', reason: 'mention' } });
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = await spawnServer(env);
+    try {
+      const get = async () => (await restCall(second.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;
+      expect((await get()).current_round).toMatchObject({
+        agent_queue: before.current_round.agent_queue,
+        pending_mentions: ['B', 'C'],
+        turn: { agent: 'B', reason: 'mention', can_skip: false },
+      });
+      const answer = (name: string) =>
+        restCall(second.url, 'send_message', { room_id: room.room_id, text_content: `${name} answers` }, agents[name]!.token);
+      expect((await answer('B')).body.ok).toBe(true);
+      expect((await get()).current_round).toMatchObject({
+        round_id: before.current_round.round_id,
+        pending_mentions: ['C'],
+        turn: { agent: 'C', reason: 'mention', can_skip: false },
+      });
+      expect((await answer('C')).body.ok).toBe(true);
+      // The chain ended that round before A was asked (a follow-up round has started since).
+      const after = await get();
+      expect(after.history_rounds).toContain(before.current_round.round_id);
+      expect(after.current_round.round_id).not.toBe(before.current_round.round_id);
+      const { messages } = (await restCall(second.url, 'get_messages', { room_id: room.room_id, after_seq: 0 }, user.token)).body.data;
+      expect(messages.filter((m: any) => m.round_id === before.current_round.round_id).map((m: any) => m.sender)).toEqual(['B', 'C']);
     } finally {
       second.child.kill('SIGTERM');
       await second.exited;
