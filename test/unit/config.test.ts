@@ -30,6 +30,19 @@ describe('config', () => {
     ['MAX_MESSAGE_CHARS', '-1'],
     ['LOG_LEVEL', 'loud'],
     ['ALLOWED_ORIGINS', 'not an origin'],
+    ['DEFAULT_LANGUAGE', 'Chinese (simplified)'],
+    ['DEFAULT_LANGUAGE', 'zh_CN'],
+    ['DEFAULT_LANGUAGE', 'x'],
+    ['HOST', 'not a host'],
+    ['HOST', '[::1]'],
+    ['HOST', 'http://127.0.0.1'],
+    ['HOST', '-bad.example'],
+    ['MAX_UPLOAD_BYTES', '0'],
+    ['MAX_UPLOAD_BYTES', '10MB'],
+    ['MAX_UPLOAD_BYTES', '4294967297'],
+    ['MAX_FRAME_BYTES', '1023'],
+    ['MAX_FRAME_BYTES', '268435457'],
+    ['MAX_FRAME_BYTES', '1e6'],
   ])('refuses %s=%s with an error naming it', (name, value) => {
     let error: unknown;
     try {
@@ -40,6 +53,22 @@ describe('config', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toContain(name);
     expect((error as ConfigError).message.split('\n')).toHaveLength(1);
+  });
+
+  it.each([
+    ['DEFAULT_LANGUAGE', 'en', 'defaultLanguage'],
+    ['DEFAULT_LANGUAGE', 'zh-Hant-TW', 'defaultLanguage'],
+    ['HOST', '0.0.0.0', 'host'],
+    ['HOST', '::1', 'host'],
+    ['HOST', 'chat.example.org', 'host'],
+    ['HOST', 'localhost', 'host'],
+  ] as const)('accepts %s=%s', (name, value, key) => {
+    expect(loadConfig({ [name]: value })[key]).toBe(value);
+  });
+
+  it('defaults the allowed origins to https when TLS is configured', () => {
+    const c = withBoundPort(loadConfig({ TLS_CERT: '/c.pem', TLS_KEY: '/k.pem' }), 8443);
+    expect(c.allowedOrigins).toEqual(['https://127.0.0.1:8443', 'https://localhost:8443']);
   });
 
   it('reads lists and keeps explicit origins and hosts', () => {
