@@ -1,7 +1,9 @@
 // Abuse limits: per-token and per-address rate limits, slowed password attempts.
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { AppError } from '../../src/errors.js';
 import { FailureDelay } from '../../src/limits/rate-limits.js';
+import { connectMcp } from '../helpers/mcp.js';
 import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -28,6 +30,34 @@ describe('rate limits', () => {
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push((await server.call('register_agent', { name: `n${i}` })).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
+  it('counts calls to unknown tools and with bad tokens against the address', async () => {
+    server = await startTestServer({ rateLimitPerToken: 0, rateLimitPerAddress: 3 });
+    const unknown = await server.call('no_such_tool', {});
+    const badToken = await server.call('list_rooms', {}, 'not-a-real-token');
+    const noToken = await server.call('list_rooms', {});
+    expect([unknown.status, badToken.status, noToken.status]).toEqual([404, 401, 401]);
+    const next = await server.call('register_agent', { name: 'Late' });
+    expect(next.status).toBe(429);
+    expect(next.body.ok ? null : next.body.error.code).toBe('rate_limited');
+  });
+
+  it('answers an MCP call past the per-token limit with a rate_limited error result', async () => {
+    server = await startTestServer({ rateLimitPerToken: 3, rateLimitPerAddress: 0 });
+    const user = await registerUser(server, 'McpBusy');
+    const mcp = await connectMcp(server.url, { token: user.token });
+    try {
+      for (let i = 0; i < 3; i++) await mcp.ok('list_rooms');
+      const error = await mcp.err('list_rooms');
+      expect(error.code).toBe('rate_limited');
+      expect(error.details).toMatchObject({ retry_after_ms: expect.any(Number) });
+      // The session lives on: another participant's calls are unaffected.
+      const other = await registerUser(server, 'McpCalm');
+      expect((await server.call('list_rooms', {}, other.token)).status).toBe(200);
+    } finally {
+      await mcp.close();
+    }
   });
 });
 
@@ -87,6 +117,57 @@ describe('password attempts', () => {
     delay.succeeded('alice');
     await delay.beforeAttempt('alice');
     expect(waits).toHaveLength(3);
+  });
+
+  it('refuses an attempt that would wait while another for the same key is pending', async () => {
+    const waits: number[] = [];
+    const delay = new FailureDelay(async (ms) => void waits.push(ms));
+    // Eight at once on a fresh key: the three free attempts run, the rest are refused.
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => delay.beforeAttempt('bob')));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(3);
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected').map((o) => o.reason);
+    expect(refused).toHaveLength(5);
+    for (const err of refused) expect(err).toMatchObject({ code: 'rate_limited', details: { retry_after_ms: 250 } });
+    expect(refused[0]).toBeInstanceOf(AppError);
+    for (let i = 0; i < 3; i++) delay.failed('bob');
+    // One at a time the delays apply as before; other keys are not affected.
+    await delay.beforeAttempt('bob');
+    await expect(delay.beforeAttempt('bob')).rejects.toMatchObject({ code: 'rate_limited' });
+    await delay.beforeAttempt('carol');
+    delay.failed('bob');
+    await delay.beforeAttempt('bob');
+    expect(waits).toEqual([250, 500]);
+  });
+
+  it('stops counting a pending attempt that never reported', async () => {
+    let now = 0;
+    const delay = new FailureDelay(async () => undefined, 3, 8000, 60_000, () => now);
+    for (let i = 0; i < 3; i++) {
+      await delay.beforeAttempt('dave');
+      delay.failed('dave');
+    }
+    await delay.beforeAttempt('dave'); // its caller never reports
+    await expect(delay.beforeAttempt('dave')).rejects.toMatchObject({ code: 'rate_limited' });
+    now += 60_000;
+    await expect(delay.beforeAttempt('dave')).resolves.toBeUndefined();
+  });
+
+  it('refuses parallel wrong logins instead of checking them all without delay', async () => {
+    server = await startTestServer();
+    await registerUser(server, 'Para', 'right-one');
+    const answers = await Promise.all(Array.from({ length: 8 }, () => server.call('login', { name: 'Para', password: 'nope' })));
+    const codes = answers.map((a) => (a.body.ok ? 'ok' : a.body.error.code));
+    const checked = codes.filter((c) => c === 'wrong_password').length;
+    const refused = answers.filter((a) => a.status === 429 && !a.body.ok && a.body.error.code === 'rate_limited').length;
+    expect(checked + refused).toBe(8);
+    // Three free attempts, plus at most one that waited its 250 ms (if the first three had
+    // already failed when it arrived); without the guard all eight are checked at once.
+    expect(checked).toBeGreaterThanOrEqual(3);
+    expect(checked).toBeLessThanOrEqual(4);
+    // At least three failures were recorded: the next attempt waits before it is checked.
+    const started = Date.now();
+    expect((await server.call('login', { name: 'Para', password: 'right-one' })).status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(240);
   });
 
   it('refuses wrong passwords with wrong_password over REST, then accepts the right one', async () => {
