@@ -174,6 +174,17 @@ describe('6.2.4 Who may post', () => {
     expect(idle.round).toBeNull();
   });
 
+  it('an agent host posting in a paused room gets room_paused, with or without mentions; people still post', () => {
+    const sim = agentHost();
+    sim.post('H', { mentions: ['A'] });
+    sim.pause();
+    const before = sim.state;
+    expect(sim.post('H')).toMatchObject({ ok: false, code: 'room_paused' });
+    expect(sim.post('H', { mentions: ['B'] })).toMatchObject({ ok: false, code: 'room_paused' });
+    expect(sim.state).toBe(before);
+    expect(ok(sim.post('U'), sim)).toEqual([]);
+  });
+
   it("the guard counts in host mode; once tripped the agent host's mentions start nothing until a person posts", () => {
     const sim = agentHost({ agents: ['H', 'A'], maxAutoRounds: 1 }); // limit 2
     sim.post('H', { mentions: ['A'] }); // no round had run yet: not counted

@@ -276,6 +276,17 @@ describe('6.1.4 Answer', () => {
     expect(sim.state).toBe(before);
   });
 
+  it('an agent that is a room admin (creator and host) still waits for its turn in default mode', () => {
+    const sim = room();
+    expect([sim.creator, sim.host]).toEqual(['A', 'A']);
+    sim.post('U');
+    sim.post('A');
+    const before = sim.state;
+    expect(sim.post('A')).toMatchObject({ ok: false, code: 'not_your_turn' });
+    expect(sim.state).toBe(before);
+    expect(sim.holder).toBe('B');
+  });
+
   it('in an idle room an agent message starts a round in which it has answered (rotated queue, index 1)', () => {
     const sim = room();
     expect(ok(sim.post('B'), sim)).toEqual(['round_start r1 rotation [B,C,A]', 'agent_turn r1 C rotation +180s', 'timer +180s']);
