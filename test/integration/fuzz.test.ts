@@ -1,5 +1,6 @@
 // Fuzzing every tool over REST and raw WebSocket frames: no crash, every answer a structured
 // error with a contract code (never internal_error), and the server still healthy after.
+import http from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -151,6 +152,55 @@ describe('fuzzing', () => {
     ws.close();
     expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
   }, 300_000);
+});
+
+/** POSTs to a raw request target, sent byte for byte (fetch would normalise or re-encode it). */
+function rawPost(target: string, token: string | null): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        hostname,
+        port,
+        path: target,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end('{}');
+  });
+}
+
+describe('raw tool paths', () => {
+  const long = 'a'.repeat(10_000);
+  it.each([
+    ['a malformed escape', '/api/v1/tools/%E0'],
+    ['a lone percent sign', '/api/v1/tools/%'],
+    ['an encoded dot-dot', '/api/v1/tools/%2e%2e'],
+    ['an encoded dot-dot to another route', '/api/v1/tools/%2e%2e%2fhealth'],
+    ['an encoded tool name', '/api/v1/tools/list%5frooms'],
+    ['a 10,000-character name', `/api/v1/tools/${long}`],
+  ])('answers %s with 404 unknown_tool and stays healthy', async (_label, target) => {
+    for (const withToken of [false, true]) {
+      const answer = await rawPost(target, withToken ? token : null);
+      expectStructured(answer.status, answer.body, target.slice(0, 80));
+      expect(answer.status).toBe(404);
+      expect(answer.body.error.code).toBe('unknown_tool');
+      expect(answer.body.error.message.length).toBeLessThan(200);
+    }
+    expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
+  });
+
+  it('still serves a tool name sent raw', async () => {
+    const answer = await rawPost('/api/v1/tools/list_rooms', token);
+    expect(answer).toMatchObject({ status: 200, body: { ok: true } });
+  });
 });
 
 async function until(check: () => boolean, ms = 5000) {

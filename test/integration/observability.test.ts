@@ -1,7 +1,9 @@
 // Metrics, room statistics and what the logs may contain.
 import { afterEach, describe, expect, it } from 'vitest';
-import { restCall, spawnServer } from '../helpers/process.js';
+import { connectMcp } from '../helpers/mcp.js';
+import { restCall, spawnServer, type ServerProcess } from '../helpers/process.js';
 import { registerAgent, registerUser, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
+import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -55,6 +57,29 @@ describe('metrics and room stats', () => {
   });
 });
 
+describe('socket metrics', () => {
+  const gauge = async (s: TestServer, name: string) => {
+    const text = await (await fetch(`${s.url}/api/v1/metrics`)).text();
+    const match = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
+    if (!match) throw new Error(`no ${name} in the metrics`);
+    return Number(match[1]);
+  };
+
+  it('counts an open WebSocket and the stored rooms, and drops the socket when it closes', async () => {
+    const s = (server = await startTestServer());
+    const user = await registerUser(s, 'Gauge');
+    expect(await gauge(s, 'chatroom_sockets')).toBe(0);
+    expect(await gauge(s, 'chatroom_rooms')).toBe(0);
+    await s.ok('create_room', { room_name: 'Counted' }, user.token);
+    const socket = await TestSocket.connect(wsUrl(s.url), user.token);
+    expect(await gauge(s, 'chatroom_sockets')).toBe(1);
+    expect(await gauge(s, 'chatroom_rooms')).toBe(1);
+    await socket.close();
+    await eventually(async () => (await gauge(s, 'chatroom_sockets')) === 0, 5000, 'chatroom_sockets back to 0');
+    expect(await gauge(s, 'chatroom_rooms')).toBe(1);
+  });
+});
+
 describe('logs', () => {
   it('are JSON lines with request ids, and hold no message texts or tokens at info level', async () => {
     const proc = await spawnServer({ DATA_DIR: await tempDataDir(), LOG_LEVEL: 'info' });
@@ -69,7 +94,7 @@ describe('logs', () => {
       for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
       const calls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'call');
       expect(calls.length).toBeGreaterThanOrEqual(4);
-      expect(calls.every((c) => typeof c.reqId === 'string' && c.reqId.length > 0)).toBe(true);
+      expect(calls.every((c) => typeof c.requestId === 'string' && c.requestId.length > 0)).toBe(true);
       expect(calls.some((c) => c.tool === 'send_message' && c.outcome === 'room_not_found')).toBe(true);
       const all = proc.output();
       expect(all).not.toContain('TOP-SECRET-TEXT');
@@ -80,4 +105,50 @@ describe('logs', () => {
       await proc.exited;
     }
   });
+
+  it('carry a unique request id for WebSocket and MCP calls, without texts or tokens', async () => {
+    const proc = await spawnServer({ DATA_DIR: await tempDataDir(), LOG_LEVEL: 'info' });
+    try {
+      const token = (await restCall(proc.url, 'register_user', { name: 'Wired' })).body.data.token as string;
+      const room = (await restCall(proc.url, 'create_room', { room_name: 'Wire' }, token)).body.data.room;
+      const socket = await TestSocket.connect(wsUrl(proc.url), token);
+      const sent = await socket.call('send_message', { room_id: room.room_id, text_content: 'WS-SECRET-TEXT-7' });
+      expect(sent.ok).toBe(true);
+      await socket.close();
+      // Two sessions whose JSON-RPC ids are the same: the request ids must still differ.
+      const sessions = [await connectMcp(proc.url, { token }), await connectMcp(proc.url, { token })];
+      const sessionIds: string[] = [];
+      for (const mcp of sessions) {
+        await mcp.ok('send_message', { room_id: room.room_id, text_content: 'MCP-SECRET-TEXT-8' });
+        sessionIds.push(mcp.transport.sessionId!);
+        await mcp.close();
+      }
+
+      const callLines = () => logLines(proc).filter((l) => l.msg === 'call' && l.tool === 'send_message');
+      await eventually(() => callLines().length >= 3, 5000, 'the call log lines');
+      const ws = callLines().filter((l) => l.transport === 'ws');
+      const mcp = callLines().filter((l) => l.transport === 'mcp');
+      expect(ws).toHaveLength(1);
+      expect(ws[0].requestId).toMatch(/^ws-.+-t1$/);
+      expect(mcp.map((l) => l.requestId)).toEqual(sessionIds.map((id) => expect.stringMatching(new RegExp(`^mcp-${id}-\\d+$`))));
+      expect(new Set(mcp.map((l) => l.requestId)).size).toBe(2);
+      for (const line of [...ws, ...mcp]) expect(line.outcome).toBe('ok');
+      const all = proc.output();
+      expect(all).not.toContain('SECRET-TEXT');
+      expect(all).not.toContain(token);
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
 });
+
+/** The complete JSON log lines a server process printed so far. */
+function logLines(proc: ServerProcess): any[] {
+  const output = proc.output();
+  return output
+    .slice(0, output.lastIndexOf('\n'))
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+}
