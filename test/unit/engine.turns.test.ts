@@ -1,6 +1,7 @@
 // SPEC §6.1.5–6.1.11 on the pure turn engine, plus pass_turn / extend_turn / mode changes.
 import { describe, expect, it } from 'vitest';
 import { applyAction as applyActionDirect } from '../../src/rounds/engine.js';
+import type { CurrentRound } from '../../src/rounds/types.js';
 import { Room, T0, TIMEOUT, ok } from './engine-sim.js';
 
 const room = (opts: ConstructorParameters<typeof Room>[0] = {}) =>
@@ -259,6 +260,22 @@ describe('6.1.10 Restart', () => {
     sim.tick(7_000_000);
     expect(ok(sim.restart(), sim)).toEqual(['agent_turn r1 A rotation +180s', 'timer +180s']);
     expect(sim.round?.turn).toMatchObject({ agent: 'A', extensions: 1, deadline: iso(T0 + 7_000_000 + TIMEOUT) });
+  });
+
+  it('rounds stored by earlier versions (no pending_mentions, guard_count, end_reason) load normalised', () => {
+    // As an early rooms.json held them: the bookkeeping fields had not been written yet.
+    const stored = (round: object) => round as unknown as CurrentRound;
+    const base = { kind: 'rotation', start_time: iso(T0), agent_queue: ['A', 'B', 'C', 'D'] };
+    const sim = room();
+    const turn = { agent: 'B', can_skip: true, reason: 'rotation', deadline: iso(T0), posted: 0 };
+    sim.state = { ...sim.state, current_round: stored({ ...base, round_id: 'old', current_agent_index: 1, completed: false, turn }) };
+    expect(ok(sim.restart(), sim)).toEqual(['agent_turn old B rotation +180s', 'timer +180s']);
+    expect(sim.round).toMatchObject({ pending_mentions: [], guard_count: 0, turn: { agent: 'B' } });
+
+    const ended = room();
+    ended.state = { ...ended.state, current_round: stored({ ...base, round_id: 'old', current_agent_index: 4, completed: true, turn: null }) };
+    expect(ok(ended.goOnline('A'), ended)).toEqual([]);
+    expect(ended.round).toMatchObject({ completed: true, turn: null, end_reason: 'completed', pending_mentions: [], guard_count: 0 });
   });
 
   it('a paused or idle room does nothing on restart', () => {
