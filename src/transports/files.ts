@@ -227,6 +227,9 @@ async function receiveUpload(req: Request, dir: string, maxBytes: number, now: (
       stream.resume();
       return;
     }
+    // The body may end badly while storeFile is still choosing the name: busboy then fails the
+    // file stream before storeFile's pipeline listens. The pipeline still sees the error.
+    stream.on('error', () => undefined);
     work = storeFile(stream, info.filename, dir, maxBytes, now);
     work.catch(() => undefined); // awaited below; until then a rejection is not "unhandled"
   });
