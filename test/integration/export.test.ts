@@ -1,6 +1,6 @@
 // export_chat_history end to end: the tool, the files, signed links and token downloads.
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +24,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.stop();
 });
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 describe('export_chat_history', () => {
   it('exports Markdown with visible messages in order, room times, no skip records', async () => {
@@ -60,6 +64,68 @@ describe('export_chat_history', () => {
     const text = execFileSync('pdftotext', [file, '-']).toString();
     expect(text).toContain('你好，世界');
     expect(text).toContain('console.log("code block")');
+  });
+
+  it('links attachments absolutely, signed for days, in Markdown and as PDF link annotations', async () => {
+    const content = Buffer.from('附件内容 attachment bytes\n');
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(content)]), '报告 final.txt');
+    const uploaded = await fetch(`${server.url}/api/v1/rooms/${roomId}/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}` },
+      body: form,
+    });
+    const { file_url, file_type } = ((await uploaded.json()) as any).data;
+    await server.ok('send_message', { room_id: roomId, text_content: '见附件', file_url, file_type }, owner.token);
+    const linkTo = new RegExp(`${escapeRegExp(server.url + file_url)}\\?expires=(\\d+)&sig=[\\w-]+`, 'g');
+    const fetchAttachment = async (link: string, expires: string) => {
+      expect(Number(expires) - Date.now()).toBeGreaterThan(6 * 24 * 3_600_000);
+      const res = await fetch(link); // no token
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(content)).toBe(true);
+    };
+
+    const md = await server.ok('export_chat_history', { room_id: roomId, format: 'markdown' }, owner.token);
+    const text = await (await fetch(server.url + md.url)).text();
+    const mdLinks = [...text.matchAll(linkTo)];
+    expect(mdLinks).toHaveLength(1);
+    expect(text).toContain(`](<${mdLinks[0]![0]}>)`);
+    await fetchAttachment(mdLinks[0]![0], mdLinks[0]![1]!);
+
+    const pdf = await server.ok('export_chat_history', { room_id: roomId, format: 'pdf' }, owner.token);
+    const raw = Buffer.from(await (await fetch(server.url + pdf.url)).arrayBuffer()).toString('latin1');
+    // Annotation dictionaries are not in compressed streams: pdfkit writes `/URI (…)` as is.
+    const uris = [...raw.matchAll(/\/URI \(([^)]*)\)/g)].map((m) => m[1]!);
+    const pdfLinks = uris.flatMap((uri) => [...uri.matchAll(linkTo)]);
+    expect(pdfLinks).toHaveLength(1);
+    await fetchAttachment(pdfLinks[0]![0], pdfLinks[0]![1]!);
+  });
+
+  it('writes exports to DATA_DIR/exports/ without leftovers, and removes exports older than an hour', async () => {
+    const dir = path.join(server.dataDir, 'exports');
+    const stale = path.join(dir, `${roomId}-20200101000000-abcdef.md`);
+    await writeFile(stale, 'old export');
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    await utimes(stale, twoHoursAgo, twoHoursAgo);
+    const fresh = path.join(dir, `${roomId}-20200101000001-abcdef.md`);
+    await writeFile(fresh, 'recent export'); // younger than an hour: kept
+
+    const data = await server.ok('export_chat_history', { room_id: roomId, format: 'pdf' }, owner.token);
+    const name = new URL(server.url + data.url).pathname.split('/').pop()!;
+    const files = await readdir(dir);
+    expect(files).toContain(name);
+    expect(files).not.toContain(path.basename(stale));
+    expect(files).toContain(path.basename(fresh));
+    for (const file of files) expect(file).toMatch(new RegExp(`^${roomId}-\\d{14}-[0-9a-f]{6}\\.(md|pdf)$`));
+    expect((await stat(path.join(dir, name))).size).toBe(data.bytes);
+  });
+
+  it('exports an archived room', async () => {
+    const archived = (await server.ok('create_room', { room_name: 'Old Room' }, owner.token)).room.room_id;
+    await server.ok('send_message', { room_id: archived, text_content: '归档前的最后一条' }, owner.token);
+    await server.ok('archive_room', { room_id: archived }, owner.token);
+    const data = await server.ok('export_chat_history', { room_id: archived, format: 'markdown' }, owner.token);
+    expect(await (await fetch(server.url + data.url)).text()).toContain('归档前的最后一条');
   });
 
   it('refuses non-members, expired and forged links', async () => {
