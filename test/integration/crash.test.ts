@@ -1,6 +1,9 @@
 // Crash test: SIGKILL the server at random moments under concurrent load, CRASH_RUNS times
 // (50 in the suite; `npm run soak` runs more). After each restart no acknowledged message is
-// lost or duplicated, seqs have no gap, and every file parses.
+// lost or duplicated, seqs have no gap, and every file parses. Beside the message senders, a
+// writer registers agents, joins them to the room (which starts rounds) and creates rooms, so
+// the snapshots (agents.json, rooms.json) are being replaced when the kill lands: every
+// acknowledged registration, membership and room must be in them after the restart.
 import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -37,6 +40,41 @@ function readFileText(dir: string, name: string): string {
   return readFileSync(path.join(dir, name), 'utf8');
 }
 
+interface SnapshotAcks {
+  agents: Set<string>;
+  members: Set<string>;
+  rooms: Set<string>;
+}
+
+/** Every acknowledged snapshot change is in the files the restarted server loaded. */
+function checkSnapshots(dataDir: string, roomId: string, acked: SnapshotAcks): void {
+  const agents = new Set((JSON.parse(readFileText(dataDir, 'agents.json')) as { name: string }[]).map((a) => a.name));
+  const rooms = JSON.parse(readFileText(dataDir, 'rooms.json')) as { room_id: string; members: { name: string }[] }[];
+  const members = new Set(rooms.find((r) => r.room_id === roomId)!.members.map((m) => m.name));
+  const roomIds = new Set(rooms.map((r) => r.room_id));
+  for (const name of acked.agents) expect(agents.has(name), `agent ${name}`).toBe(true);
+  for (const name of acked.members) expect(members.has(name), `member ${name}`).toBe(true);
+  for (const id of acked.rooms) expect(roomIds.has(id), `room ${id}`).toBe(true);
+}
+
+/** Registers agents, joins each to the room and lets it create a room, until the server dies. */
+async function snapshotWriter(url: string, run: number, roomId: string, acked: SnapshotAcks, isDead: () => boolean): Promise<void> {
+  for (let i = 0; !isDead(); i++) {
+    try {
+      const name = `a${run}_${i}`;
+      const registered = await restCall(url, 'register_agent', { name });
+      if (!registered.body.ok) continue;
+      acked.agents.add(name);
+      const token = registered.body.data.token as string;
+      if ((await restCall(url, 'join_room', { room_id: roomId }, token)).body.ok) acked.members.add(name);
+      const created = await restCall(url, 'create_room', { room_name: `R${run} ${i}` }, token);
+      if (created.body.ok) acked.rooms.add(created.body.data.room.room_id);
+    } catch {
+      return; // connection refused or reset: the server is gone
+    }
+  }
+}
+
 describe('crash safety', () => {
   it(`loses nothing acknowledged over ${RUNS} SIGKILLs at random moments under load`, async () => {
     const dataDir = await tempDataDir();
@@ -44,6 +82,7 @@ describe('crash safety', () => {
     const user = (await restCall(server.url, 'register_user', { name: 'Crash' })).body.data;
     const room = (await restCall(server.url, 'create_room', { room_name: 'Crash' }, user.token)).body.data.room;
     const acked = new Set<string>();
+    const snapshotAcks: SnapshotAcks = { agents: new Set(), members: new Set(), rooms: new Set() };
 
     for (let run = 0; run < RUNS; run++) {
       const url = server.url;
@@ -58,19 +97,22 @@ describe('crash safety', () => {
           }
         }
       });
+      const writer = snapshotWriter(url, run, room.room_id, snapshotAcks, () => dead);
       await new Promise((r) => setTimeout(r, 30 + Math.random() * 300));
       server.child.kill('SIGKILL');
       dead = true;
       await server.exited;
-      await Promise.all(senders);
+      await Promise.all([...senders, writer]);
 
       server = await spawnServer({ DATA_DIR: dataDir });
       const count = await checkFiles(dataDir, room.room_id, acked);
+      checkSnapshots(dataDir, room.room_id, snapshotAcks);
       const next = await restCall(server.url, 'get_messages', { room_id: room.room_id, limit: 1 }, user.token);
       expect(next.body.data.messages[0].seq).toBe(count);
     }
     server.child.kill('SIGTERM');
     expect((await server.exited).code).toBe(0);
     expect(acked.size).toBeGreaterThan(RUNS);
+    expect(snapshotAcks.rooms.size).toBeGreaterThan(RUNS / 2);
   }, 600_000);
 });
