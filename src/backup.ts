@@ -8,6 +8,7 @@
 // server recovers from by design. Restore = start a server with DATA_DIR pointing at the copy.
 import { copyFile, mkdir, open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { fsyncPath } from './storage/fs-ops.js';
 
 const SNAPSHOTS = ['agents.json', 'users.json', 'rooms.json'];
 
@@ -20,15 +21,6 @@ export interface BackupResult {
 
 async function exists(p: string): Promise<boolean> {
   return stat(p).then(() => true, () => false);
-}
-
-async function fsyncFile(p: string): Promise<void> {
-  const handle = await open(p, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /** Copies a log up to its last newline (a torn tail is left behind). */
@@ -62,7 +54,7 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
     const from = path.join(dataDir, name);
     if (!(await exists(from))) continue;
     await copyFile(from, path.join(targetDir, name));
-    await fsyncFile(path.join(targetDir, name));
+    await fsyncPath(path.join(targetDir, name));
     result.snapshots += 1;
     result.bytes += (await stat(from)).size;
   }
@@ -83,12 +75,19 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
     for (const room of await readdir(uploadsFrom)) {
       const roomDir = path.join(uploadsFrom, room);
       if (!(await stat(roomDir)).isDirectory()) continue;
-      await mkdir(path.join(targetDir, 'uploads', room), { recursive: true });
+      const roomTarget = path.join(targetDir, 'uploads', room);
+      await mkdir(roomTarget, { recursive: true });
       for (const file of await readdir(roomDir)) {
-        await copyFile(path.join(roomDir, file), path.join(targetDir, 'uploads', room, file));
+        await copyFile(path.join(roomDir, file), path.join(roomTarget, file));
+        await fsyncPath(path.join(roomTarget, file));
         result.uploads += 1;
       }
+      await fsyncPath(roomTarget);
     }
+  }
+  // The copies' directory entries too: a backup that reported success survives a power cut.
+  for (const dir of [logsTo, path.join(targetDir, 'uploads'), targetDir]) {
+    if (await exists(dir)) await fsyncPath(dir);
   }
   return result;
 }

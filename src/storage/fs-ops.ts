@@ -43,6 +43,11 @@ export const defaultFsOps: FsOps = {
   },
 };
 
+/** Makes a file's contents or a directory's entries durable (for code off the store's write paths). */
+export function fsyncPath(target: string): Promise<void> {
+  return defaultFsOps.fsyncDir(target);
+}
+
 export function resolveFsOps(overrides: Partial<FsOps> | undefined): FsOps {
   return { ...defaultFsOps, ...overrides };
 }

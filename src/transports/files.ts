@@ -15,6 +15,7 @@ import { AppError } from '../errors.js';
 import { signEncodedPath } from '../export/links.js';
 import { RateLimits } from '../limits/rate-limits.js';
 import { ROOM_ID } from '../rooms/rules.js';
+import { fsyncPath } from '../storage/fs-ops.js';
 import { downloadName, EXPORT_NAME, exportsDir } from '../tools/export.js';
 import type { Caller } from '../types.js';
 import { bearerToken, sendError } from './http-util.js';
@@ -85,15 +86,6 @@ function caller(app: App, req: Request): Caller {
 function validRoomId(roomId: string): string {
   if (!ROOM_ID.test(roomId)) throw new AppError('validation_error', 'Not a room id');
   return roomId;
-}
-
-async function fsyncPath(target: string): Promise<void> {
-  const handle = await open(target, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**

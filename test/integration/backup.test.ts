@@ -12,6 +12,18 @@ describe('backup and restore', () => {
     const live = await spawnServer({ DATA_DIR: dataDir });
     const user = (await restCall(live.url, 'register_user', { name: 'Backer' })).body.data;
     const room = (await restCall(live.url, 'create_room', { room_name: 'Backed Up' }, user.token)).body.data.room;
+    // An agent member (round state in rooms.json) and an upload, both to come back from the copy.
+    const agent = (await restCall(live.url, 'register_agent', { name: 'BackedAgent' })).body.data;
+    await restCall(live.url, 'join_room', { room_id: room.room_id }, agent.token);
+    const attachment = Buffer.from('设计文档 v1\n'.repeat(100));
+    const form = new FormData();
+    form.set('file', new Blob([attachment]), '设计.txt');
+    const uploaded = await fetch(`${live.url}/api/v1/rooms/${room.room_id}/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}` },
+      body: form,
+    }).then((r) => r.json() as Promise<{ ok: boolean; data: { file_url: string } }>);
+    expect(uploaded.ok).toBe(true);
 
     const ackedBeforeBackup = new Set<string>();
     let backupStarted = false;
@@ -52,6 +64,13 @@ describe('backup and restore', () => {
       for (const id of snapshotOfAcks) expect(ids.has(id)).toBe(true);
       const next = await restored.ok('send_message', { room_id: room.room_id, text_content: 'after restore' }, user.token);
       expect(next.message.seq).toBe(seqs.length + 1);
+
+      const restoredRoom = (await restored.ok('get_room', { room_id: room.room_id }, user.token)).room;
+      expect(restoredRoom.members.map((m: { name: string }) => m.name)).toEqual(['Backer', 'BackedAgent']);
+      expect(restoredRoom.current_round?.agent_queue).toContain('BackedAgent');
+      const download = await fetch(restored.url + uploaded.data.file_url, { headers: { authorization: `Bearer ${user.token}` } });
+      expect(download.status).toBe(200);
+      expect(Buffer.from(await download.arrayBuffer()).equals(attachment)).toBe(true);
     } finally {
       await restored.stop();
     }
