@@ -1,6 +1,6 @@
 // The WebSocket hub against the real server: auth, events, isolation, replay, limits.
 import type { Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { wsHubOf } from '../../src/transports/ws.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
@@ -414,6 +414,30 @@ describe('events over the socket', () => {
     expect(sr.since(gone).filter((f) => f.type === 'event')).toEqual([]);
     expect(JSON.stringify(sr.since(gone))).not.toMatch(/after removal|secret plans/);
     await Promise.all([sr.close(), sp.close()]);
+  });
+
+  it('serialises each event once, however many sockets receive it', async () => {
+    const { person, roomId } = await personWithRoom('Fan');
+    const readers = await Promise.all(Array.from({ length: 5 }, () => registerUser(server, `Fan${++counter}`)));
+    for (const reader of readers) await server.ok('join_room', { room_id: roomId }, reader.token);
+    const sockets = await Promise.all([person, ...readers].map((p) => TestSocket.connect(url, p.token)));
+    const text = `fan-out-${counter}-once`;
+    // The server runs in this process: count the JSON encodings of the message_new event.
+    const stringify = vi.spyOn(JSON, 'stringify');
+    try {
+      await post(roomId, person.token, text);
+      for (const socket of sockets) {
+        expect((await socket.waitForEvent('message_new', (d) => d.message.text_content === text)).room_id).toBe(roomId);
+      }
+      const encodings = stringify.mock.results.filter(
+        (r) => r.type === 'return' && typeof r.value === 'string' && r.value.includes('"event":"message_new"') && r.value.includes(text),
+      );
+      expect(sockets.length).toBe(6);
+      expect(encodings).toHaveLength(1);
+    } finally {
+      stringify.mockRestore();
+      await Promise.all(sockets.map((socket) => socket.close()));
+    }
   });
 
   it('client_msg_id stays with the sender: broadcast message_new frames do not carry it', async () => {
