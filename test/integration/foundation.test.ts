@@ -73,10 +73,10 @@ describe('HTTP hardening', () => {
     expect(res.headers.get('x-powered-by')).toBeNull();
   });
 
-  it('refuses the page under a Host name that is not allowed, naming the setting', async () => {
+  async function getPage(host: string): Promise<{ status: number; body: string }> {
     const http = await import('node:http');
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request(`${server.url}/`, { headers: { host: 'evil.example:80' } }, (res) => {
+    return new Promise((resolve, reject) => {
+      const req = http.request(`${server.url}/`, { headers: { host } }, (res) => {
         let body = '';
         res.on('data', (c) => (body += c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -84,8 +84,20 @@ describe('HTTP hardening', () => {
       req.on('error', reject);
       req.end();
     });
+  }
+
+  it('refuses the page under a Host name that is not allowed, naming the setting', async () => {
+    const answer = await getPage('evil.example:80');
     expect(answer.status).toBe(403);
     expect(answer.body).toContain('ALLOWED_HOSTS');
+  });
+
+  it('serves the page at both default host names, localhost and 127.0.0.1', async () => {
+    for (const host of [`localhost:${server.port}`, `127.0.0.1:${server.port}`]) {
+      const answer = await getPage(host);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toContain('<html');
+    }
   });
 
   it('serves the page libraries from their npm packages, as Node resolves them', async () => {

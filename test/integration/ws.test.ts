@@ -556,8 +556,11 @@ describe('bad frames and limits', () => {
       status: 403,
       body: expect.stringContaining('ALLOWED_ORIGINS'),
     });
-    const ok = await TestSocket.open(url, { origin: `http://127.0.0.1:${server.port}` });
-    await ok.close();
+    // The defaults let the page work at both http://127.0.0.1:PORT and http://localhost:PORT.
+    for (const origin of [`http://127.0.0.1:${server.port}`, `http://localhost:${server.port}`]) {
+      const ok = await TestSocket.open(url, { origin });
+      await ok.close();
+    }
     const noOrigin = await TestSocket.open(url);
     await noOrigin.close();
   });
