@@ -229,8 +229,9 @@ export class MessageService {
   private contextMessage(m: Message, room: RoomRecord): ContextMessage {
     const presented = presentMessage(m, room);
     const display_time = displayTime(m.timestamp, room.timezone);
-    if (m.text_content.length <= CONTEXT_TEXT_LIMIT) return { ...presented, display_time };
-    return { ...presented, text_content: m.text_content.slice(0, CONTEXT_TEXT_LIMIT), truncated: true, display_time };
+    const cut = firstChars(m.text_content, CONTEXT_TEXT_LIMIT);
+    if (cut === null) return { ...presented, display_time };
+    return { ...presented, text_content: cut, truncated: true, display_time };
   }
 
   /** Text rules shared by send and edit: at most MAX_MESSAGE_CHARS, and not blank unless a file is attached. */
@@ -310,3 +311,13 @@ export function yourTurn(room: RoomRecord, name: string) {
   };
 }
 
+/**
+ * The first `limit` characters of `text`, counted in code points as MAX_MESSAGE_CHARS counts
+ * them (so an emoji is never cut in half), or null when the text is not longer than that.
+ */
+function firstChars(text: string, limit: number): string | null {
+  if (text.length <= limit) return null; // UTF-16 units ≥ code points
+  let units = 0;
+  for (let chars = 0; chars < limit && units < text.length; chars++) units += text.codePointAt(units)! > 0xffff ? 2 : 1;
+  return units < text.length ? text.slice(0, units) : null;
+}

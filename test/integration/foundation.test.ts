@@ -354,6 +354,18 @@ describe('messages', () => {
     expect(ctx.members.map((m: { name: string }) => m.name)).toEqual(['Zoe', 'Yan']);
     const whole = await server.ok('get_full_message', { message_id: longMsg.message_id }, owner.token);
     expect(whole.message.text_content).toBe(long);
+
+    // The 2000-character cut counts characters (code points), never splitting an emoji.
+    const emoji = '🙂'.repeat(2100);
+    await server.ok('send_message', { room_id: room.room_id, text_content: emoji }, owner.token);
+    const exact = '🙂'.repeat(2000);
+    await server.ok('send_message', { room_id: room.room_id, text_content: exact }, owner.token);
+    const again = await server.ok('get_context', { room_id: room.room_id }, other.token);
+    const [cutEmoji, whole2000] = again.messages.slice(-2);
+    expect(cutEmoji.truncated).toBe(true);
+    expect(cutEmoji.text_content).toBe('🙂'.repeat(2000));
+    expect(whole2000.truncated).toBeUndefined();
+    expect(whole2000.text_content).toBe(exact);
   });
 
   it('forbids people when user participation is off, but not admins', async () => {
