@@ -1,6 +1,7 @@
 // Write failures (injected through the fsOps hook): the callers of the failed batch are
 // rejected, the store stays usable, and the files never end up corrupt.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/logger.js';
@@ -124,6 +125,40 @@ describe('snapshot write failures', () => {
     await s.putRoom(makeRoom('r3'));
     const onDisk = JSON.parse(await readFile(join(dir, 'rooms.json'), 'utf8')) as Array<{ room_id: string }>;
     expect(onDisk.map((r) => r.room_id)).toEqual(['r1', 'r2', 'r3']);
+  });
+
+  it('replaces a snapshot in the durable order: write the temp file, fsync it, rename, fsync the directory', async () => {
+    const ops: string[] = [];
+    const record = <K extends keyof FsOps>(op: K, describe: (...args: never[]) => string): FsOps[K] =>
+      (async (...args: unknown[]) => {
+        ops.push(`${op}${describe(...(args as never[]))}`);
+        return (defaultFsOps[op] as (...a: unknown[]) => Promise<unknown>)(...args);
+      }) as FsOps[K];
+    const name = (p: string) => (p.endsWith('rooms.json') ? ' rooms.json' : p.includes('rooms.json') ? ' temp' : ` ${p}`);
+    const s = await openStore({
+      open: record('open', (p: string) => name(p)),
+      write: record('write', () => ''),
+      fsync: record('fsync', () => ''),
+      close: record('close', () => ''),
+      rename: record('rename', (from: string, to: string) => `${name(from)} →${name(to)}`),
+      fsyncDir: record('fsyncDir', (d: string) => (d === dir ? ' data dir' : ` ${d}`)),
+    });
+    ops.length = 0;
+    await s.putRoom(makeRoom('r1'));
+    expect(ops.filter((op) => op !== 'write')).toEqual(['open temp', 'fsync', 'close', 'rename temp → rooms.json', 'fsyncDir data dir']);
+    expect(ops).toContain('write');
+  });
+
+  it('rejects putRoom when the directory fsync fails; the renamed file is whole and later puts work', async () => {
+    const faults: Partial<Record<keyof FsOps, number>> = {};
+    const s = await openStore(faultyOps(faults));
+    await s.putRoom(makeRoom('r1'));
+    faults.fsyncDir = 1;
+    await expect(s.putRoom(makeRoom('r2'))).rejects.toThrow('injected fsyncDir failure');
+    expect(() => JSON.parse(readFileSync(join(dir, 'rooms.json'), 'utf8'))).not.toThrow();
+    await s.putRoom(makeRoom('r3'));
+    const again = await reopenClean(s);
+    expect(again.listRooms().map((r) => r.room_id)).toEqual(['r1', 'r2', 'r3']);
   });
 
   it('logs a failed touchRoom write and writes it on close', async () => {
