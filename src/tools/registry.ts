@@ -97,6 +97,14 @@ export class ToolRegistry {
     return null;
   }
 
+  /**
+   * Counts a call that a transport refused before dispatching it against the client address,
+   * like every dispatched call (throws `rate_limited` over the limit).
+   */
+  chargeAddress(address: string | null): Promise<void> {
+    return this.hooks.limitAddress(address);
+  }
+
   async call(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
     const started = performance.now();
     const record = (outcome: string) =>

@@ -158,6 +158,7 @@ export class McpSession {
     // JSON-RPC ids repeat across sessions (every client counts from 0): qualify them for the logs.
     const requestId = `mcp-${extra.sessionId ?? 'nosession'}-${String(extra.requestId)}`;
     let claimed = false;
+    let dispatched = false;
     let held: (() => void) | null = null;
     try {
       const tool = this.app.registry.get(name);
@@ -185,6 +186,7 @@ export class McpSession {
           })
           .catch(() => undefined);
       };
+      dispatched = true;
       const data = await this.app.registry.call(name, args, {
         caller,
         token: null,
@@ -196,7 +198,8 @@ export class McpSession {
       });
       this.afterCall(name, data);
       return successResult(data);
-    } catch (err) {
+    } catch (thrown) {
+      const err = dispatched ? thrown : await this.chargeRefused(thrown);
       if (toWireError(err).code === 'internal_error') this.app.logger.error({ err, requestId, tool: name }, 'MCP tool call failed');
       return errorResult(err);
     } finally {
@@ -215,6 +218,20 @@ export class McpSession {
   private holdPresence(caller: Caller): () => void {
     this.app.presence.socketOpened(caller.id);
     return () => this.app.presence.socketClosed(caller.id);
+  }
+
+  /**
+   * A call this session refused before the registry saw it (an unknown header token, a session
+   * bound to someone else) still costs its address, as every dispatched call does: guessing
+   * tokens over MCP is rate limited like over REST. Over the limit, the answer is rate_limited.
+   */
+  private async chargeRefused(refusal: unknown): Promise<unknown> {
+    try {
+      await this.app.registry.chargeAddress(this.address);
+      return refusal;
+    } catch (limited) {
+      return limited;
+    }
   }
 
   /** The caller of this call, binding the session to a valid header token. */

@@ -43,6 +43,17 @@ describe('rate limits', () => {
     expect(next.body.ok ? null : next.body.error.code).toBe('rate_limited');
   });
 
+  it('counts MCP calls with an unknown header token against the address', async () => {
+    server = await startTestServer({ rateLimitPerToken: 0, rateLimitPerAddress: 3 });
+    const mcp = await connectMcp(server.url, { token: 'act_not-a-real-token' });
+    try {
+      for (let i = 0; i < 3; i++) expect((await mcp.err('list_rooms')).code).toBe('unauthorized');
+      expect((await mcp.err('list_rooms')).code).toBe('rate_limited');
+    } finally {
+      await mcp.close();
+    }
+  });
+
   it('answers an MCP call past the per-token limit with a rate_limited error result', async () => {
     server = await startTestServer({ rateLimitPerToken: 3, rateLimitPerAddress: 0 });
     const user = await registerUser(server, 'McpBusy');
