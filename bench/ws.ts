@@ -6,13 +6,15 @@
 //   WS_BENCH_SOCKETS=1000 WS_BENCH_RATE=100 WS_BENCH_DURATION_S=60 WS_BENCH_WARMUP_S=5 \
 //   WS_BENCH_TARGETS=chatroom,relay npx tsx bench/ws.ts
 // The clients share this one process: at high fan-out its own event loop adds to the latency
-// (the summary reports its utilisation).
+// (the summary reports its utilisation). The receiving sockets therefore use the minimal client
+// of bench/raw-ws-client.ts for both targets; the one sending socket uses the `ws` package.
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { restCall } from '../src/client/rest.js';
+import { openRawAuthed, type RawWebSocket } from './raw-ws-client.js';
 
 export type WsBenchTarget = 'chatroom' | 'relay';
 
@@ -175,7 +177,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise<TargetResult> {
   const child = await startChild(target);
-  const sockets: WebSocket[] = [];
+  const receivers: RawWebSocket[] = [];
+  let sender: WebSocket | undefined;
   try {
     let hostToken = 'relay';
     let readerToken = 'relay';
@@ -218,20 +221,20 @@ async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise
       }
     };
     for (let i = 0; i < opts.sockets; i += 100) {
-      const batch = Array.from({ length: Math.min(100, opts.sockets - i) }, (_, j) => openAuthed(child.url, readerToken, receiver(i + j)));
-      sockets.push(...(await Promise.all(batch)));
+      const batch = Array.from({ length: Math.min(100, opts.sockets - i) }, (_, j) => openRawAuthed(child.url, readerToken, receiver(i + j)));
+      receivers.push(...(await Promise.all(batch)));
     }
     let dropped = 0;
     let finished = false;
-    for (const ws of sockets) ws.once('close', () => !finished && dropped++);
+    for (const ws of receivers) ws.onClose = () => !finished && dropped++;
     await sleep(500);
     const after = await child.mem();
 
     let sendErrors = 0;
-    const sender = await openAuthed(child.url, hostToken, (frame) => {
+    const sending = await openAuthed(child.url, hostToken, (frame) => {
       if (frame.indexOf(FAILED) >= 0) sendErrors++;
     });
-    sockets.push(sender);
+    sender = sending;
     const filler = '这是一条用于压测的普通聊天消息 a typical chat line. '.repeat(Math.ceil(opts.padding / 30)).slice(0, opts.padding);
     const started = performance.now();
     let elu = performance.eventLoopUtilization();
@@ -240,7 +243,7 @@ async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise
       const wait = due - performance.now();
       if (wait > 1) await sleep(wait);
       if (i === warmup) elu = performance.eventLoopUtilization();
-      sender.send(
+      sending.send(
         JSON.stringify({
           type: 'call',
           id: i,
@@ -281,7 +284,8 @@ async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise
       client_event_loop_utilization: Math.round(utilization * 100) / 100,
     };
   } finally {
-    for (const ws of sockets) ws.terminate();
+    for (const ws of receivers) ws.terminate();
+    sender?.terminate();
     await child.stop();
   }
 }
