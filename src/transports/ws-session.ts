@@ -1,5 +1,6 @@
 // One authenticated (or authenticating) socket of the hub: what it is subscribed to, what it
 // was sent, and the write path with its two safety valves (slow consumer, replay queue).
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Caller } from '../types.js';
 import { CLOSE, type ServerFrame } from './ws-protocol.js';
@@ -48,31 +49,42 @@ export class Session {
   dropped: string | null = null;
   /** Calls refused with rate_limited in a row; too many closes the socket (1008). */
   rateLimitStrikes = 0;
+  /** The TCP socket is corked until the end of the current tick (see coalesceWrites). */
+  private corked = false;
 
   constructor(
     readonly ws: WebSocket,
     private readonly limits: SessionLimits,
     /** Client address, for per-address rate limits. */
     readonly address: string | null = null,
+    /** The upgraded TCP (or TLS) socket under `ws`, to batch its writes. */
+    private readonly socket: Duplex | null = null,
   ) {}
 
   get isOpen(): boolean {
     return (this.state === 'open' || this.state === 'revoked' || this.state === 'awaiting_auth') && this.ws.readyState === 1;
   }
 
-  /** Writes one frame; drops the socket when it has fallen too far behind. */
-  sendRaw(frame: Frame): boolean {
-    if (!this.isOpen) return false;
+  /**
+   * Writes one frame (a reply, a notice) at once; the socket is dropped when it has fallen too
+   * far behind. While room events of this tick are corked, that check waits for the flush.
+   */
+  sendRaw(frame: Frame): void {
+    if (!this.isOpen) return;
     this.ws.send(frame, TEXT);
-    if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.drop('slow consumer');
-      return false;
-    }
-    return true;
+    if (!this.corked) this.dropIfBehind();
   }
 
-  send(frame: ServerFrame): boolean {
-    return this.sendRaw(JSON.stringify(frame));
+  /** Writes one room event, coalesced with the other events of this tick (see coalesceWrites). */
+  private sendEvent(frame: Frame): void {
+    if (!this.isOpen) return;
+    if (!this.socket) return this.sendRaw(frame);
+    this.coalesceWrites();
+    this.ws.send(frame, TEXT);
+  }
+
+  send(frame: ServerFrame): void {
+    this.sendRaw(JSON.stringify(frame));
   }
 
   /** Writes a frame and resolves once it left for the network (flow control for replays). */
@@ -118,11 +130,38 @@ export class Session {
     this.ws.terminate();
   }
 
+  /**
+   * Room events written to this socket in the same tick leave in one write. A group commit
+   * answers several messages at once and their events are published together: without this,
+   * N messages to 1,000 sockets were N × 1,000 write syscalls in one go, blocking the event
+   * loop for hundreds of milliseconds; corked, they are 1,000. (Node counts corks, so ws's own
+   * cork/uncork around each frame nests inside this one.) Replies are not corked: a client
+   * that floods calls gets its answers as they are made, as before.
+   */
+  private coalesceWrites(): void {
+    if (this.corked || !this.socket) return;
+    this.corked = true;
+    const socket = this.socket;
+    socket.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork();
+      // Judged once the tick's frames went to the kernel: what is still buffered now is the
+      // reader's backlog, not a burst of this tick waiting behind the cork.
+      this.dropIfBehind();
+    });
+  }
+
+  /** A socket whose unsent bytes pass the limit must not slow the others: it is cut. */
+  private dropIfBehind(): void {
+    if (this.isOpen && this.ws.bufferedAmount > this.limits.maxBufferedBytes) this.drop('slow consumer');
+  }
+
   private write(sub: RoomSub, frame: Frame, seq: number): void {
     if (seq > 0) {
       if (seq <= sub.lastSent) return;
       sub.lastSent = seq;
     }
-    this.sendRaw(frame);
+    this.sendEvent(frame);
   }
 }

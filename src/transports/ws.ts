@@ -167,11 +167,11 @@ export class WsHub {
         `Origin "${origin}" is not allowed. Add it to ALLOWED_ORIGINS (now: ${this.app.config.allowedOrigins.join(',')}) to connect from that page.`,
       );
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, req.socket.remoteAddress ?? null));
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, socket, req.socket.remoteAddress ?? null));
   };
 
-  private onConnection(ws: WebSocket, address: string | null): void {
-    const session = new Session(ws, this.options, address);
+  private onConnection(ws: WebSocket, socket: Duplex, address: string | null): void {
+    const session = new Session(ws, this.options, address, socket);
     this.sessions.add(session);
     session.authTimer = setTimeout(() => {
       if (session.state === 'awaiting_auth') session.closeUnauthorized('no auth frame in time');

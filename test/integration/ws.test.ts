@@ -565,6 +565,31 @@ describe('bad frames and limits', () => {
     await noOrigin.close();
   });
 
+  it('does not take a burst of frames written in one tick for a slow consumer', async () => {
+    const hub = wsHubOf(server.app)!;
+    hub.configure({ maxBufferedBytes: 100_000 });
+    try {
+      const { person, roomId } = await personWithRoom('Burst');
+      const reader = await TestSocket.connect(url, person.token);
+      const before = hub.stats().sockets;
+      const { room } = await server.ok('get_room', { room_id: roomId }, person.token);
+      // Four ~45 KB events published in one tick, as a group commit publishes its messages:
+      // 180 KB wait behind the socket's cork, more than the limit, yet the reader keeps up.
+      const big = '涌'.repeat(15_000);
+      for (let i = 0; i < 4; i++) {
+        const announcement = { ...room.announcement, user_announcement: `${i} ${big}` };
+        server.app.bus.publish({ event: 'room_update', room_id: roomId, data: { room: { ...room, announcement } } });
+      }
+      const last = await reader.waitForEvent('room_update', (d) => d.room.announcement.user_announcement.startsWith('3 '));
+      expect(last.data.room.announcement.user_announcement).toHaveLength(15_002);
+      expect(hub.stats().sockets).toBe(before);
+      await reader.barrier();
+      await reader.close();
+    } finally {
+      hub.configure({ maxBufferedBytes: 1024 * 1024 });
+    }
+  });
+
   it('drops a consumer that stops reading while a fast one keeps receiving everything', async () => {
     const { person, roomId } = await personWithRoom('Slow');
     const fast = await TestSocket.connect(url, person.token);
