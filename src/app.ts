@@ -2,6 +2,7 @@
 // → tools. The server mounts transports on top; tests may use it directly.
 import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
+import { RateLimits } from './limits/rate-limits.js';
 import { LinkSigner } from './identity/links.js';
 import { Participants } from './identity/participants.js';
 import { Presence, realTimers, type Timers } from './identity/presence.js';
@@ -31,6 +32,8 @@ export interface App {
   turns: TurnService;
   registry: ToolRegistry;
   links: LinkSigner;
+  /** One set of rate-limit counters for every route and transport (tool calls and file routes). */
+  limits: RateLimits;
   metrics: Metrics;
   now: () => number;
   close(): Promise<void>;
@@ -78,6 +81,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     config, logger, store, bus, committer, participants, presence, driver, rooms, messages, turns,
     registry: undefined as unknown as ToolRegistry,
     links: new LinkSigner(config.linkSecret, now),
+    limits: new RateLimits({ perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress }),
     metrics,
     now,
     async close() {

@@ -1,7 +1,6 @@
 // Builds the one registry every transport serves.
 import type { App } from '../app.js';
 import { findRecord, saveRecord } from '../identity/records.js';
-import { RateLimits } from '../limits/rate-limits.js';
 import { exportTools } from './export.js';
 import { identityTools } from './identity.js';
 import { messageTools } from './messages.js';
@@ -12,10 +11,9 @@ import { roomTools } from './rooms.js';
 const LAST_ACTIVE_PERSIST_MS = 30_000;
 
 export function buildRegistry(app: App): ToolRegistry {
-  const limits = new RateLimits({ perToken: app.config.rateLimitPerToken, perAddress: app.config.rateLimitPerAddress });
   const registry = new ToolRegistry({
-    limitAddress: (address) => limits.consumeAddress(address),
-    limitCaller: (caller) => limits.consumeParticipant(caller.id),
+    limitAddress: (address) => app.limits.consumeAddress(address),
+    limitCaller: (caller) => app.limits.consumeParticipant(caller.id),
     observe: (call) => {
       app.metrics.countCall(call.tool, call.transport, call.outcome);
       // Names and outcomes only: message texts and tokens never reach the log at info level.

@@ -13,7 +13,6 @@ import { fileTypeFromFile } from 'file-type';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { signEncodedPath } from '../export/links.js';
-import { RateLimits } from '../limits/rate-limits.js';
 import { ROOM_ID } from '../rooms/rules.js';
 import { fsyncPath } from '../storage/fs-ops.js';
 import { downloadName, EXPORT_NAME, exportsDir } from '../tools/export.js';
@@ -89,9 +88,9 @@ function validRoomId(roomId: string): string {
 }
 
 /**
- * Upload, download and export routes. They are rate limited like tool calls (same settings,
- * their own counters): per token when one is sent, per client address always, so neither
- * uploads nor guessed signed links can flood the server.
+ * Upload, download and export routes. They count against the same rate limits as tool calls:
+ * per token when one is sent, per client address always, so neither uploads nor guessed signed
+ * links can flood the server.
  */
 export function fileRoutes(app: App, api: express.Router): void {
   const uploadsRoot = path.join(app.config.dataDir, 'uploads');
@@ -166,16 +165,12 @@ export function fileRoutes(app: App, api: express.Router): void {
 
 /** Counts a request against the rate limits; an unknown token counts only for its address. */
 function rateLimited(app: App): express.RequestHandler {
-  const limits = new RateLimits({ perToken: app.config.rateLimitPerToken, perAddress: app.config.rateLimitPerAddress });
   return (req, res, next) => {
     const participant = app.participants.authenticate(bearerToken(req.get('authorization')));
-    limits
+    app.limits
       .consumeAddress(req.socket.remoteAddress ?? null)
-      .then(() => limits.consumeParticipant(participant?.id ?? null))
-      .then(
-      () => next(),
-      (err: unknown) => sendError(res, err, app),
-    );
+      .then(() => app.limits.consumeParticipant(participant?.id ?? null))
+      .then(() => next(), (err: unknown) => sendError(res, err, app));
   };
 }
 

@@ -219,8 +219,8 @@ describe('uploads', () => {
 });
 
 describe('upload rate limits', () => {
-  it('answers 429 rate_limited once a token is over RATE_LIMIT_PER_TOKEN, and stores nothing for it', async () => {
-    const limited = await startTestServer({ rateLimitPerToken: 3 });
+  it('answers 429 rate_limited once a token is over RATE_LIMIT_PER_TOKEN (one budget with tool calls), and stores nothing for it', async () => {
+    const limited = await startTestServer({ rateLimitPerToken: 4 });
     try {
       const user = await registerUser(limited, 'Flooder');
       const room = (await limited.ok('create_room', { room_name: 'Flood' }, user.token)).room.room_id;
@@ -234,11 +234,15 @@ describe('upload rate limits', () => {
         });
         return { status: res.status, body: (await res.json()) as any };
       };
+      // create_room took one of the 4 points: three uploads fit, the fourth does not.
       for (const name of ['1.txt', '2.txt', '3.txt']) expect((await send(name)).status).toBe(201);
       const refused = await send('4.txt');
       expect([refused.status, refused.body.error.code]).toEqual([429, 'rate_limited']);
       expect(refused.body.error.details.retry_after_ms).toBeGreaterThan(0);
       expect((await readdir(path.join(limited.dataDir, 'uploads', room))).sort().map((n) => n.replace(/^\d+_/, ''))).toEqual(['1.txt', '2.txt', '3.txt']);
+      // The uploads used the same budget as tool calls.
+      const call = await limited.call('list_rooms', {}, user.token);
+      expect([call.status, call.body.ok ? null : call.body.error.code]).toEqual([429, 'rate_limited']);
     } finally {
       await limited.stop();
     }
