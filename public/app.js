@@ -1,32 +1,94 @@
+// @ts-check
 // Page entry: restores the session, keeps one live connection, routes between the views
-// (#/rooms, #/room/{id}) and shows the connection banner.
+// (#/rooms, #/room/{id}), shows the connection banner, and owns the top bar's switches:
+// language (zh-CN / English), theme (system / light / dark) and mention notifications.
 import { callTool, onUnauthorized, session } from './api.js';
 import { h, toast } from './dom.js';
+import { getLang, setLang, t } from './i18n.js';
+import { icon } from './icons.js';
 import { LiveConnection } from './live.js';
 import { mountLogin } from './login.js';
 import { mountRoom } from './room.js';
 import { mountRooms } from './rooms.js';
+import { applyTheme, nextTheme, storedTheme } from './theme.js';
+import { noteMessage, setBaseTitle } from './unread.js';
 
-const main = document.getElementById('main');
-const topbarUser = document.getElementById('topbar-user');
-const meName = document.getElementById('me-name');
-const connDot = document.getElementById('conn-dot');
-const banner = document.getElementById('conn-banner');
-const bannerText = document.getElementById('conn-banner-text');
-const retryBtn = document.getElementById('conn-retry-btn');
-const logoutBtn = document.getElementById('logout-btn');
+const byId = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
+const main = byId('main');
+const topbarUser = byId('topbar-user');
+const meName = byId('me-name');
+const connDot = byId('conn-dot');
+const banner = byId('conn-banner');
+const bannerText = byId('conn-banner-text');
+const retryBtn = byId('conn-retry-btn');
+const logoutBtn = byId('logout-btn');
+const tools = byId('topbar-tools');
 
 /** Rooms the signed-in person belongs to (from auth_ok, joins and creates). */
 const myRooms = new Set();
+/** @type {Map<string, string>} room id → name, for notifications */
+const roomNames = new Map();
+/** @type {LiveConnection|null} */
 let live = null;
+/** @type {any} */
 let view = null;
-let bannerTimer = null;
+/** @type {ReturnType<typeof setTimeout>|undefined} */
+let bannerTimer;
 
+// ── top bar switches ──
+
+const langBtn = h('button', { type: 'button', class: 'btn btn-ghost btn-small', id: 'lang-btn' });
+const themeBtn = h('button', { type: 'button', class: 'btn btn-ghost btn-small btn-icon', id: 'theme-btn' });
+const notifyBtn = h('button', { type: 'button', class: 'btn btn-ghost btn-small btn-icon', id: 'notify-btn' }, icon('bell', { size: 16 }));
+tools.append(notifyBtn, themeBtn, langBtn);
+
+function paintStatic() {
+  document.documentElement.lang = getLang();
+  langBtn.textContent = getLang() === 'en' ? '中文' : 'English';
+  langBtn.setAttribute('aria-label', t('app.switchLanguage'));
+  langBtn.setAttribute('lang', getLang() === 'en' ? 'zh-CN' : 'en');
+  const theme = storedTheme();
+  themeBtn.replaceChildren(icon(theme === 'dark' ? 'moon' : theme === 'light' ? 'sun' : 'settings', { size: 16 }));
+  themeBtn.setAttribute('aria-label', t('app.theme', { theme: t(`theme.${theme}`) }));
+  themeBtn.title = t('app.theme', { theme: t(`theme.${theme}`) });
+  themeBtn.dataset.theme = theme;
+  const perm = 'Notification' in window ? Notification.permission : 'denied';
+  notifyBtn.hidden = perm === 'granted' || !('Notification' in window);
+  notifyBtn.setAttribute('aria-label', t('app.enableNotifications'));
+  notifyBtn.title = t('app.enableNotifications');
+  byId('skip-link').textContent = t('app.skipLink');
+  const brand = byId('brand');
+  brand.setAttribute('aria-label', t('app.home'));
+  byId('brand-text').textContent = t('app.title');
+  logoutBtn.textContent = t('app.logout');
+  retryBtn.textContent = t('conn.retryNow');
+  const loading = document.getElementById('boot-loading');
+  if (loading) loading.textContent = t('app.loading');
+  setBaseTitle(t('app.title'));
+}
+
+langBtn.addEventListener('click', () => {
+  setLang(getLang() === 'en' ? 'zh-CN' : 'en');
+  paintStatic();
+  route();
+});
+themeBtn.addEventListener('click', () => {
+  applyTheme(nextTheme(storedTheme()), true);
+  paintStatic();
+});
+notifyBtn.addEventListener('click', async () => {
+  const answer = await Notification.requestPermission();
+  toast(answer === 'granted' ? t('app.notificationsOn') : t('app.notificationsOff'), answer === 'granted' ? 'info' : 'error');
+  paintStatic();
+});
+
+/** @param {string} hash */
 function navigate(hash) {
   if (location.hash === hash) route();
   else location.hash = hash;
 }
 
+/** @param {(el: HTMLElement) => any} mount */
 function setView(mount) {
   view?.destroy?.();
   view = null;
@@ -44,28 +106,30 @@ function route() {
   }
   topbarUser.hidden = false;
   meName.textContent = session.name || '';
-  startLive();
+  const connection = startLive();
   const match = /^#\/room\/(.+)$/.exec(location.hash);
   if (match) {
     const roomId = decodeURIComponent(match[1]);
     setView((el) => {
       main.className = 'main-room';
-      return mountRoom(el, { roomId, live, me: () => session.name, navigate, myRooms });
+      return mountRoom(el, { roomId, live: connection, me: () => session.name || '', navigate, myRooms });
     });
   } else {
     if (location.hash !== '#/rooms') history.replaceState(null, '', '#/rooms');
-    document.title = 'Agent 聊天室';
+    setBaseTitle(t('app.title'));
     setView((el) => mountRooms(el, { myRooms, navigate }));
   }
   main.focus({ preventScroll: true });
 }
 
+/** @param {string} token @param {any} participant */
 function signedIn(token, participant) {
   session.save(token, participant);
-  toast(`欢迎，${session.name}！`);
+  toast(t('app.welcome', { name: session.name || '' }));
   navigate(location.hash.startsWith('#/room/') ? location.hash : '#/rooms');
 }
 
+/** @param {string} [message] */
 function signOut(message) {
   stopLive();
   session.clear();
@@ -77,24 +141,36 @@ function signOut(message) {
 
 // ── live connection and banner ──
 
+/** @returns {LiveConnection} */
 function startLive() {
-  if (live) return;
-  live = new LiveConnection({
-    token: session.token,
-    onEvent: (frame) => view?.onEvent?.(frame),
+  if (live) return live;
+  const connection = new LiveConnection({
+    token: session.token || '',
+    onEvent: (frame) => {
+      const f = /** @type {any} */ (frame);
+      if (f.event === 'message_new' && f.data?.message) noteMessage(f.room_id, f.data.message, { me: session.name || '', roomName: roomNames.get(f.room_id) });
+      if ((f.event === 'room_update' || f.event === 'member_join') && f.data?.room?.room_name) roomNames.set(f.room_id, f.data.room.room_name);
+      view?.onEvent?.(frame);
+    },
     onAuth: (frame) => {
-      for (const r of frame.rooms || []) myRooms.add(r.room_id);
-      if (frame.participant?.name && frame.participant.name !== session.name) {
-        session.name = frame.participant.name;
+      const f = /** @type {any} */ (frame);
+      for (const r of f.rooms || []) {
+        myRooms.add(r.room_id);
+        if (r.room_name) roomNames.set(r.room_id, r.room_name);
+      }
+      if (f.participant?.name && f.participant.name !== session.name) {
+        session.name = f.participant.name;
         meName.textContent = session.name;
       }
       view?.onLive?.();
       view?.refresh?.();
     },
     onStatus: showStatus,
-    onFatal: () => signOut('登录已失效，请重新登录'),
+    onFatal: () => signOut(t('app.sessionExpired')),
   });
-  live.start();
+  live = connection;
+  connection.start();
+  return connection;
 }
 
 function stopLive() {
@@ -104,25 +180,27 @@ function stopLive() {
   clearInterval(bannerTimer);
 }
 
+/** @param {any} status */
 function showStatus(status) {
-  const labels = { open: '已连接', connecting: '正在连接', reconnecting: '连接中断，正在重连', stopped: '未连接' };
+  const label = t(`conn.${status.state}`);
   connDot.dataset.state = status.state;
-  connDot.setAttribute('aria-label', `连接状态：${labels[status.state] || status.state}`);
-  connDot.title = labels[status.state] || status.state;
+  connDot.setAttribute('aria-label', t('conn.label', { state: label }));
+  connDot.title = label;
   clearInterval(bannerTimer);
+  view?.onConnection?.();
   if (status.state === 'reconnecting') {
     banner.hidden = false;
     banner.dataset.state = 'down';
     const paint = () => {
       const wait = Math.max(0, Math.ceil(((status.retryAt || 0) - Date.now()) / 1000));
-      bannerText.textContent = wait > 0 ? `连接已断开，${wait} 秒后重连（第 ${status.attempt} 次）…` : '连接已断开，正在重连…';
+      bannerText.textContent = wait > 0 ? t('conn.retryIn', { s: wait, n: status.attempt }) : t('conn.down');
     };
     paint();
     bannerTimer = setInterval(paint, 500);
     retryBtn.hidden = false;
   } else if (status.state === 'open' && status.everConnected && !banner.hidden && banner.dataset.state === 'down') {
     banner.dataset.state = 'up';
-    bannerText.textContent = '已重新连接';
+    bannerText.textContent = t('conn.back');
     retryBtn.hidden = true;
     bannerTimer = setTimeout(() => {
       if (banner.dataset.state === 'up') banner.hidden = true;
@@ -133,19 +211,22 @@ function showStatus(status) {
 }
 
 retryBtn.addEventListener('click', () => live?.reconnectNow());
-logoutBtn.addEventListener('click', () => {
-  if (window.confirm('确定退出吗？如果没有设置密码，退出后将无法再用这个名字登录。')) signOut();
+logoutBtn.addEventListener('click', async () => {
+  const { confirmDialog } = await import('./dialog.js');
+  if (await confirmDialog({ title: t('app.logout'), message: t('app.logoutConfirm'), confirm: t('app.logout'), danger: true })) signOut();
 });
-onUnauthorized(() => signOut('登录已失效，请重新登录'));
+onUnauthorized(() => signOut(t('app.sessionExpired')));
 
 async function boot() {
+  applyTheme(storedTheme(), false);
+  paintStatic();
   session.load();
   if (session.token) {
     try {
       const data = await callTool('login', { token: session.token }, { token: null });
       session.save(data.token || session.token, data.participant);
     } catch (err) {
-      if (err.code === 'unauthorized') session.clear();
+      if (/** @type {any} */ (err).code === 'unauthorized') session.clear();
       // Other errors (server down): keep the token and let the live connection retry.
     }
   }
@@ -154,5 +235,5 @@ async function boot() {
 }
 
 boot().catch((err) => {
-  main.replaceChildren(h('p', { class: 'form-error' }, `页面加载失败：${err?.message || err}`));
+  main.replaceChildren(h('p', { class: 'form-error' }, t('app.loadFailed', { error: err?.message || String(err) })));
 });

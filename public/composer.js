@@ -1,7 +1,10 @@
+// @ts-check
 // The message composer: Enter sends, Shift+Enter breaks the line, "@" completes member names,
-// and one file can be attached (uploaded on send).
+// one file can be attached (uploaded on send), and a message being replied to is shown above.
 import { h, uniqueId } from './dom.js';
+import { roleLabel, t } from './i18n.js';
 import { icon } from './icons.js';
+import { plainText } from './markdown.js';
 
 const MAX_SUGGESTIONS = 8;
 /** "@query" right before the caret, at the start or after whitespace / punctuation. */
@@ -10,15 +13,19 @@ const MENTION_BEFORE_CARET = /(?:^|[\s(（，。、,.!?！？:：;；"'“‘])@
 export class Composer {
   /**
    * @param {object} opts
-   * @param {() => object[]} opts.members
+   * @param {() => any[]} opts.members
    * @param {() => string} opts.me
-   * @param {(draft: { text: string, file: File|null }) => Promise<boolean>} opts.onSend  true = sent (clear)
+   * @param {(draft: { text: string, file: File|null, replyTo: any }) => Promise<boolean>} opts.onSend  true = sent (clear)
    */
   constructor({ members, me, onSend }) {
     this.members = members;
     this.me = me;
     this.onSend = onSend;
+    /** @type {File|null} */
     this.file = null;
+    /** @type {any} the message being answered (response_to) */
+    this.replyTo = null;
+    /** @type {Array<{ name: string, role: string, online: boolean }>} */
     this.suggestions = [];
     this.active = -1;
     this.mentionStart = -1;
@@ -30,29 +37,31 @@ export class Composer {
       id: inputId,
       class: 'composer-input',
       rows: '2',
-      placeholder: '输入消息，@ 提及成员',
-      'aria-label': '消息内容',
+      placeholder: t('composer.placeholder'),
+      'aria-label': t('composer.label'),
       'aria-autocomplete': 'list',
       'aria-controls': listId,
       'aria-expanded': 'false',
       'aria-describedby': `${inputId}-hint`,
       autocomplete: 'off',
     });
-    this.list = h('ul', { class: 'mention-list', id: listId, role: 'listbox', 'aria-label': '提及成员', hidden: true });
+    this.list = h('ul', { class: 'mention-list', id: listId, role: 'listbox', 'aria-label': t('composer.mentionList'), hidden: true });
     this.fileInput = h('input', { type: 'file', class: 'visually-hidden', tabindex: '-1', 'aria-hidden': 'true' });
-    this.attachBtn = h('button', { type: 'button', class: 'btn btn-ghost composer-attach', 'aria-label': '添加附件', title: '添加附件' }, icon('paperclip', { size: 20 }));
+    this.attachBtn = h('button', { type: 'button', class: 'btn btn-ghost composer-attach', 'aria-label': t('composer.attach'), title: t('composer.attach') }, icon('paperclip', { size: 20 }));
     this.fileChip = h('span', { class: 'file-chip', hidden: true });
-    this.sendBtn = h('button', { type: 'submit', class: 'btn btn-primary composer-send' }, '发送');
+    this.sendBtn = h('button', { type: 'submit', class: 'btn btn-primary composer-send' }, t('composer.send'));
+    this.replyChip = h('div', { class: 'reply-chip', hidden: true });
     this.error = h('p', { class: 'composer-error', role: 'alert', hidden: true });
     this.notice = h('p', { class: 'composer-notice muted', hidden: true });
     this.el = h(
       'form',
-      { class: 'composer', 'aria-label': '发送消息', novalidate: true },
+      { class: 'composer', 'aria-label': t('composer.formLabel'), novalidate: true },
       this.notice,
       this.error,
+      this.replyChip,
       h('div', { class: 'composer-row' }, this.attachBtn, h('div', { class: 'composer-field' }, this.list, this.input), this.sendBtn),
       this.fileChip,
-      h('p', { class: 'composer-hint muted', id: `${inputId}-hint` }, 'Enter 发送 · Shift+Enter 换行 · 输入 @ 选择成员'),
+      h('p', { class: 'composer-hint muted', id: `${inputId}-hint` }, t('composer.hint')),
       this.fileInput,
     );
 
@@ -68,7 +77,25 @@ export class Composer {
     this.fileInput.addEventListener('change', () => this.setFile(this.fileInput.files?.[0] ?? null));
   }
 
-  /** Enables or disables writing; `reason` is shown when disabled. */
+  /** Shows (or clears) the message being replied to. @param {any} message */
+  setReply(message) {
+    this.replyTo = message;
+    this.replyChip.hidden = !message;
+    if (!message) return this.replyChip.replaceChildren();
+    const cancel = h('button', { type: 'button', class: 'chip-remove', 'aria-label': t('composer.cancelReply') }, '×');
+    cancel.addEventListener('click', () => {
+      this.setReply(null);
+      this.input.focus();
+    });
+    this.replyChip.replaceChildren(
+      icon('reply', { size: 14 }),
+      h('span', { class: 'reply-chip-text' }, t('composer.replyingTo', { name: message.sender }), ' ', h('span', { class: 'muted' }, plainText(message.text_content, 80))),
+      cancel,
+    );
+    this.input.focus();
+  }
+
+  /** Enables or disables writing; `reason` is shown when disabled. @param {boolean} enabled @param {string} [reason] */
   setEnabled(enabled, reason = '') {
     this.input.disabled = !enabled;
     this.sendBtn.disabled = !enabled || this.sending;
@@ -77,6 +104,7 @@ export class Composer {
     this.notice.hidden = enabled || !reason;
   }
 
+  /** @param {File|null} file */
   setFile(file) {
     this.file = file;
     this.fileChip.replaceChildren();
@@ -85,14 +113,15 @@ export class Composer {
       this.fileInput.value = '';
       return;
     }
-    const remove = h('button', { type: 'button', class: 'chip-remove', 'aria-label': `移除附件 ${file.name}` }, '×');
+    const remove = h('button', { type: 'button', class: 'chip-remove', 'aria-label': t('composer.removeFile', { name: file.name }) }, '×');
     remove.addEventListener('click', () => {
       this.setFile(null);
       this.input.focus();
     });
-    this.fileChip.append(icon('paperclip', { size: 14 }), h('span', {}, `${file.name}（${formatBytes(file.size)}）`), remove);
+    this.fileChip.append(icon('paperclip', { size: 14 }), h('span', {}, `${file.name} (${formatBytes(file.size)})`), remove);
   }
 
+  /** @param {string} text */
   showError(text) {
     this.error.textContent = text || '';
     this.error.hidden = !text;
@@ -102,28 +131,30 @@ export class Composer {
     if (this.sending || this.input.disabled) return;
     const text = this.input.value;
     if (!text.trim() && !this.file) {
-      this.showError('消息不能为空');
+      this.showError(t('composer.empty'));
       return;
     }
     this.showError('');
     this.sending = true;
     this.sendBtn.disabled = true;
-    this.sendBtn.textContent = '发送中…';
+    this.sendBtn.textContent = t('composer.sending');
     try {
-      const sent = await this.onSend({ text, file: this.file });
+      const sent = await this.onSend({ text, file: this.file, replyTo: this.replyTo });
       if (sent) {
         this.input.value = '';
         this.setFile(null);
+        this.setReply(null);
         this.closeSuggestions();
       }
     } finally {
       this.sending = false;
       this.sendBtn.disabled = this.input.disabled;
-      this.sendBtn.textContent = '发送';
+      this.sendBtn.textContent = t('composer.send');
       this.input.focus();
     }
   }
 
+  /** @param {KeyboardEvent} e */
   onKeyDown(e) {
     const open = !this.list.hidden && this.suggestions.length > 0;
     if (open) {
@@ -143,6 +174,11 @@ export class Composer {
         this.closeSuggestions();
         return;
       }
+    }
+    if (e.key === 'Escape' && this.replyTo) {
+      e.preventDefault();
+      this.setReply(null);
+      return;
     }
     // Enter sends; Shift+Enter is a new line; never while an IME is composing (Chinese input).
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
@@ -173,7 +209,7 @@ export class Composer {
           { role: 'option', id: `${this.list.id}-${i}`, class: 'mention-option', 'aria-selected': 'false' },
           h('span', { class: `status-dot ${s.online ? 'online' : 'offline'}`, 'aria-hidden': 'true' }),
           h('span', { class: 'mention-name' }, s.name),
-          h('span', { class: 'muted mention-role' }, s.role === 'ai_agent' ? '智能体' : '用户'),
+          h('span', { class: 'muted mention-role' }, roleLabel(s.role)),
         );
         li.addEventListener('mousedown', (e) => {
           e.preventDefault();
@@ -187,6 +223,7 @@ export class Composer {
     this.setActive(0);
   }
 
+  /** @param {number} i */
   setActive(i) {
     this.active = i;
     [...this.list.children].forEach((li, j) => li.setAttribute('aria-selected', String(j === i)));
@@ -197,6 +234,7 @@ export class Composer {
     }
   }
 
+  /** @param {{ name: string }} suggestion */
   choose(suggestion) {
     const caret = this.input.selectionStart ?? this.input.value.length;
     const value = this.input.value;
@@ -217,6 +255,7 @@ export class Composer {
   }
 }
 
+/** @param {number} n */
 function formatBytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;

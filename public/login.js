@@ -1,7 +1,7 @@
 // Sign-in view: pick a name (register_user, optional password) or log in with name + password.
 import { ApiError, callTool } from './api.js';
 import { h } from './dom.js';
-import { errorText, fieldErrorText } from './i18n.js';
+import { errorText, fieldErrorText, t } from './i18n.js';
 import { field, setFieldErrors } from './forms.js';
 
 /**
@@ -9,30 +9,30 @@ import { field, setFieldErrors } from './forms.js';
  * @param {(token: string, participant: object) => void} onSignedIn
  */
 export function mountLogin(container, onSignedIn) {
-  const regName = field({ label: '名字', name: 'name', autocomplete: 'username', required: true, maxlength: 32, hint: '1–32 个字母、数字、_、- 或 .（可以用中文），不能有空格和 @' });
-  const regPassword = field({ label: '密码（可选）', name: 'password', type: 'password', autocomplete: 'new-password', maxlength: 256, hint: '设置密码后，可以在其他浏览器用名字和密码登录' });
+  const regName = field({ label: t('login.name'), name: 'name', autocomplete: 'username', required: true, maxlength: 32, hint: t('login.nameHint') });
+  const regPassword = field({ label: t('login.passwordOptional'), name: 'password', type: 'password', autocomplete: 'new-password', maxlength: 256, hint: t('login.passwordHint') });
   const regError = h('p', { class: 'form-error', role: 'alert', hidden: true });
-  const regButton = h('button', { type: 'submit', class: 'btn btn-primary' }, '进入聊天室');
+  const regButton = h('button', { type: 'submit', class: 'btn btn-primary' }, t('login.enter'));
   const regForm = h(
     'form',
     { class: 'card login-card', 'aria-labelledby': 'reg-title', novalidate: true },
-    h('h2', { id: 'reg-title' }, '选择一个名字'),
-    h('p', { class: 'muted' }, '名字在所有人和智能体之间唯一，其他人会看到它。'),
+    h('h2', { id: 'reg-title' }, t('login.pickName')),
+    h('p', { class: 'muted' }, t('login.pickNameHelp')),
     regName.row,
     regPassword.row,
     regError,
     h('div', { class: 'form-actions' }, regButton),
   );
 
-  const loginName = field({ label: '名字', name: 'name', autocomplete: 'username', required: true, maxlength: 64 });
-  const loginPassword = field({ label: '密码', name: 'password', type: 'password', autocomplete: 'current-password', required: true, maxlength: 256 });
+  const loginName = field({ label: t('login.name'), name: 'name', autocomplete: 'username', required: true, maxlength: 64 });
+  const loginPassword = field({ label: t('login.password'), name: 'password', type: 'password', autocomplete: 'current-password', required: true, maxlength: 256 });
   const loginError = h('p', { class: 'form-error', role: 'alert', hidden: true });
-  const loginButton = h('button', { type: 'submit', class: 'btn' }, '登录');
+  const loginButton = h('button', { type: 'submit', class: 'btn' }, t('login.login'));
   const loginForm = h(
     'form',
     { class: 'card login-card', 'aria-labelledby': 'login-title', novalidate: true },
-    h('h2', { id: 'login-title' }, '用名字和密码登录'),
-    h('p', { class: 'muted' }, '已经在别处设置过密码？在这里登录。'),
+    h('h2', { id: 'login-title' }, t('login.loginTitle')),
+    h('p', { class: 'muted' }, t('login.loginHelp')),
     loginName.row,
     loginPassword.row,
     loginError,
@@ -51,7 +51,7 @@ export function mountLogin(container, onSignedIn) {
     const name = regName.input.value.trim();
     const password = regPassword.input.value;
     if (!name) {
-      setFieldErrors([regName], { name: '请输入名字' });
+      setFieldErrors([regName], { name: t('login.nameRequired') });
       regName.input.focus();
       return;
     }
@@ -61,7 +61,7 @@ export function mountLogin(container, onSignedIn) {
       onSignedIn(data.token, { kind: 'user', id: data.user_id, name: data.user?.name ?? name, role: 'user' });
     } catch (err) {
       if (err instanceof ApiError && err.code === 'name_taken') {
-        setFieldErrors([regName], { name: `“${name}” 已被占用，请换一个名字；如果这是你的名字，请用右侧的密码登录。` });
+        setFieldErrors([regName], { name: t('login.taken', { name }) });
         regName.input.focus();
       } else if (err instanceof ApiError && err.code === 'validation_error') {
         const issues = err.fieldIssues();
@@ -83,8 +83,8 @@ export function mountLogin(container, onSignedIn) {
     const name = loginName.input.value.trim();
     const password = loginPassword.input.value;
     const missing = {};
-    if (!name) missing.name = '请输入名字';
-    if (!password) missing.password = '请输入密码';
+    if (!name) missing.name = t('login.nameRequired');
+    if (!password) missing.password = t('password.required');
     if (setFieldErrors([loginName, loginPassword], missing)) return;
     loginButton.disabled = true;
     try {
@@ -92,7 +92,7 @@ export function mountLogin(container, onSignedIn) {
       onSignedIn(data.token, data.participant);
     } catch (err) {
       if (err instanceof ApiError && (err.code === 'wrong_password' || err.code === 'not_found' || err.code === 'unauthorized')) {
-        showError(loginError, '名字或密码不正确');
+        showError(loginError, t('login.wrong'));
       } else {
         showError(loginError, errorText(err));
       }
@@ -104,9 +104,9 @@ export function mountLogin(container, onSignedIn) {
   const view = h(
     'section',
     { class: 'view view-login', 'aria-labelledby': 'login-heading' },
-    h('h1', { id: 'login-heading', class: 'page-title' }, '欢迎来到 Agent 聊天室'),
-    h('p', { class: 'lead' }, '在这里，AI 智能体和人在房间里轮流发言。'),
-    h('div', { class: 'login-grid' }, regForm, h('div', { class: 'login-or', 'aria-hidden': 'true' }, '或'), loginForm),
+    h('h1', { id: 'login-heading', class: 'page-title' }, t('login.welcome')),
+    h('p', { class: 'lead' }, t('login.lead')),
+    h('div', { class: 'login-grid' }, regForm, h('div', { class: 'login-or', 'aria-hidden': 'true' }, t('login.or')), loginForm),
   );
   container.append(view);
   regName.input.focus();

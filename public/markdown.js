@@ -1,3 +1,4 @@
+// @ts-check
 // Message text → safe DOM: Markdown with marked, then DOMPurify. No script, no on* handler and
 // no javascript: link survives; links open in a new tab with rel=noopener; @mentions of room
 // members are highlighted.
@@ -6,8 +7,15 @@
 // (<br>, <b>, <kbd>, <details>, …). So an attribute such as onerror never even reaches the HTML
 // parser (Chromium reports CSP violations for handlers it parses, even in DOMPurify's inert
 // document); DOMPurify then cleans what Markdown itself produced.
+//
+// Code blocks are highlighted with highlight.js (its own ESM bundle, served from the package)
+// and get a copy button.
+import hljs from '/vendor/highlight.min.js';
 import DOMPurify from '/vendor/purify.es.mjs';
 import { Marked } from '/vendor/marked.esm.js';
+import { h } from './dom.js';
+import { t } from './i18n.js';
+import { icon } from './icons.js';
 
 const BARE_TAG = /<\/?(?:br|b|i|u|s|em|strong|del|ins|sub|sup|kbd|mark|small|details|summary|hr|p)\s*\/?>/gi;
 
@@ -66,9 +74,46 @@ export function renderMarkdown(text, { names = [], me = null } = {}) {
   } catch {
     html = '';
   }
-  const fragment = DOMPurify.sanitize(html, PURIFY_OPTIONS);
+  const fragment = /** @type {DocumentFragment} */ (/** @type {unknown} */ (DOMPurify.sanitize(html, PURIFY_OPTIONS)));
   if (names.length > 0) highlightMentions(fragment, names, me);
+  for (const pre of fragment.querySelectorAll('pre')) decorateCode(pre);
   return fragment;
+}
+
+/** Auto-detection costs time per character: longer blocks stay plain unless they name a language. */
+const AUTO_DETECT_MAX = 4000;
+
+/** Highlights a code block (its text only: highlight.js escapes it) and adds a copy button. @param {HTMLPreElement} pre */
+function decorateCode(pre) {
+  const code = pre.querySelector('code');
+  if (!code) return;
+  const text = code.textContent || '';
+  const lang = /(?:^|\s)language-([\w+#-]+)/.exec(code.className)?.[1];
+  try {
+    const result = lang && hljs.getLanguage(lang) ? hljs.highlight(text, { language: lang, ignoreIllegals: true }) : text.length <= AUTO_DETECT_MAX ? hljs.highlightAuto(text) : null;
+    if (result) {
+      code.innerHTML = result.value;
+      code.classList.add('hljs');
+      if (result.language) code.dataset.language = result.language;
+    }
+  } catch {
+    // leave the block plain
+  }
+  const copy = h('button', { type: 'button', class: 'btn btn-ghost btn-tiny code-copy', 'aria-label': t('code.copy'), title: t('code.copy') }, icon('copy', { size: 13 }), h('span', {}, t('code.copy')));
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      /** @type {HTMLElement} */ (copy.lastChild).textContent = t('code.copied');
+    } catch {
+      /** @type {HTMLElement} */ (copy.lastChild).textContent = t('code.copyFailed');
+    }
+    setTimeout(() => {
+      /** @type {HTMLElement} */ (copy.lastChild).textContent = t('code.copy');
+    }, 1500);
+  });
+  const wrap = h('div', { class: 'code-block' });
+  pre.replaceWith(wrap);
+  wrap.append(copy, pre);
 }
 
 /** Plain text of a message for previews (search results, notes). */

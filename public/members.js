@@ -1,41 +1,56 @@
-// The member list: online/offline, role, host and creator badges, agents' introductions, and
-// who holds the turn.
+// @ts-check
+// The member list: presence (online / busy / offline), agent badge, host (host-mode rooms only)
+// and creator marks, what an agent reported it is doing, who holds the turn, and, for admins, a
+// button to remove a member.
 import { h } from './dom.js';
-import { PRESENCE_LABEL, ROLE_LABEL } from './i18n.js';
+import { presenceLabel, roleLabel, t } from './i18n.js';
+import { activityText } from './turnbar.js';
 import { formatTime } from './time.js';
 
 /**
  * @param {HTMLElement} list  <ul>
- * @param {object} room
- * @param {{ me: string, turnAgent: string|null }} opts
+ * @param {any} room
+ * @param {{ me: string, turnAgent: string|null, activities: Record<string, { activity: string, note: string }>, canRemove: boolean, onRemove: (name: string) => void }} opts
  */
-export function renderMembers(list, room, { me, turnAgent }) {
+export function renderMembers(list, room, { me, turnAgent, activities, canRemove, onRemove }) {
   const members = room.members || [];
   list.replaceChildren(
-    ...members.map((m) => {
+    ...members.map((/** @type {any} */ m) => {
       const isMe = m.name.toLowerCase() === (me || '').toLowerCase();
       const speaking = turnAgent && m.name === turnAgent;
-      const status = m.status === 'online' ? 'online' : 'offline';
+      const status = m.status === 'online' || m.status === 'busy' ? m.status : 'offline';
+      const act = activities[m.name];
+      const remove =
+        canRemove && !isMe
+          ? h('button', { type: 'button', class: 'btn btn-ghost btn-tiny member-remove', 'aria-label': t('members.remove', { name: m.name }), title: t('members.remove', { name: m.name }) }, '×')
+          : null;
+      remove?.addEventListener('click', () => onRemove(m.name));
       return h(
         'li',
         { class: `member member-${status}${speaking ? ' member-speaking' : ''}`, dataset: { name: m.name, status } },
         h(
           'div',
           { class: 'member-line' },
-          h('span', { class: `status-dot ${status}`, role: 'img', 'aria-label': PRESENCE_LABEL[status], title: `${PRESENCE_LABEL[status]} · 最近活动 ${formatTime(m.last_active, room.timezone)}` }),
-          h('span', { class: 'member-name' }, m.name),
-          h('span', { class: `badge badge-${m.role}` }, ROLE_LABEL[m.role] || m.role),
-          m.is_host ? h('span', { class: 'badge badge-host' }, '主持人') : null,
-          m.name === room.created_by ? h('span', { class: 'badge badge-quiet' }, '创建者') : null,
-          isMe ? h('span', { class: 'badge badge-me' }, '我') : null,
-          speaking ? h('span', { class: 'badge badge-speaking' }, '发言中') : null,
+          h('span', { class: `status-dot ${status}`, role: 'img', 'aria-label': presenceLabel(status), title: `${presenceLabel(status)} · ${t('members.lastActive', { time: formatTime(m.last_active, room.timezone) })}` }),
+          h('span', { class: 'member-name' }, m.name, isMe ? h('span', { class: 'member-me muted' }, t('members.meSuffix')) : null),
+          h(
+            'span',
+            { class: 'member-badges' },
+            m.role === 'ai_agent' ? h('span', { class: 'badge badge-ai_agent' }, roleLabel('ai_agent')) : h('span', { class: 'badge badge-user' }, roleLabel('user')),
+            m.is_host && room.interaction_mode === 'host' ? h('span', { class: 'badge badge-host' }, t('badge.host')) : null,
+            m.name === room.created_by ? h('span', { class: 'badge badge-quiet' }, t('badge.creator')) : null,
+            speaking ? h('span', { class: 'badge badge-speaking' }, t('badge.speaking')) : null,
+          ),
+          remove,
         ),
+        act ? h('p', { class: 'member-activity' }, activityText(m.name, act)) : null,
         m.role === 'ai_agent' && m.introduce ? h('p', { class: 'member-intro' }, m.introduce) : null,
       );
     }),
   );
 }
 
+/** @param {any} room */
 export function onlineCount(room) {
-  return (room.members || []).filter((m) => m.status === 'online').length;
+  return (room.members || []).filter((/** @type {any} */ m) => m.status === 'online' || m.status === 'busy').length;
 }

@@ -1,15 +1,20 @@
-// Room list view: filter, join (with a password prompt where needed) and create a room.
-import { ApiError, callTool } from './api.js';
+// @ts-check
+// Room list view: filter, join (with a password prompt where needed) and create a room; the
+// rooms one belongs to show their unread count and last activity.
+import { ApiError, callTool, session } from './api.js';
 import { askPassword } from './dialog.js';
 import { clear, h, toast } from './dom.js';
 import { field, setFieldErrors } from './forms.js';
-import { errorText, fieldErrorText, MODE_LABEL } from './i18n.js';
+import { errorText, fieldErrorText, modeLabel, t } from './i18n.js';
 import { icon } from './icons.js';
+import { formatTime } from './time.js';
+import { lastActivity, onUnreadChange, seedFromPage, unreadOf } from './unread.js';
 
 /**
  * Makes sure the signed-in person is a member of the room, asking for its password when
  * needed. Resolves true when they are (then the room can be opened).
  */
+/** @param {string} roomId @param {{ roomName?: string, hasPassword?: boolean }} [opts] */
 export async function ensureMember(roomId, { roomName = '', hasPassword = false } = {}) {
   try {
     await callTool('get_room', { room_id: roomId });
@@ -20,7 +25,7 @@ export async function ensureMember(roomId, { roomName = '', hasPassword = false 
       return false;
     }
   }
-  const join = async (password) => {
+  const join = async (/** @type {string} [password] */ password) => {
     try {
       await callTool('join_room', { room_id: roomId, ...(password ? { password } : {}) });
       return null;
@@ -37,8 +42,8 @@ export async function ensureMember(roomId, { roomName = '', hasPassword = false 
     }
   }
   return askPassword({
-    title: `加入 ${roomName || '房间'}`,
-    message: '这个房间设置了密码，加入时需要输入一次。',
+    title: t('rooms.joinTitle', { name: roomName || t('rooms.aRoom') }),
+    message: t('rooms.passwordNeeded'),
     submit: join,
   });
 }
@@ -51,41 +56,42 @@ export function mountRooms(container, ctx) {
   let rooms = [];
   let destroyed = false;
 
-  const filterInput = h('input', { type: 'search', id: 'room-filter', placeholder: '按名称或简介筛选', 'aria-label': '筛选房间', autocomplete: 'off' });
-  const refreshBtn = h('button', { type: 'button', class: 'btn btn-ghost', 'aria-label': '刷新房间列表' }, '刷新');
-  const createToggle = h('button', { type: 'button', class: 'btn btn-primary', 'aria-expanded': 'false', 'aria-controls': 'create-room' }, '＋ 创建房间');
-  const list = h('ul', { class: 'room-list', id: 'room-list', 'aria-label': '房间列表' });
-  const status = h('p', { class: 'muted room-list-status', role: 'status' }, '正在加载房间…');
+  const filterInput = h('input', { type: 'search', id: 'room-filter', placeholder: t('rooms.filterPlaceholder'), 'aria-label': t('rooms.filter'), autocomplete: 'off' });
+  const refreshBtn = h('button', { type: 'button', class: 'btn btn-ghost', 'aria-label': t('rooms.refreshLabel') }, t('rooms.refresh'));
+  const createToggle = h('button', { type: 'button', class: 'btn btn-primary', 'aria-expanded': 'false', 'aria-controls': 'create-room' }, t('rooms.create'));
+  const list = h('ul', { class: 'room-list', id: 'room-list', 'aria-label': t('rooms.list') });
+  const status = h('p', { class: 'muted room-list-status', role: 'status' }, t('rooms.loading'));
 
   // ── create form ──
-  const fName = field({ label: '房间名（英文）', name: 'room_name', required: true, maxlength: 64, placeholder: '例如 Design Review', hint: '以英文字母开头；英文字母、数字、空格、_ 和 -' });
-  const fDesc = field({ label: '简介', name: 'room_description', maxlength: 60, placeholder: '最多 10 个汉字或 30 个字符' });
+  // The name rule (SPEC §4) is said up front, with a pattern the browser checks before sending.
+  const fName = field({ label: t('create.name'), name: 'room_name', required: true, maxlength: 64, placeholder: t('create.namePlaceholder'), hint: t('create.nameHint'), pattern: '[A-Za-z][A-Za-z0-9 _\\-]*', lang: 'en', inputmode: 'latin' });
+  const fDesc = field({ label: t('create.description'), name: 'room_description', maxlength: 60, placeholder: t('create.descriptionHint') });
   const fMode = field({
-    label: '模式',
+    label: t('create.mode'),
     name: 'interaction_mode',
     as: 'select',
     options: [
-      { value: 'default', label: '轮流模式：智能体按顺序发言', selected: true },
-      { value: 'host', label: '主持人模式：由主持人点名' },
+      { value: 'default', label: t('create.modeDefault'), selected: true },
+      { value: 'host', label: t('create.modeHost') },
     ],
   });
-  const fPassword = field({ label: '房间密码（可选）', name: 'password', type: 'password', autocomplete: 'new-password', maxlength: 256, hint: '留空表示任何人都可以加入' });
-  const fUsers = field({ label: '允许用户发言', name: 'user_participation', type: 'checkbox', checked: true });
+  const fPassword = field({ label: t('create.password'), name: 'password', type: 'password', autocomplete: 'new-password', maxlength: 256, hint: t('create.passwordHint') });
+  const fUsers = field({ label: t('create.userParticipation'), name: 'user_participation', type: 'checkbox', checked: true });
   const fields = [fName, fDesc, fMode, fPassword, fUsers];
   const createError = h('p', { class: 'form-error', role: 'alert', hidden: true });
-  const createSubmit = h('button', { type: 'submit', class: 'btn btn-primary' }, '创建并进入');
-  const createCancel = h('button', { type: 'button', class: 'btn btn-ghost' }, '取消');
+  const createSubmit = h('button', { type: 'submit', class: 'btn btn-primary' }, t('create.submit'));
+  const createCancel = h('button', { type: 'button', class: 'btn btn-ghost' }, t('common.cancel'));
   const createForm = h(
     'form',
     { class: 'card create-room', id: 'create-room', 'aria-labelledby': 'create-title', novalidate: true, hidden: true },
-    h('h2', { id: 'create-title' }, '创建房间'),
+    h('h2', { id: 'create-title' }, t('create.title')),
     h('div', { class: 'form-grid' }, fName.row, fDesc.row, fMode.row, fPassword.row),
     fUsers.row,
     createError,
     h('div', { class: 'form-actions' }, createCancel, createSubmit),
   );
 
-  const setCreateOpen = (open) => {
+  const setCreateOpen = (/** @type {boolean} */ open) => {
     createForm.hidden = !open;
     createToggle.setAttribute('aria-expanded', String(open));
     if (open) fName.input.focus();
@@ -100,13 +106,18 @@ export function mountRooms(container, ctx) {
     e.preventDefault();
     createError.hidden = true;
     setFieldErrors(fields, {});
+    /** @type {Record<string, any>} */
     const args = {
       room_name: fName.input.value.trim(),
       interaction_mode: fMode.input.value,
       user_participation: fUsers.input.checked,
     };
     if (!args.room_name) {
-      setFieldErrors(fields, { room_name: '请输入房间名' });
+      setFieldErrors(fields, { room_name: t('create.nameRequired') });
+      return;
+    }
+    if (!/^[A-Za-z][A-Za-z0-9 _-]*$/.test(args.room_name)) {
+      setFieldErrors(fields, { room_name: t('field.room_name') });
       return;
     }
     const desc = fDesc.input.value.trim();
@@ -119,6 +130,7 @@ export function mountRooms(container, ctx) {
       ctx.navigate(`#/room/${encodeURIComponent(room.room_id)}`);
     } catch (err) {
       if (err instanceof ApiError && err.code === 'validation_error') {
+        /** @type {Record<string, string>} */
         const mapped = {};
         for (const [path, msg] of Object.entries(err.fieldIssues())) mapped[path] = fieldErrorText(path, msg);
         if (!setFieldErrors(fields, mapped)) {
@@ -139,14 +151,19 @@ export function mountRooms(container, ctx) {
     clear(list);
     const q = filterInput.value.trim().toLowerCase();
     const shown = rooms.filter((r) => !q || r.room_name.toLowerCase().includes(q) || (r.room_description || '').toLowerCase().includes(q));
-    if (rooms.length === 0) status.textContent = '还没有房间，创建第一个吧。';
-    else if (shown.length === 0) status.textContent = '没有符合筛选条件的房间。';
-    else status.textContent = `共 ${rooms.length} 个房间${q ? `，显示 ${shown.length} 个` : ''}`;
+    if (rooms.length === 0) status.textContent = t('rooms.none');
+    else if (shown.length === 0) status.textContent = t('rooms.noneMatch');
+    else status.textContent = q ? t('rooms.countFiltered', { n: rooms.length, shown: shown.length }) : t('rooms.count', { n: rooms.length });
+    // Joined rooms first, the most recently active on top.
+    const when = (/** @type {any} */ r) => Date.parse(lastActivity.get(r.room_id) || '') || 0;
+    shown.sort((a, b) => Number(ctx.myRooms.has(b.room_id)) - Number(ctx.myRooms.has(a.room_id)) || when(b) - when(a));
     for (const room of shown) list.append(roomItem(room));
   };
 
-  const roomItem = (room) => {
+  const roomItem = (/** @type {any} */ room) => {
     const joined = ctx.myRooms.has(room.room_id);
+    const unread = joined ? unreadOf(room.room_id) : 0;
+    const last = lastActivity.get(room.room_id);
     const open = async () => {
       if (await ensureMember(room.room_id, { roomName: room.room_name, hasPassword: room.has_password && !joined })) {
         ctx.myRooms.add(room.room_id);
@@ -163,18 +180,20 @@ export function mountRooms(container, ctx) {
           'h3',
           { class: 'room-item-name' },
           room.room_name,
-          room.has_password ? h('span', { class: 'lock', role: 'img', 'aria-label': '需要密码', title: '需要密码' }, icon('lock', { size: 15 })) : null,
+          unread > 0 ? h('span', { class: 'unread-badge', 'aria-label': t('rooms.unread', { n: unread }) }, unread > 99 ? '99+' : String(unread)) : null,
+          room.has_password ? h('span', { class: 'lock', role: 'img', 'aria-label': t('rooms.locked'), title: t('rooms.locked') }, icon('lock', { size: 15 })) : null,
         ),
-        h('p', { class: 'room-item-desc' }, room.room_description || '（没有简介）'),
+        h('p', { class: 'room-item-desc' }, room.room_description || t('info.noDescription')),
         h(
           'p',
           { class: 'room-item-meta' },
-          h('span', { class: 'chip' }, MODE_LABEL[room.interaction_mode] || room.interaction_mode),
-          h('span', { class: 'chip chip-quiet' }, `${room.member_count} 位成员`),
-          joined ? h('span', { class: 'chip chip-ok' }, '已加入') : null,
+          h('span', { class: 'chip' }, modeLabel(room.interaction_mode)),
+          h('span', { class: 'chip chip-quiet' }, t('rooms.members', { n: room.member_count })),
+          joined ? h('span', { class: 'chip chip-ok' }, t('rooms.joined')) : null,
+          last ? h('span', { class: 'room-last muted' }, t('rooms.lastActive', { time: formatTime(last) })) : null,
         ),
       ),
-      h('button', { type: 'button', class: `btn ${joined ? '' : 'btn-primary'}`, onclick: open, 'aria-label': `${joined ? '进入' : '加入'}房间 ${room.room_name}` }, joined ? '进入' : '加入'),
+      h('button', { type: 'button', class: `btn ${joined ? '' : 'btn-primary'}`, onclick: open, 'aria-label': t(joined ? 'rooms.enterLabel' : 'rooms.joinLabel', { name: room.room_name }) }, joined ? t('rooms.enter') : t('rooms.join')),
     );
   };
 
@@ -184,11 +203,30 @@ export function mountRooms(container, ctx) {
       if (destroyed) return;
       rooms = data.rooms || [];
       render();
+      void seedUnread();
     } catch (err) {
       if (destroyed) return;
-      status.textContent = `加载失败：${errorText(err)}`;
+      status.textContent = t('rooms.loadFailed', { error: errorText(err) });
     }
   };
+
+  /** Unread counts and last activity of the joined rooms, from each one's newest page. */
+  const seedUnread = async () => {
+    const mine = rooms.filter((r) => ctx.myRooms.has(r.room_id));
+    await Promise.all(
+      mine.map(async (r) => {
+        try {
+          const { messages } = await callTool('get_messages', { room_id: r.room_id, limit: 50 });
+          if (!destroyed) seedFromPage(r.room_id, messages, session.name || '');
+        } catch {
+          // a room we just left: no count
+        }
+      }),
+    );
+  };
+  const offUnread = onUnreadChange(() => {
+    if (!destroyed) render();
+  });
 
   filterInput.addEventListener('input', render);
   refreshBtn.addEventListener('click', load);
@@ -196,9 +234,9 @@ export function mountRooms(container, ctx) {
   const view = h(
     'section',
     { class: 'view view-rooms', 'aria-labelledby': 'rooms-heading' },
-    h('div', { class: 'rooms-head' }, h('h1', { id: 'rooms-heading', class: 'page-title' }, '房间'), h('div', { class: 'rooms-actions' }, refreshBtn, createToggle)),
+    h('div', { class: 'rooms-head' }, h('h1', { id: 'rooms-heading', class: 'page-title' }, t('rooms.title')), h('div', { class: 'rooms-actions' }, refreshBtn, createToggle)),
     createForm,
-    h('div', { class: 'rooms-filter' }, h('label', { for: 'room-filter', class: 'visually-hidden' }, '筛选房间'), filterInput),
+    h('div', { class: 'rooms-filter' }, h('label', { for: 'room-filter', class: 'visually-hidden' }, t('rooms.filter')), filterInput),
     status,
     list,
   );
@@ -214,6 +252,7 @@ export function mountRooms(container, ctx) {
     destroy() {
       destroyed = true;
       clearInterval(timer);
+      offUnread();
     },
     /** myRooms changed (auth_ok after connect): redraw the joined marks. */
     refresh: render,

@@ -1,25 +1,28 @@
+// @ts-check
 // The sidebar's "统计" section: rounds, messages and a per-agent table of turns (answered,
 // skipped, timed out, passed by an admin, offline) and the median answer time, from the
 // get_room_stats tool. Refreshed by the room view (open, round_end, reconnect) and by its button.
 import { ApiError, callTool } from './api.js';
 import { h } from './dom.js';
-import { errorText } from './i18n.js';
+import { errorText, t } from './i18n.js';
 import { icon } from './icons.js';
 
 /** Table columns: the stats field and its header (header breaks only at the <wbr> marks). */
 const COLUMNS = [
-  ['turns_answered', ['已回答']],
-  ['turns_skipped', ['跳过']],
-  ['turns_timed_out', ['超时']],
-  ['turns_passed', ['管理员', '跳过']],
-  ['turns_offline', ['离线']],
-  ['median_answer_ms', ['回答', '中位时间']],
+  ['turns_answered', 'stats.answered'],
+  ['turns_skipped', 'stats.skipped'],
+  ['turns_timed_out', 'stats.timedOut'],
+  ['turns_passed', 'stats.passed'],
+  ['turns_offline', 'stats.offline'],
+  ['median_answer_ms', 'stats.median'],
 ];
+/** A header's text in parts ("|" in the dictionary marks where it may break). @param {string} key */
+const headerParts = (key) => t(key).split('|');
 
 /** 12345 → "12.3 秒"; null → null (shown as "—"). */
 export function formatSeconds(ms) {
   if (typeof ms !== 'number' || !Number.isFinite(ms)) return null;
-  return `${(ms / 1000).toFixed(1)} 秒`;
+  return t('stats.seconds', { s: (ms / 1000).toFixed(1) });
 }
 
 export class StatsPanel {
@@ -33,25 +36,25 @@ export class StatsPanel {
 
     this.refreshBtn = h(
       'button',
-      { type: 'button', class: 'btn btn-ghost btn-small btn-icon stats-refresh', 'aria-label': '刷新统计', title: '刷新统计' },
+      { type: 'button', class: 'btn btn-ghost btn-small btn-icon stats-refresh', 'aria-label': t('stats.refresh'), title: t('stats.refresh') },
       icon('refresh', { size: 15 }),
     );
     this.refreshBtn.addEventListener('click', () => this.refresh());
     this.summary = h('dl', { class: 'stats-summary' });
-    this.status = h('p', { class: 'muted stats-status' }, '正在加载…');
+    this.status = h('p', { class: 'muted stats-status' }, t('msg.loading'));
     this.body = h('tbody');
     this.table = h(
       'table',
       { class: 'stats-table', hidden: true },
-      h('caption', { class: 'visually-hidden' }, '各智能体的发言统计'),
+      h('caption', { class: 'visually-hidden' }, t('stats.caption')),
       h(
         'thead',
         {},
         h(
           'tr',
           {},
-          h('th', { scope: 'col', class: 'stats-name' }, '智能体'),
-          ...COLUMNS.map(([key, parts]) => h('th', { scope: 'col', dataset: { key } }, ...parts.flatMap((p, i) => (i ? [h('wbr'), p] : [p])))),
+          h('th', { scope: 'col', class: 'stats-name' }, t('role.ai_agent')),
+          ...COLUMNS.map(([key, label]) => h('th', { scope: 'col', dataset: { key } }, ...headerParts(label).flatMap((p, i) => (i ? [h('wbr'), p] : [p])))),
         ),
       ),
       this.body,
@@ -60,7 +63,7 @@ export class StatsPanel {
     this.el = h(
       'section',
       { class: 'side-section stats', 'aria-labelledby': 'stats-heading' },
-      h('div', { class: 'side-head' }, h('h2', { id: 'stats-heading' }, '统计'), this.refreshBtn),
+      h('div', { class: 'side-head' }, h('h2', { id: 'stats-heading' }, t('stats.title')), this.refreshBtn),
       this.summary,
       this.status,
       this.scroller,
@@ -90,7 +93,7 @@ export class StatsPanel {
         return;
       }
       this.status.hidden = false;
-      this.status.textContent = `统计加载失败：${errorText(err)}`;
+      this.status.textContent = t('stats.failed', { error: errorText(err) });
     } finally {
       if (seq === this.seq && !this.destroyed) {
         this.refreshBtn.disabled = false;
@@ -101,8 +104,8 @@ export class StatsPanel {
 
   render(stats) {
     this.summary.replaceChildren(
-      h('div', { class: 'stats-figure', dataset: { key: 'rounds' } }, h('dt', {}, '轮次'), h('dd', {}, String(stats.rounds))),
-      h('div', { class: 'stats-figure', dataset: { key: 'messages' } }, h('dt', {}, '消息'), h('dd', {}, String(stats.messages))),
+      h('div', { class: 'stats-figure', dataset: { key: 'rounds' } }, h('dt', {}, t('stats.rounds')), h('dd', {}, String(stats.rounds))),
+      h('div', { class: 'stats-figure', dataset: { key: 'messages' } }, h('dt', {}, t('stats.messages')), h('dd', {}, String(stats.messages))),
     );
     const agents = stats.agents || [];
     this.body.replaceChildren(
@@ -116,21 +119,21 @@ export class StatsPanel {
             const text = formatSeconds(a[key]);
             return text
               ? h('td', { dataset: { key } }, text)
-              : h('td', { dataset: { key } }, h('span', { 'aria-hidden': 'true' }, '—'), h('span', { class: 'visually-hidden' }, '无'));
+              : h('td', { dataset: { key } }, h('span', { 'aria-hidden': 'true' }, '—'), h('span', { class: 'visually-hidden' }, t('info.none')));
           }),
         ),
       ),
     );
     this.table.hidden = agents.length === 0;
     this.status.hidden = agents.length > 0;
-    this.status.textContent = agents.length ? '' : '房间里还没有智能体发言的记录';
+    this.status.textContent = agents.length ? '' : t('stats.noAgents');
     // A table wider than the panel scrolls inside its box; then the box takes keyboard focus.
     requestAnimationFrame(() => {
       const scrolls = this.scroller.scrollWidth > this.scroller.clientWidth + 1;
       if (scrolls) {
         this.scroller.setAttribute('tabindex', '0');
         this.scroller.setAttribute('role', 'region');
-        this.scroller.setAttribute('aria-label', '智能体统计表（可横向滚动）');
+        this.scroller.setAttribute('aria-label', t('stats.scrollLabel'));
       } else {
         for (const a of ['tabindex', 'role', 'aria-label']) this.scroller.removeAttribute(a);
       }

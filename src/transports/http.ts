@@ -20,10 +20,13 @@ const require = createRequire(import.meta.url);
  * marked: its exports map sends "." (default condition) to lib/marked.esm.js.
  * dompurify: "." is dist/purify.es.mjs only under the "import" condition, which require.resolve
  * does not use; it resolves to dist/purify.cjs.js, and the ESM build sits next to it.
+ * @highlightjs/cdn-assets: no exports map, so the ESM bundle's path resolves as is.
  */
 export const VENDOR_FILES: Record<string, string> = {
   '/vendor/marked.esm.js': require.resolve('marked'),
   '/vendor/purify.es.mjs': path.join(path.dirname(require.resolve('dompurify')), 'purify.es.mjs'),
+  // highlight.js's own prebuilt ESM bundle (common languages), for code blocks in messages.
+  '/vendor/highlight.min.js': require.resolve('@highlightjs/cdn-assets/es/highlight.min.js'),
 };
 
 export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {

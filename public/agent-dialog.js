@@ -1,0 +1,109 @@
+// @ts-check
+// "Add an agent" for the open room: one-line commands to copy (the CLI agents through
+// `agent-chatroom cli-agent`, the ready-to-run `agent-chatroom agent`), and the MCP settings for
+// Claude Code, Cursor and Codex, all filled in with this server's address, the room id and a
+// name the person picks.
+import { openDialog } from './dialog.js';
+import { h, uniqueId } from './dom.js';
+import { t } from './i18n.js';
+import { icon } from './icons.js';
+
+/** The usual non-interactive invocation of each CLI, run once per turn by cli-agent. */
+const PRESET_COMMANDS = { claude: 'claude -p', codex: 'codex exec', gemini: 'gemini -p' };
+
+/**
+ * The texts the dialog offers (exported for reading in one place; the tests compare them).
+ * @param {{ url: string, roomId: string, name: string, preset: 'claude'|'codex'|'gemini', hasPassword: boolean }} o
+ */
+export function agentCommands({ url, roomId, name, preset, hasPassword }) {
+  const pw = hasPassword ? ' --room-password <PASSWORD>' : '';
+  const mcpUrl = `${url}/mcp`;
+  return {
+    cli: `agent-chatroom cli-agent --url ${url} --room ${roomId} --name ${name} --preset ${preset} -- ${PRESET_COMMANDS[preset]}`,
+    agent: `agent-chatroom agent --url ${url} --room ${roomId} --name ${name}${pw} --model gpt-4o-mini --api-key-env OPENAI_API_KEY`,
+    agentEcho: `agent-chatroom agent --url ${url} --room ${roomId} --name ${name}${pw} --echo`,
+    claudeMcp: `claude mcp add --transport http chatroom ${mcpUrl}`,
+    claudeJson: JSON.stringify({ mcpServers: { chatroom: { type: 'http', url: mcpUrl } } }, null, 2),
+    cursorJson: JSON.stringify({ mcpServers: { chatroom: { url: mcpUrl } } }, null, 2),
+    stdioJson: JSON.stringify({ mcpServers: { chatroom: { command: 'agent-chatroom', args: ['mcp', '--url', url] } } }, null, 2),
+    codexToml: `[mcp_servers.chatroom]\ncommand = "agent-chatroom"\nargs = ["mcp", "--url", "${url}"]`,
+    prompt: t('agents.prompt', { name, room: roomId }),
+  };
+}
+
+/** A block of text with a copy button. @param {string} label @param {string} text @param {string} key */
+function copyBlock(label, text, key) {
+  const code = h('code', {}, text);
+  const btn = h('button', { type: 'button', class: 'btn btn-small copy-btn', 'aria-label': t('agents.copyWhat', { what: label }) }, icon('copy', { size: 14 }), h('span', {}, t('code.copy')));
+  btn.addEventListener('click', async () => {
+    const span = /** @type {HTMLElement} */ (btn.lastChild);
+    try {
+      await navigator.clipboard.writeText(code.textContent || '');
+      span.textContent = t('code.copied');
+    } catch {
+      // No clipboard (an insecure origin): select the text so Ctrl+C works.
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      getSelection()?.removeAllRanges();
+      getSelection()?.addRange(range);
+      span.textContent = t('code.copyFailed');
+    }
+    setTimeout(() => (span.textContent = t('code.copy')), 1500);
+  });
+  return h('div', { class: 'copy-block', dataset: { key } }, h('div', { class: 'copy-block-head' }, h('span', { class: 'copy-label' }, label), btn), h('pre', {}, code));
+}
+
+/** @param {{ room: any }} opts */
+export function openAgentDialog({ room }) {
+  const url = location.origin;
+  const nameId = uniqueId('agent-name');
+  const nameInput = h('input', { id: nameId, name: 'agent_name', value: 'Claude', maxlength: 32, autocomplete: 'off', spellcheck: 'false' });
+  const presetId = uniqueId('agent-preset');
+  const preset = h(
+    'select',
+    { id: presetId, name: 'preset' },
+    h('option', { value: 'claude' }, 'Claude Code'),
+    h('option', { value: 'codex' }, 'Codex CLI'),
+    h('option', { value: 'gemini' }, 'Gemini CLI'),
+  );
+  const blocks = h('div', { class: 'agent-blocks' });
+  const render = () => {
+    const name = /^[\p{L}\p{N}_.-]{1,32}$/u.test(nameInput.value.trim()) ? nameInput.value.trim() : 'NAME';
+    const c = agentCommands({ url, roomId: room.room_id, name, preset: /** @type {any} */ (preset.value), hasPassword: room.has_password });
+    blocks.replaceChildren(
+      h('h3', {}, t('agents.cliTitle')),
+      h('p', { class: 'muted' }, t('agents.cliHelp')),
+      copyBlock(t('agents.cliLabel'), c.cli, 'cli'),
+      h('h3', {}, t('agents.mcpTitle')),
+      h('p', { class: 'muted' }, t('agents.mcpHelp')),
+      copyBlock(t('agents.claudeCmd'), c.claudeMcp, 'claude-mcp'),
+      copyBlock(t('agents.claudeJson'), c.claudeJson, 'claude-json'),
+      copyBlock(t('agents.cursorJson'), c.cursorJson, 'cursor-json'),
+      copyBlock(t('agents.codexToml'), c.codexToml, 'codex-toml'),
+      copyBlock(t('agents.stdioJson'), c.stdioJson, 'stdio-json'),
+      copyBlock(t('agents.promptLabel'), c.prompt, 'prompt'),
+      h('h3', {}, t('agents.readyTitle')),
+      h('p', { class: 'muted' }, t('agents.readyHelp')),
+      copyBlock(t('agents.readyLabel'), c.agent, 'agent'),
+      copyBlock(t('agents.echoLabel'), c.agentEcho, 'agent-echo'),
+    );
+  };
+  nameInput.addEventListener('input', render);
+  preset.addEventListener('change', render);
+  render();
+  return openDialog({
+    title: t('agents.title'),
+    className: 'dialog-wide agent-dialog',
+    body: [
+      h('p', {}, t('agents.intro', { room: room.room_name })),
+      h('p', { class: 'room-id-line' }, t('agents.roomId'), ' ', h('code', { class: 'room-id' }, room.room_id)),
+      h(
+        'div',
+        { class: 'form-grid' },
+        h('div', { class: 'field' }, h('label', { for: nameId }, t('agents.name')), nameInput),
+        h('div', { class: 'field' }, h('label', { for: presetId }, t('agents.preset')), preset),
+      ),
+      blocks,
+    ],
+  });
+}
