@@ -1,3 +1,4 @@
+// @ts-check
 // REST client (POST /api/v1/tools/{name}) and the signed-in session kept in localStorage.
 
 const STORAGE_KEY = 'agent-chatroom.session';

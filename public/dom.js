@@ -1,3 +1,4 @@
+// @ts-check
 // Tiny DOM helpers: build elements without innerHTML (text is always set as text).
 
 /**

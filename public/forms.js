@@ -1,9 +1,13 @@
+// @ts-check
 // Labelled form fields with an error line beside them (validation issues map onto `name`).
 import { h, uniqueId } from './dom.js';
 
 /**
  * field({ label, name, type?, hint?, as?: 'input'|'textarea'|'select', options?, ...attributes })
  * → { row, input, error, name }
+ */
+/**
+ * @param {{ label: string, name: string, type?: string, hint?: string, as?: string, options?: any[], [attr: string]: any }} opts
  */
 export function field({ label, name, type = 'text', hint, as = 'input', options = [], ...attrs }) {
   const id = uniqueId(`f-${name}`);

@@ -1,3 +1,4 @@
+// @ts-check
 // Small stroke icons as inline SVG (no emoji: not every system has an emoji font). Shapes after
 // Feather Icons (MIT).
 

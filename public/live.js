@@ -1,3 +1,4 @@
+// @ts-check
 // The page's WebSocket to /ws: authenticates, reconnects by itself with backoff, and on every
 // (re)connect re-subscribes the rooms being watched from the last seq they saw, so nothing is
 // missed. Dedupe is the room view's job (by message_id / seq).

@@ -1,3 +1,4 @@
+// @ts-check
 // Sign-in view: pick a name (register_user, optional password) or log in with name + password.
 import { ApiError, callTool } from './api.js';
 import { h } from './dom.js';

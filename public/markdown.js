@@ -10,8 +10,13 @@
 //
 // Code blocks are highlighted with highlight.js (its own ESM bundle, served from the package)
 // and get a copy button.
+// The /vendor/ paths exist only on the server (src/transports/http.ts serves them from
+// node_modules), so the type check cannot follow them.
+// @ts-ignore
 import hljs from '/vendor/highlight.min.js';
+// @ts-ignore
 import DOMPurify from '/vendor/purify.es.mjs';
+// @ts-ignore
 import { Marked } from '/vendor/marked.esm.js';
 import { h } from './dom.js';
 import { t } from './i18n.js';
@@ -154,6 +159,6 @@ function highlightMentions(root, names, me) {
     }
     if (parts.length === 0) continue;
     if (last < text.length) parts.push(document.createTextNode(text.slice(last)));
-    node.replaceWith(...parts);
+    /** @type {ChildNode} */ (node).replaceWith(...parts);
   }
 }

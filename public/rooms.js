@@ -25,7 +25,8 @@ export async function ensureMember(roomId, { roomName = '', hasPassword = false 
       return false;
     }
   }
-  const join = async (/** @type {string} [password] */ password) => {
+  /** @param {string} [password] */
+  const join = async (password) => {
     try {
       await callTool('join_room', { room_id: roomId, ...(password ? { password } : {}) });
       return null;

@@ -1,3 +1,4 @@
+// @ts-check
 // Times as people see them: the room's timezone, `yyyy-MM-dd HH:mm:ss`, 24-hour.
 
 export const DEFAULT_TIMEZONE = 'Asia/Shanghai';
@@ -7,6 +8,7 @@ const formatters = new Map();
 function formatterFor(timeZone) {
   let f = formatters.get(timeZone);
   if (!f) {
+    /** @type {Intl.DateTimeFormatOptions} */
     const options = {
       year: 'numeric',
       month: '2-digit',
