@@ -38,17 +38,32 @@ export class LiveConnection {
     this.watched = new Map();
     this.everConnected = false;
     this.onOnline = () => this.reconnectNow();
+    // The browser knows the network is gone: drop the socket now instead of waiting for the
+    // silence limit, so the page stops countdowns and presence at once.
+    this.onOffline = () => {
+      const ws = this.ws;
+      if (!ws || this.state === 'stopped') return;
+      this.ws = null;
+      ws.onclose = null;
+      ws.onmessage = null;
+      ws.close();
+      clearInterval(this.pingTimer);
+      clearTimeout(this.retryTimer);
+      this.scheduleRetry();
+    };
   }
 
   start() {
     if (this.state !== 'stopped') return;
     window.addEventListener('online', this.onOnline);
+    window.addEventListener('offline', this.onOffline);
     this.connect();
   }
 
   stop() {
     this.state = 'stopped';
     window.removeEventListener('online', this.onOnline);
+    window.removeEventListener('offline', this.onOffline);
     clearTimeout(this.retryTimer);
     clearInterval(this.pingTimer);
     if (this.ws) {

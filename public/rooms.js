@@ -115,10 +115,7 @@ export function mountRooms(container, ctx) {
     };
     if (!args.room_name) {
       setFieldErrors(fields, { room_name: t('create.nameRequired') });
-      return;
-    }
-    if (!/^[A-Za-z][A-Za-z0-9 _-]*$/.test(args.room_name)) {
-      setFieldErrors(fields, { room_name: t('field.room_name') });
+
       return;
     }
     const desc = fDesc.input.value.trim();
