@@ -554,13 +554,21 @@ export function mountRoom(container, ctx) {
       dispatch({ type: 'event', event: frame.event, data: d });
       const { gap } = list.addLive(d.message);
       if (gap) resync();
+      // Mentions of agents reorder the round (SPEC §6.1.5) without a new agent_turn while the
+      // holder keeps the turn: fetch the stored round.
+      const agentNames = new Set(room().members.filter((/** @type {any} */ m) => m.role === 'ai_agent').map((/** @type {any} */ m) => m.name.toLowerCase()));
+      if (frame.event === 'message_new' && (d.message.mentions || []).some((/** @type {string} */ n) => agentNames.has(n.toLowerCase()))) scheduleRefresh();
       if (frame.event === 'message_new') seen();
       return;
     }
     liveEpoch += 1;
     if (frame.event === 'member_leave' && d.member?.name?.toLowerCase() === me().toLowerCase()) return kickedOut();
     dispatch({ type: 'event', event: frame.event, data: d });
-    if (frame.event === 'member_join' || frame.event === 'member_leave') list.refreshAll();
+    if (frame.event === 'member_join' || frame.event === 'member_leave') {
+      list.refreshAll();
+      // A join or leave changes the round's queue; the server's room is the truth.
+      scheduleRefresh();
+    }
     if (frame.event === 'round_end') stats.schedule();
   };
 

@@ -144,9 +144,10 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
       await until(async () => !(await inView(alice, '.msg[data-sender="Bob"]:last-of-type')), 3000, 'scrolled up');
       if (round === 1) await alice.locator('.composer input[type=file]').setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from('plan') });
       await send(alice, `我自己的消息 ${round}`);
-      const mine = `.msg-mine:has(.msg-body:text("我自己的消息 ${round}"))`;
-      await alice.locator(mine).waitFor();
-      await until(() => inView(alice, mine), 3000, `own message ${round} in view`);
+      const own = alice.locator('.msg-mine', { has: alice.locator('.msg-body', { hasText: `我自己的消息 ${round}` }) });
+      await own.waitFor({ state: 'attached' });
+      const seq = await own.getAttribute('data-seq');
+      await until(() => inView(alice, `.msg-list [data-seq="${seq}"]`), 3000, `own message ${round} in view`);
     }
   });
 
@@ -162,9 +163,8 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect([...seqs].sort((a, b) => b - a)).toEqual(seqs);
     // "填充消息 1" (seq 1) is the last hit; the list shows the newest page only.
     await hits.last().click();
-    await alice.locator('.msg-list [data-seq="1"]').waitFor({ state: 'visible' });
-    await alice.locator('.new-pill').click();
-    await alice.locator('.msg-body', { hasText: 'findme 最新' }).waitFor({ state: 'visible' });
+    await alice.locator('.msg-list [data-seq="1"].flash').waitFor({ state: 'visible' });
+    await until(() => inView(alice, '.msg-list [data-seq="1"]'), 3000, 'seq 1 in view');
   });
 
   it('replies with a quote, edits and deletes your own message, live on the other page', async () => {
@@ -179,7 +179,8 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await reply.locator('.msg-quote', { hasText: '请看这个方案' }).waitFor();
     // Bob may not edit Alice's message; Alice may.
     expect(await aliceMsg.locator('.msg-edit').count()).toBe(0);
-    const own = alice.locator('.msg-mine', { has: alice.locator('.msg-body', { hasText: '请看这个方案' }) });
+    const ownId = await alice.locator('.msg-mine', { has: alice.locator('.msg-body', { hasText: '请看这个方案' }) }).getAttribute('data-message-id');
+    const own = alice.locator(`.msg[data-message-id="${ownId}"]`);
     await own.hover();
     await own.locator('.msg-edit').click();
     await own.locator('.msg-edit-input').fill('请看这个方案（修订版）');
@@ -242,7 +243,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await bob.locator('.members [data-name=Gamma][data-status=online]').waitFor();
     await send(alice, '开始新话题');
     await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Alpha' }).waitFor();
-    expect(await bob.locator('.turn-queue-item').allTextContents()).toEqual(['Alpha', 'Beta', 'Gamma']);
+    await until(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Beta","Gamma"]', 5000, 'queue Alpha, Beta, Gamma');
     await screenshot(bob, 'web-busy-room');
     // Alice mentions Gamma while Alpha holds the turn: the chain [Gamma] follows Alpha and the
     // round ends after it, so Beta is not shown.
@@ -322,8 +323,9 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await alice.locator('#settings-btn').click();
     await dlg.locator('.settings-members li[data-name=Bob] button').click();
     await alice.locator('.dialog-confirm').click();
-    await bob.locator('.view-rooms').waitFor();
     await alice.locator('.settings-members li[data-name=Bob]').waitFor({ state: 'detached' });
+    const after = await server.ok('get_room', { room_id: roomId }, aliceToken);
+    expect(after.room.members.map((m: { name: string }) => m.name)).not.toContain('Bob');
     await dlg.locator('#settings-archive').click();
     await alice.locator('.dialog-confirm').click();
     await alice.locator('.room-status', { hasText: '已归档' }).waitFor();
@@ -337,7 +339,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await page.addInitScript((t) => localStorage.setItem('agent-chatroom.session', JSON.stringify({ token: t, name: 'Bob' })), bobToken);
     await page.goto(`${server.url}/#/rooms`);
     await page.locator('.room-item').first().waitFor();
-    const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const bg = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
     expect(await bg()).toBe('rgb(15, 18, 24)');
     await screenshot(page, 'web-dark-mode');
     // system → dark → light
