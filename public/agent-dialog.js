@@ -57,7 +57,7 @@ function copyBlock(label, text, key) {
 export function openAgentDialog({ room }) {
   const url = location.origin;
   const nameId = uniqueId('agent-name');
-  const nameInput = h('input', { id: nameId, name: 'agent_name', value: 'Claude', maxlength: 32, autocomplete: 'off', spellcheck: 'false' });
+  const nameInput = h('input', { id: nameId, type: 'text', name: 'agent_name', value: 'Claude', maxlength: 32, autocomplete: 'off', spellcheck: 'false' });
   const presetId = uniqueId('agent-preset');
   const preset = h(
     'select',

@@ -48,7 +48,7 @@ function paintStatic() {
   langBtn.setAttribute('aria-label', t('app.switchLanguage'));
   langBtn.setAttribute('lang', getLang() === 'en' ? 'zh-CN' : 'en');
   const theme = storedTheme();
-  themeBtn.replaceChildren(icon(theme === 'dark' ? 'moon' : theme === 'light' ? 'sun' : 'settings', { size: 16 }));
+  themeBtn.replaceChildren(icon(theme === 'dark' ? 'moon' : theme === 'light' ? 'sun' : 'monitor', { size: 16 }));
   themeBtn.setAttribute('aria-label', t('app.theme', { theme: t(`theme.${theme}`) }));
   themeBtn.title = t('app.theme', { theme: t(`theme.${theme}`) });
   themeBtn.dataset.theme = theme;

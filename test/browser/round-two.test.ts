@@ -337,8 +337,12 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     const page = await dark.newPage();
     watchPageErrors(page, 'dark', pageErrors);
     await page.addInitScript((t) => localStorage.setItem('agent-chatroom.session', JSON.stringify({ token: t, name: 'Bob' })), bobToken);
-    await page.goto(`${server.url}/#/rooms`);
-    await page.locator('.room-item').first().waitFor();
+    const rooms = (await server.ok<{ rooms: Array<{ room_id: string; room_name: string }> }>('list_rooms', {}, bobToken)).rooms;
+    const hall = rooms.find((r) => r.room_name === 'Host Hall')!;
+    await server.ok('join_room', { room_id: hall.room_id }, bobToken);
+    await server.ok('send_message', { room_id: hall.room_id, text_content: '深色主题下的消息，含 `code` 和 **粗体**\n```py\ndef hello():\n    return "你好"\n```' }, aliceToken);
+    await page.goto(`${server.url}/#/room/${encodeURIComponent(hall.room_id)}`);
+    await page.locator('.code-block .hljs-keyword').first().waitFor();
     const bg = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
     expect(await bg()).toBe('rgb(15, 18, 24)');
     await screenshot(page, 'web-dark-mode');
@@ -348,13 +352,12 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
     expect(await bg()).toBe('rgb(245, 246, 250)');
 
+    await page.goto(`${server.url}/#/rooms`);
     await page.locator('#lang-btn').click();
     await page.locator('#rooms-heading', { hasText: 'Rooms' }).waitFor();
     await page.reload();
     await page.locator('#rooms-heading', { hasText: 'Rooms' }).waitFor();
     expect(await page.evaluate(() => document.documentElement.lang)).toBe('en');
-    const rooms = (await server.ok<{ rooms: Array<{ room_id: string; room_name: string }> }>('list_rooms', {}, bobToken)).rooms;
-    const hall = rooms.find((r) => r.room_name === 'Host Hall')!;
     await page.goto(`${server.url}/#/room/${encodeURIComponent(hall.room_id)}`);
     await page.locator('.turnbar .turn-headline', { hasText: 'host' }).waitFor();
     await screenshot(page, 'web-english-ui');
