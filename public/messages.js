@@ -31,7 +31,7 @@ export const PAGE = 100;
  * @property {(roundId: string) => number} roundNumber
  * @property {(args: { before_seq?: number, after_seq?: number, limit: number }) => Promise<Message[]>} fetchPage
  * @property {(m: Message) => void} onReply
- * @property {(m: Message, text: string) => Promise<boolean>} onEdit
+ * @property {(m: Message, text: string) => Promise<boolean>} onEdit   saves an edit; true when done
  * @property {(m: Message) => void} onDelete
  * @property {(messageId: string) => void} onJumpToId
  */
@@ -159,6 +159,12 @@ export class MessageList {
     this.list.prepend(...els);
     this.rendered.set(seq, els);
     if (next && this.rendered.has(seq + 1)) this.rerender(seq + 1);
+  }
+
+  /** Opens the inline editor on one's own message. @param {Message} m */
+  startEdit(m) {
+    this.editing = m.message_id;
+    this.rerender(m.seq);
   }
 
   /** Redraws one message in place (edited, deleted, processed). @param {number} seq */
@@ -469,7 +475,7 @@ function buildNode(message, ctx, list) {
   );
 
   const quote = message.response_to ? quoteFor(message.response_to, list, ctx) : null;
-  const actions = message.deleted || list.editing === message.message_id ? null : actionsFor(message, mine, ctx);
+  const actions = message.deleted || list.editing === message.message_id ? null : actionsFor(message, mine, ctx, list);
   const main = h('div', { class: 'msg-main' }, head, quote, body, message.file_url && !message.deleted ? attachment(message) : null);
   if (list.editing === message.message_id) main.replaceChild(editForm(message, ctx, list), body);
 
@@ -496,8 +502,8 @@ function quoteFor(/** @type {string} */ id, /** @type {MessageList} */ list, /**
   return btn;
 }
 
-/** @param {Message} message @param {boolean} mine @param {ListContext} ctx */
-function actionsFor(message, mine, ctx) {
+/** @param {Message} message @param {boolean} mine @param {ListContext} ctx @param {MessageList} list */
+function actionsFor(message, mine, ctx, list) {
   const btn = (/** @type {string} */ cls, /** @type {string} */ label, /** @type {string} */ ic, /** @type {() => void} */ fn) => {
     const b = h('button', { type: 'button', class: `btn btn-ghost btn-icon btn-tiny ${cls}`, 'aria-label': label, title: label }, icon(ic, { size: 14 }));
     b.addEventListener('click', fn);
@@ -507,7 +513,7 @@ function actionsFor(message, mine, ctx) {
     'div',
     { class: 'msg-actions' },
     btn('msg-reply', t('msg.reply'), 'reply', () => ctx.onReply(message)),
-    mine ? btn('msg-edit', t('msg.edit'), 'edit', () => ctx.onEdit(message, '')) : null,
+    mine ? btn('msg-edit', t('msg.edit'), 'edit', () => list.startEdit(message)) : null,
     mine || ctx.isAdmin() ? btn('msg-delete', t('msg.delete'), 'trash', () => ctx.onDelete(message)) : null,
   );
 }

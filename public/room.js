@@ -404,10 +404,8 @@ export function mountRoom(container, ctx) {
 
   /** @param {any} m @param {string} text */
   const editMessage = async (m, text) => {
-    if (text === '') {
-      // Open the editor.
-      list.editing = m.message_id;
-      list.rerender(m.seq);
+    if (!text.trim()) {
+      toast(t('composer.empty'), 'error');
       return false;
     }
     try {
