@@ -52,8 +52,8 @@ export interface MessagePage {
 
 /** Raised by putParticipant when another participant holds the same name key. */
 export class NameTakenError extends Error {
-  constructor(readonly name: string) {
-    super(`The name "${name}" is taken`);
+  constructor(readonly takenName: string) {
+    super(`The name "${takenName}" is taken`);
   }
 }
 
