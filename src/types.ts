@@ -7,6 +7,8 @@ export type SkipReason = 'skip' | 'timeout' | 'offline' | 'passed';
 export type InteractionMode = 'default' | 'host';
 export type SystemStatus = 'active' | 'paused';
 export type PresenceStatus = 'online' | 'offline';
+/** A member's status: `busy` while an agent reports an activity (set_activity). */
+export type MemberStatusValue = 'online' | 'offline' | 'busy';
 
 export interface Message {
   message_id: string;
@@ -40,9 +42,12 @@ export interface Member {
   name: string;
   role: 'ai_agent' | 'user';
   introduce: string;
-  status: PresenceStatus;
+  status: MemberStatusValue;
   last_active: string;
   is_host: boolean;
+  /** What the agent reported with set_activity (absent or null = nothing). */
+  activity?: 'thinking' | 'working' | null;
+  activity_note?: string | null;
   skip_list: string[];
   language_preference: string;
   timezone_preference: string;

@@ -118,7 +118,7 @@ export type EngineAction =
       /** false = post and keep the turn. */
       endTurn: boolean;
     }
-  | { type: 'skip'; agent: string }
+  | { type: 'skip'; agent: string; reason?: string }
   /** The armed deadline passed. */
   | { type: 'timeout' }
   | { type: 'member_joined'; name: string; role: 'ai_agent' | 'user' }
@@ -129,7 +129,7 @@ export type EngineAction =
   | { type: 'status_changed' }
   /** view.mode holds the new mode: a running round ends cleanly. */
   | { type: 'mode_changed' }
-  | { type: 'start_round'; by: string }
+  | { type: 'start_round'; by: string; byPerson: boolean }
   | { type: 'pass_turn'; by: string }
   | { type: 'extend_turn'; agent: string }
   /** Server start: the turn holder keeps the turn with a fresh full deadline. */
