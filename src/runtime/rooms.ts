@@ -82,6 +82,11 @@ export class Rooms {
     return this.require(roomId).then((runtime) => runtime.execute(cmd));
   }
 
+  /** Running waits listening for turns (a gauge; tests watch a wait start and end). */
+  get turnListenerCount(): number {
+    return this.turnListeners.size;
+  }
+
   onTurn(listener: TurnListener): () => void {
     this.turnListeners.add(listener);
     return () => this.turnListeners.delete(listener);

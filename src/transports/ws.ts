@@ -16,6 +16,7 @@ import { toWireError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../events/bus.js';
 import { agentTurnData } from '../protocol/events.js';
 import { presentMessage } from '../rooms/present.js';
+import { memberOf } from '../runtime/commands.js';
 import type { Caller } from '../types.js';
 import { parseClientFrame } from './ws-frames.js';
 import type { MountFactory } from './mount.js';
@@ -311,10 +312,13 @@ export class WsHub {
 
   private async subscribe(session: Session, roomId: string, afterSeq: number | undefined): Promise<void> {
     const caller = session.caller!;
+    // A loaded room is checked without yielding, so no live event slips in between the check,
+    // the cursor and the `subscribed` answer.
     let bound: number;
     try {
-      await this.app.reads.memberRoom(roomId, caller);
-      bound = (await this.app.rooms.require(roomId)).committedSeq;
+      const runtime = this.app.rooms.loaded(roomId) ?? (await this.app.rooms.require(roomId));
+      memberOf(runtime.room, caller);
+      bound = runtime.committedSeq;
     } catch (err) {
       session.send({ type: 'error', error: toWireError(err), room_id: roomId });
       return;
