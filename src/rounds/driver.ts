@@ -112,6 +112,7 @@ export class RoundsDriver {
         current_round: room.current_round,
         history_rounds: room.history_rounds,
         processed_through_seq: room.processed_through_seq,
+        paused_mentions: room.paused_mentions ?? [],
       },
       action,
       { now: this.opts.now(), online, newRoundId: () => uuidv4() },
@@ -123,10 +124,13 @@ export class RoundsDriver {
     const roundChanged =
       result.state.processed_through_seq !== room.processed_through_seq ||
       result.state.history_rounds.length !== room.history_rounds.length ||
+      result.state.paused_mentions.join('\n') !== (room.paused_mentions ?? []).join('\n') ||
       JSON.stringify(result.state.current_round) !== JSON.stringify(room.current_round);
     room.current_round = result.state.current_round;
     room.history_rounds = result.state.history_rounds;
     room.processed_through_seq = result.state.processed_through_seq;
+    if (result.state.paused_mentions.length > 0) room.paused_mentions = result.state.paused_mentions;
+    else delete room.paused_mentions;
     for (const m of lead) {
       this.notePerson(room.room_id, m);
       // A message belongs to the round it was posted in; an agent's message that opened an

@@ -38,7 +38,7 @@ export class TurnService {
   async startRound(caller: Caller, roomId: string) {
     const { room } = this.rooms.requireAdmin(roomId, caller);
     this.rooms.requireWritable(room);
-    await this.run(room, { type: 'start_round', by: caller.name });
+    await this.run(room, { type: 'start_round', by: caller.name, byPerson: caller.role === 'user' });
     return room.current_round;
   }
 

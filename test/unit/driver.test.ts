@@ -110,7 +110,7 @@ afterEach(async () => {
 async function startedRoom(roomId: string): Promise<RoomRecord> {
   const room = makeRoom(roomId, { members: [member('A', 'ai_agent'), member('B', 'ai_agent'), member('U', 'user')] });
   await store.putRoom(room);
-  await apply(room, { type: 'start_round', by: 'U' });
+  await apply(room, { type: 'start_round', by: 'U', byPerson: true });
   expect(room.current_round?.turn?.agent).toBe('A');
   return room;
 }
