@@ -94,6 +94,11 @@ export interface RoomRecord {
   archived: boolean;
   /** Every message with seq ≤ this is processed (SPEC §5). */
   processed_through_seq: number;
+  /**
+   * Agents mentioned by people while the room was paused and idle, for the round that starts on
+   * resume (SPEC §6.1.9; the turn engine's RoundState.paused_mentions). Absent = none.
+   */
+  paused_mentions?: string[];
 }
 
 export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq'> & {

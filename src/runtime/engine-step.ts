@@ -2,7 +2,7 @@
 // `applyAction`, and turns its effects into the messages to write and the events to publish.
 // Pure apart from the injected clock and id source; it changes only the draft it is given.
 import { v4 as uuidv4 } from 'uuid';
-import { agentTurnData, type RoomEvent } from '../protocol/events.js';
+import type { AgentTurnData, RoomEvent } from '../protocol/events.js';
 import { engineMessage } from '../rounds/engine-messages.js';
 import { applyAction } from '../rounds/engine.js';
 import type { EngineAction, EngineEffect, RoomView } from '../rounds/types.js';
@@ -63,10 +63,16 @@ export function engineView(room: RoomRecord, input: Omit<StepInput, 'room'>, tur
 export function runEngine(input: StepInput, action: EngineAction, env: StepEnv): StepResult {
   const { room } = input;
   const newId = env.newId ?? uuidv4;
-  const before = JSON.stringify([room.current_round, room.history_rounds, room.processed_through_seq]);
+  const stored = () => JSON.stringify([room.current_round, room.history_rounds, room.processed_through_seq, room.paused_mentions ?? []]);
+  const before = stored();
   const result = applyAction(
     engineView(room, input, env.turnTimeoutMs),
-    { current_round: room.current_round, history_rounds: room.history_rounds, processed_through_seq: room.processed_through_seq },
+    {
+      current_round: room.current_round,
+      history_rounds: room.history_rounds,
+      processed_through_seq: room.processed_through_seq,
+      paused_mentions: room.paused_mentions ?? [],
+    },
     action,
     { now: env.now, online: env.online, newRoundId: newId },
   );
@@ -74,7 +80,9 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   room.current_round = result.state.current_round;
   room.history_rounds = result.state.history_rounds;
   room.processed_through_seq = result.state.processed_through_seq;
-  const changed = JSON.stringify([room.current_round, room.history_rounds, room.processed_through_seq]) !== before;
+  if (result.state.paused_mentions.length > 0) room.paused_mentions = result.state.paused_mentions;
+  else delete room.paused_mentions;
+  const changed = stored() !== before;
 
   const messages: Message[] = [];
   const events: RoomEvent[] = [];
@@ -103,7 +111,7 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
         break;
       case 'agent_turn':
         turnsIssued.push(effect.agent_name);
-        events.push({ event: 'agent_turn', room_id: room.room_id, data: turnFromEffect(room, effect, env.turnTimeoutMs) });
+        events.push({ event: 'agent_turn', room_id: room.room_id, data: agentTurnFromEffect(room, effect) });
         break;
       case 'timer':
         timer = effect.deadline;
@@ -124,23 +132,8 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   return { ok: true, messages, events, effects: result.effects, changed, timer, turnsIssued };
 }
 
-/**
- * The agent_turn for an engine effect. The queue fields come from the room as the step left it:
- * a step issues at most one live turn, last, so the final round state is the one it describes.
- */
-function turnFromEffect(room: RoomRecord, effect: Extract<EngineEffect, { type: 'agent_turn' }>, turnTimeoutMs: number) {
-  const built = agentTurnData(room, turnTimeoutMs);
-  const member = room.members.find((m) => m.name === effect.agent_name);
-  return {
-    round_id: effect.round_id,
-    agent_id: member?.participant_id ?? '',
-    agent_name: effect.agent_name,
-    can_skip: effect.can_skip,
-    reason: effect.reason,
-    deadline: effect.deadline,
-    timeout_ms: effect.timeout_ms,
-    agent_queue: built?.agent_queue ?? [],
-    current_agent_index: built?.current_agent_index ?? 0,
-    pending_mentions: built?.pending_mentions ?? [],
-  };
+/** The agent_turn event of an engine effect (the queue fields as the engine issued the turn). */
+function agentTurnFromEffect(room: RoomRecord, effect: Extract<EngineEffect, { type: 'agent_turn' }>): AgentTurnData {
+  const { type: _type, ...turn } = effect;
+  return { ...turn, agent_id: room.members.find((m) => m.name === effect.agent_name)?.participant_id ?? '' };
 }
