@@ -1,41 +1,26 @@
-// Composition of the services (no transports): storage → identity → rooms → rounds → messages
-// → tools. The server mounts transports on top; tests may use it directly.
+// Composition of the services (no transports): storage → identity → room runtimes → reads and
+// waits → tools. The server mounts transports on top; tests may use it directly. Time (clock
+// and timers) is injected here and passed to every service that waits or times out.
 import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LinkSigner } from './identity/links.js';
 import { Participants } from './identity/participants.js';
-import { Presence, realTimers, type Timers } from './identity/presence.js';
+import { Presence, PRESENCE_WINDOW_MS, realTimers, SOCKET_GRACE_MS, type Timers } from './identity/presence.js';
 import type { Logger } from './logger.js';
 import { instrumentBus, instrumentStore, Metrics } from './observability/metrics.js';
-import { MessageService } from './messages/service.js';
-import { Committer } from './rooms/commit.js';
-import { RoomService } from './rooms/service.js';
-import { RoundsDriver } from './rounds/driver.js';
-import { TurnService } from './rounds/turn-service.js';
+import { RoomReads } from './runtime/reads.js';
+import { Rooms } from './runtime/rooms.js';
+import { TurnWaits } from './runtime/waits.js';
 import { createStore } from './storage/index.js';
 import type { Store } from './storage/store.js';
-import { buildRegistry } from './tools/index.js';
+import { buildRegistry, type ToolServices } from './tools/index.js';
 import type { ToolRegistry } from './tools/registry.js';
 
-export interface App {
-  config: Config;
-  logger: Logger;
-  store: Store;
+export interface App extends ToolServices {
   bus: EventBus;
-  committer: Committer;
-  participants: Participants;
-  presence: Presence;
-  driver: RoundsDriver;
-  rooms: RoomService;
-  messages: MessageService;
-  turns: TurnService;
   registry: ToolRegistry;
-  links: LinkSigner;
-  /** One set of rate-limit counters for every route and transport (tool calls and file routes). */
-  limits: RateLimits;
-  metrics: Metrics;
-  now: () => number;
+  timers: Timers;
   close(): Promise<void>;
 }
 
@@ -43,8 +28,9 @@ export interface AppOptions {
   now?: () => number;
   timers?: Timers;
   store?: Store;
-  /** Presence window (SPEC §6: 90 s); tests shorten it to watch agents go offline. */
+  /** Presence window (SPEC §6: 90 s) and the grace after the last WebSocket closes (15 s). */
   presenceWindowMs?: number;
+  socketGraceMs?: number;
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
@@ -55,42 +41,67 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const metrics = new Metrics(rawStore);
   const store = instrumentStore(rawStore, metrics);
   const bus = instrumentBus(new InProcessBus(), metrics);
-  const committer = new Committer(store, bus);
   const participants = new Participants(store, { language: config.defaultLanguage, timezone: config.displayTimezone });
-  const presence = new Presence(now, timers, options.presenceWindowMs);
-  for (const agent of store.listAgents()) presence.seed(agent.agent_id, Date.parse(agent.last_active));
-  for (const user of store.listUsers()) presence.seed(user.user_id, Date.parse(user.last_active));
-  const driver = new RoundsDriver({ store, committer, presence, turnTimeoutMs: config.turnTimeoutMs, now, timers, logger, metrics });
-  const rooms = new RoomService(store, committer, driver, presence, bus, {
-    language: config.defaultLanguage,
-    timezone: config.displayTimezone,
-  }, now);
-  const messages = new MessageService(store, committer, rooms, driver, config.maxMessageChars, now);
-  const turns = new TurnService(store, rooms, messages, driver);
-
-  presence.onChange((change) => {
-    rooms.presenceChanged(change.participantId, change.online, change.lastActive);
-    const record = store.getAgent(change.participantId) ?? store.getUser(change.participantId);
-    if (record) {
-      record.last_active = new Date(change.lastActive).toISOString();
-      if ('agent_id' in record) record.status = change.online ? 'online' : 'offline';
-    }
+  await participants.load();
+  const presence = new Presence(now, timers, options.presenceWindowMs ?? PRESENCE_WINDOW_MS, options.socketGraceMs ?? SOCKET_GRACE_MS);
+  for (const found of await store.listParticipants()) {
+    const id = found.kind === 'agent' ? found.record.agent_id : found.record.user_id;
+    presence.seed(id, Date.parse(found.record.last_active));
+  }
+  const rooms = new Rooms({
+    store,
+    bus,
+    presence,
+    logger,
+    now,
+    timers,
+    turnTimeoutMs: config.turnTimeoutMs,
+    maxMessageChars: config.maxMessageChars,
+    defaults: { language: config.defaultLanguage, timezone: config.displayTimezone },
   });
+  const reads = new RoomReads(rooms, store);
+  const waits = new TurnWaits(rooms, reads, store, presence, timers, now);
+  countTurns(bus, metrics);
 
-  const app: App = {
-    config, logger, store, bus, committer, participants, presence, driver, rooms, messages, turns,
-    registry: undefined as unknown as ToolRegistry,
+  const services: ToolServices = {
+    config,
+    logger,
+    now,
+    store,
+    participants,
+    presence,
+    rooms,
+    reads,
+    waits,
     links: new LinkSigner(config.linkSecret, now),
     limits: new RateLimits({ perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress }),
     metrics,
-    now,
+  };
+  const app: App = {
+    ...services,
+    bus,
+    timers,
+    registry: buildRegistry(services),
     async close() {
-      driver.stop();
+      rooms.stop();
       presence.stop();
       await store.close();
     },
   };
-  app.registry = buildRegistry(app);
-  await Promise.all(driver.restoreAll());
+  await rooms.restoreAll();
   return app;
+}
+
+/** Turn and round counters (GET /api/v1/metrics), fed from the published events. */
+function countTurns(bus: EventBus, metrics: Metrics): void {
+  bus.subscribe((event) => {
+    if (event.event === 'agent_turn') metrics.turns.inc({ outcome: 'issued' });
+    else if (event.event === 'round_start') metrics.rounds.inc({ event: 'started' });
+    else if (event.event === 'round_end') metrics.rounds.inc({ event: 'ended' });
+    else if (event.event === 'message_new' && event.data.message.role === 'ai_agent') {
+      const reason = event.data.message.skip_reason;
+      const outcome = reason === null ? 'answered' : reason === 'skip' ? 'skipped' : reason === 'timeout' ? 'timed_out' : reason;
+      metrics.turns.inc({ outcome });
+    }
+  });
 }

@@ -16,6 +16,7 @@ export const ERROR_STATUS = {
   cannot_skip: 409,
   room_paused: 409,
   conflict: 409,
+  room_full: 409,
   payload_too_large: 413,
   rate_limited: 429,
   internal_error: 500,

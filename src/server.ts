@@ -10,23 +10,29 @@ import { createHttpApp } from './transports/http.js';
 import { bodyLimit } from './transports/http-util.js';
 import { isToolCall, serveToolCall } from './transports/rest-tools.js';
 import { mcpMount } from './transports/mcp.js';
-import type { MountFactory } from './transports/mount.js';
-import { wsMount } from './transports/ws.js';
+import type { Mount } from './transports/mount.js';
+import { createWsMount, type WsOptions } from './transports/ws.js';
+
+export interface ServerOptions extends AppOptions {
+  /** WebSocket hub timers and limits (tests shorten them). */
+  ws?: Partial<WsOptions>;
+}
 
 export interface RunningServer {
   app: App;
   server: http.Server | https.Server;
   port: number;
   url: string;
+  /** Open sockets and subscribed rooms of the WebSocket hub. */
+  wsStats(): { sockets: number; authenticated: number; rooms: number };
   /** Stop accepting, close sockets (1001), flush storage. Idempotent. */
   close(): Promise<void>;
 }
 
-const mountFactories: MountFactory[] = [wsMount, mcpMount];
-
-export async function startServer(config: Config, logger: Logger, options: AppOptions = {}): Promise<RunningServer> {
+export async function startServer(config: Config, logger: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const app = await createApp(config, logger, options);
-  const mounts = mountFactories.map((factory) => factory(app));
+  const ws = createWsMount(options.ws)(app);
+  const mounts: Mount[] = [ws, mcpMount(app)];
   const expressApp = createHttpApp(app, mounts);
   const limit = bodyLimit(app);
   const handler: http.RequestListener = (req, res) => {
@@ -53,7 +59,7 @@ export async function startServer(config: Config, logger: Logger, options: AppOp
   for (const mount of mounts) await mount.attach?.(server);
   const scheme = config.tlsCert ? 'https' : 'http';
   const url = `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ port, host: config.host, url, dataDir: config.dataDir, messages: app.store.messageCount() }, `listening on ${url}`);
+  logger.info({ port, host: config.host, url, dataDir: config.dataDir, messages: await app.store.messageCount() }, `listening on ${url}`);
 
   let closing: Promise<void> | null = null;
   return {
@@ -61,6 +67,7 @@ export async function startServer(config: Config, logger: Logger, options: AppOp
     server,
     port,
     url,
+    wsStats: () => ws.stats?.() ?? { sockets: 0, authenticated: 0, rooms: 0 },
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));

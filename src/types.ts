@@ -7,6 +7,8 @@ export type SkipReason = 'skip' | 'timeout' | 'offline' | 'passed';
 export type InteractionMode = 'default' | 'host';
 export type SystemStatus = 'active' | 'paused';
 export type PresenceStatus = 'online' | 'offline';
+/** A member's status: `busy` while an agent reports an activity (set_activity). */
+export type MemberStatusValue = 'online' | 'offline' | 'busy';
 
 export interface Message {
   message_id: string;
@@ -40,9 +42,12 @@ export interface Member {
   name: string;
   role: 'ai_agent' | 'user';
   introduce: string;
-  status: PresenceStatus;
+  status: MemberStatusValue;
   last_active: string;
   is_host: boolean;
+  /** What the agent reported with set_activity (absent or null = nothing). */
+  activity?: 'thinking' | 'working' | null;
+  activity_note?: string | null;
   skip_list: string[];
   language_preference: string;
   timezone_preference: string;
@@ -89,6 +94,11 @@ export interface RoomRecord {
   archived: boolean;
   /** Every message with seq ≤ this is processed (SPEC §5). */
   processed_through_seq: number;
+  /**
+   * Agents mentioned by people while the room was paused and idle, for the round that starts on
+   * resume (SPEC §6.1.9; the turn engine's RoundState.paused_mentions). Absent = none.
+   */
+  paused_mentions?: string[];
 }
 
 export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq'> & {

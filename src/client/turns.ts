@@ -4,10 +4,10 @@
 // skipped when that is allowed (otherwise the server's own timeout passes it).
 import { randomUUID } from 'node:crypto';
 import type { RoomEvent } from '../events/bus.js';
-import type { MessageService } from '../messages/service.js';
+import type { RoomReads } from '../runtime/reads.js';
 import { ChatroomError } from './rest.js';
 
-export type TurnContext = ReturnType<MessageService['context']>;
+export type TurnContext = Awaited<ReturnType<RoomReads['context']>>;
 export type AgentTurnData = Extract<RoomEvent, { event: 'agent_turn' }>['data'];
 
 export interface TurnInfo {

@@ -1,48 +1,10 @@
-// Room events (SPEC §8). Services publish after the change is durable; transports subscribe.
-// In-process for now; the interface leaves room for a Redis-backed bus later.
-import type { Member, Message, Room } from '../types.js';
-import type { RoundEndReason, RoundKind, TurnReason } from '../rounds/types.js';
+// The in-process event bus: the runtime publishes after a change is durable; transports
+// subscribe. Event types live in src/protocol/events.ts (shared with the client).
+import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 
-export type RoomEvent =
-  | { event: 'message_new'; room_id: string; data: { message: Message } }
-  | { event: 'message_update'; room_id: string; data: { message: Message } }
-  | { event: 'member_join'; room_id: string; data: { member: Member } }
-  | { event: 'member_leave'; room_id: string; data: { member: Member } }
-  | {
-      event: 'member_status_change';
-      room_id: string;
-      data: { member: Pick<Member, 'name' | 'status' | 'last_active'> };
-    }
-  | {
-      event: 'round_start';
-      room_id: string;
-      data: { round_id: string; agent_queue: string[]; mode: 'default' | 'host'; kind: RoundKind };
-    }
-  | { event: 'round_end'; room_id: string; data: { round_id: string; reason: RoundEndReason } }
-  | {
-      event: 'agent_turn';
-      room_id: string;
-      data: {
-        round_id: string;
-        agent_id: string;
-        agent_name: string;
-        can_skip: boolean;
-        reason: TurnReason;
-        deadline: string;
-        timeout_ms: number;
-      };
-    }
-  | { event: 'room_update'; room_id: string; data: { room: Room } };
-
-export type RoomEventName = RoomEvent['event'];
+export type { AccessEvent, RoomEvent, RoomEventName } from '../protocol/events.js';
 
 export type RoomEventListener = (event: RoomEvent) => void;
-
-/** Membership changes that transports must act on at once (subscribe or drop sockets). */
-export type AccessEvent =
-  | { type: 'joined'; room_id: string; participant_id: string }
-  | { type: 'left'; room_id: string; participant_id: string }
-  | { type: 'token_revoked'; participant_id: string };
 
 export interface EventBus {
   publish(event: RoomEvent): void;

@@ -2,8 +2,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
 import { FailureDelay } from '../limits/rate-limits.js';
-import { findRecord, saveRecord } from './records.js';
-import type { Store } from '../storage/store.js';
+import { NameTakenError, type ParticipantRecord, type Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
 import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
 import { isValidParticipantName, nameKey } from './names.js';
@@ -47,6 +46,12 @@ export function toPublicUser(record: UserRecord): User {
   return { ...user, has_password: password_hash !== null };
 }
 
+/**
+ * Registration, tokens and login. A change is computed, made durable in the store, and only then
+ * visible: the token and name indexes are updated after the write, so a failed write leaves the
+ * old token valid and no record behind (SPEC §5). The indexes make authentication synchronous
+ * (every call of every transport pays it); the store still checks names atomically.
+ */
 export class Participants {
   private readonly byTokenHash = new Map<string, Participant>();
   private readonly byNameKey = new Map<string, Participant>();
@@ -60,8 +65,11 @@ export class Participants {
     loginFailures: FailureDelay = new FailureDelay(),
   ) {
     this.loginFailures = loginFailures;
-    for (const agent of store.listAgents()) this.index(agentParticipant(agent), agent.token_hashes);
-    for (const user of store.listUsers()) this.index(userParticipant(user), user.token_hashes);
+  }
+
+  /** Builds the indexes from the store (start-up). */
+  async load(): Promise<void> {
+    for (const found of await this.store.listParticipants()) this.index(found);
   }
 
   authenticate(token: string | undefined | null): Caller | undefined {
@@ -73,7 +81,7 @@ export class Participants {
 
   /**
    * SHA-256 of a token, remembered for recently seen tokens: agents send the same token on
-   * every call. Safe across revocation, since a revoked hash leaves `byTokenHash`.
+   * every call. Safe across revocation: the store no longer finds a revoked hash.
    */
   private hashOf(token: string): string {
     let hash = this.recentHashes.get(token);
@@ -89,16 +97,12 @@ export class Participants {
     return this.byNameKey.get(nameKey(name));
   }
 
-  getAgent(id: string): AgentRecord | undefined {
-    return this.store.getAgent(id);
-  }
-
-  getUser(id: string): UserRecord | undefined {
-    return this.store.getUser(id);
+  async get(who: Pick<Participant, 'id'>): Promise<ParticipantRecord | undefined> {
+    return this.store.getParticipant(who.id);
   }
 
   async registerAgent(input: RegisterAgentInput, now: Date): Promise<{ agent_id: string; token: string; agent: Agent }> {
-    this.claimName(input.name);
+    this.checkNewName(input.name);
     const token = newToken();
     const record: AgentRecord = {
       agent_id: uuidv4(),
@@ -115,48 +119,32 @@ export class Participants {
       created_at: now.toISOString(),
       token_hashes: [hashToken(token)],
     };
-    const participant = agentParticipant(record);
-    this.index(participant, record.token_hashes);
-    try {
-      await this.store.putAgent(record);
-    } catch (err) {
-      this.unindex(participant, record.token_hashes);
-      throw err;
-    }
+    await this.put({ kind: 'agent', record });
     return { agent_id: record.agent_id, token, agent: toPublicAgent(record) };
   }
 
   async registerUser(input: RegisterUserInput, now: Date): Promise<{ user_id: string; token: string; user: User }> {
-    this.claimName(input.name);
-    // Reserve the name before the slow hash so a concurrent registration cannot take it.
-    const placeholder: Participant = { kind: 'user', id: uuidv4(), name: input.name, role: 'user' };
-    this.byNameKey.set(nameKey(input.name), placeholder);
-    try {
-      const token = newToken();
-      const record: UserRecord = {
-        user_id: placeholder.id,
-        name: input.name,
-        language: input.language ?? this.defaults.language,
-        timezone: input.timezone ?? this.defaults.timezone,
-        rooms: [],
-        last_active: now.toISOString(),
-        created_at: now.toISOString(),
-        token_hashes: [hashToken(token)],
-        password_hash: input.password ? await hashPassword(input.password) : null,
-      };
-      this.index(placeholder, record.token_hashes);
-      await this.store.putUser(record);
-      return { user_id: record.user_id, token, user: toPublicUser(record) };
-    } catch (err) {
-      this.byNameKey.delete(nameKey(input.name));
-      throw err;
-    }
+    this.checkNewName(input.name);
+    const token = newToken();
+    const record: UserRecord = {
+      user_id: uuidv4(),
+      name: input.name,
+      language: input.language ?? this.defaults.language,
+      timezone: input.timezone ?? this.defaults.timezone,
+      rooms: [],
+      last_active: now.toISOString(),
+      created_at: now.toISOString(),
+      token_hashes: [hashToken(token)],
+      password_hash: input.password ? await hashPassword(input.password) : null,
+    };
+    await this.put({ kind: 'user', record });
+    return { user_id: record.user_id, token, user: toPublicUser(record) };
   }
 
   /** Login with a token (checks it, returns the same token) or with name + password (new token). */
   async login(input: { token?: string; name?: string; password?: string }): Promise<{ participant: Caller; token: string }> {
     if (input.token !== undefined) {
-      const participant = this.authenticate(input.token);
+      const participant = await this.authenticate(input.token);
       if (!participant) throw new AppError('unauthorized', 'Unknown token');
       return { participant, token: input.token };
     }
@@ -166,21 +154,29 @@ export class Participants {
     const key = nameKey(input.name);
     await this.loginFailures.beforeAttempt(key);
     const participant = this.byNameKey.get(key);
-    const user = participant?.kind === 'user' ? this.store.getUser(participant.id) : undefined;
+    const found = participant?.kind === 'user' ? await this.store.getParticipant(participant.id) : undefined;
+    const user = found?.kind === 'user' ? found.record : undefined;
     const ok = user?.password_hash ? await verifyPassword(input.password, user.password_hash) : false;
     if (!user || !ok) {
       this.loginFailures.failed(key);
       throw new AppError('wrong_password', 'Name or password is wrong');
     }
     this.loginFailures.succeeded(key);
-    const loggedIn = userParticipant(user);
-    const token = await this.issueToken(loggedIn, null);
-    return { participant: { ...loggedIn, tokenHash: hashToken(token) }, token };
+    const token = await this.issueToken(user.user_id, null);
+    return { participant: { ...participantOf({ kind: 'user', record: user }), tokenHash: hashToken(token) }, token };
   }
 
-  /** Replaces the caller's token; the old one stops working at once (its sockets are closed). */
+  /** Replaces the caller's token; the old one stops working once the new one is durable. */
   async rotateToken(caller: Caller): Promise<string> {
-    return this.issueToken(caller, caller.tokenHash);
+    return this.issueToken(caller.id, caller.tokenHash);
+  }
+
+  /** Stores the participant's last_active (presence); failures are the caller's to log. */
+  async recordLastActive(id: string, lastActive: string): Promise<void> {
+    const found = await this.store.getParticipant(id);
+    if (!found || found.record.last_active >= lastActive) return;
+    found.record.last_active = lastActive;
+    await this.put(found);
   }
 
   /** Listeners learn which token hash stopped working (to close sockets that used it). */
@@ -189,26 +185,43 @@ export class Participants {
     return () => this.tokenRevokedListeners.delete(listener);
   }
 
-  private async issueToken(participant: Participant, replacing: string | null): Promise<string> {
-    const found = findRecord(this.store, participant);
+  private async issueToken(id: string, replacing: string | null): Promise<string> {
+    const found = await this.store.getParticipant(id);
     if (!found) throw new AppError('not_found', 'Participant not found');
-    const record = found.record;
+    const hashes = found.record.token_hashes;
     const token = newToken();
     const tokenHash = hashToken(token);
-    const kept = record.token_hashes.filter((h) => h !== replacing);
+    const kept = hashes.filter((h) => h !== replacing);
     const retired = [
-      ...(replacing !== null && record.token_hashes.includes(replacing) ? [replacing] : []),
+      ...(replacing !== null && hashes.includes(replacing) ? [replacing] : []),
       ...kept.slice(0, Math.max(0, kept.length + 1 - MAX_TOKENS)),
     ];
-    record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
+    found.record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
+    await this.put(found);
+    // Only now, with the new token durable, do the retired ones stop working.
     for (const hash of retired) this.byTokenHash.delete(hash);
-    this.byTokenHash.set(tokenHash, participant);
-    await saveRecord(this.store, found);
     for (const hash of retired) for (const listener of this.tokenRevokedListeners) listener(hash);
     return token;
   }
 
-  private claimName(name: string): void {
+  /** Makes the record durable, then indexes it: nothing is visible before the write succeeded. */
+  private async put(found: ParticipantRecord): Promise<void> {
+    try {
+      await this.store.putParticipant(found, nameKey(found.record.name));
+    } catch (err) {
+      if (err instanceof NameTakenError) throw new AppError('name_taken', `The name "${found.record.name}" is taken`);
+      throw err;
+    }
+    this.index(found);
+  }
+
+  private index(found: ParticipantRecord): void {
+    const participant = participantOf(found);
+    for (const hash of found.record.token_hashes) this.byTokenHash.set(hash, participant);
+    this.byNameKey.set(nameKey(participant.name), participant);
+  }
+
+  private checkNewName(name: string): void {
     if (!isValidParticipantName(name)) {
       throw new AppError(
         'validation_error',
@@ -216,24 +229,13 @@ export class Participants {
         { field: 'name' },
       );
     }
+    // Checked early for a clear answer before slow work; the store checks again atomically.
     if (this.byNameKey.has(nameKey(name))) throw new AppError('name_taken', `The name "${name}" is taken`);
   }
-
-  private index(participant: Participant, tokenHashes: readonly string[]): void {
-    for (const hash of tokenHashes) this.byTokenHash.set(hash, participant);
-    this.byNameKey.set(nameKey(participant.name), participant);
-  }
-
-  private unindex(participant: Participant, tokenHashes: readonly string[]): void {
-    for (const hash of tokenHashes) this.byTokenHash.delete(hash);
-    this.byNameKey.delete(nameKey(participant.name));
-  }
 }
 
-function agentParticipant(agent: AgentRecord): Participant {
-  return { kind: 'agent', id: agent.agent_id, name: agent.name, role: 'ai_agent' };
-}
-
-function userParticipant(user: UserRecord): Participant {
-  return { kind: 'user', id: user.user_id, name: user.name, role: 'user' };
+export function participantOf(found: ParticipantRecord): Participant {
+  return found.kind === 'agent'
+    ? { kind: 'agent', id: found.record.agent_id, name: found.record.name, role: 'ai_agent' }
+    : { kind: 'user', id: found.record.user_id, name: found.record.name, role: 'user' };
 }

@@ -1,8 +1,13 @@
-// Presence (SPEC §6): a participant is online while it has an authenticated WebSocket or made
-// an authenticated call within the last 90 s. After a restart presence starts from the stored
-// last_active, so an agent that called just before the restart is still online.
+// Presence (SPEC §6), the one place that decides who is online: a participant is online while it
+// has an authenticated WebSocket, is held by a running `wait_for_turn` (any transport), or made
+// an authenticated call within the last 90 s — except that once its last WebSocket closed and
+// it made no other call since, it goes offline 15 s after the close (a reconnect inside that
+// window keeps it online). After a restart presence starts from the stored last_active.
+// Listeners (the room runtimes) turn changes into member status and member_status_change.
 
 export const PRESENCE_WINDOW_MS = 90_000;
+/** An agent whose last WebSocket closed goes offline this long after the close. */
+export const SOCKET_GRACE_MS = 15_000;
 
 export interface PresenceChange {
   participantId: string;
@@ -26,7 +31,10 @@ export const realTimers: Timers = {
 
 interface Entry {
   lastActive: number;
+  /** Open sockets plus running waits: each keeps the participant online. */
   sockets: number;
+  /** When the last socket closed (0 = never, or a call came after it). */
+  closedAt: number;
   online: boolean;
   expiry: unknown;
 }
@@ -39,6 +47,7 @@ export class Presence {
     private readonly now: () => number,
     private readonly timers: Timers = realTimers,
     private readonly windowMs = PRESENCE_WINDOW_MS,
+    private readonly graceMs = SOCKET_GRACE_MS,
   ) {}
 
   /** Seeds presence from stored last_active at start-up (emits nothing). */
@@ -61,13 +70,33 @@ export class Presence {
   touch(participantId: string): void {
     const entry = this.entry(participantId);
     entry.lastActive = this.now();
+    entry.closedAt = 0;
     this.update(participantId, entry);
+  }
+
+  /** Keeps the participant online until the returned release is called (wait_for_turn). */
+  hold(participantId: string): () => void {
+    const entry = this.entry(participantId);
+    entry.sockets += 1;
+    entry.lastActive = this.now();
+    entry.closedAt = 0;
+    this.update(participantId, entry);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      entry.sockets = Math.max(0, entry.sockets - 1);
+      // The end of a wait is the participant's last call: the 90 s window counts from here.
+      entry.lastActive = this.now();
+      this.update(participantId, entry);
+    };
   }
 
   socketOpened(participantId: string): void {
     const entry = this.entry(participantId);
     entry.sockets += 1;
     entry.lastActive = this.now();
+    entry.closedAt = 0;
     this.update(participantId, entry);
   }
 
@@ -75,7 +104,8 @@ export class Presence {
     const entry = this.entry(participantId);
     entry.sockets = Math.max(0, entry.sockets - 1);
     entry.lastActive = this.now();
-    // A closed socket does not end presence at once: the 90 s window still counts.
+    // The last socket closed: offline after the short grace unless a call or socket comes first.
+    if (entry.sockets === 0) entry.closedAt = entry.lastActive;
     this.update(participantId, entry);
   }
 
@@ -91,14 +121,18 @@ export class Presence {
   private entry(participantId: string): Entry {
     let entry = this.entries.get(participantId);
     if (!entry) {
-      entry = { lastActive: 0, sockets: 0, online: false, expiry: undefined };
+      entry = { lastActive: 0, sockets: 0, closedAt: 0, online: false, expiry: undefined };
       this.entries.set(participantId, entry);
     }
     return entry;
   }
 
   private compute(entry: Entry): boolean {
-    return entry.sockets > 0 || this.now() - entry.lastActive < this.windowMs;
+    return entry.sockets > 0 || this.now() < this.expiresAt(entry);
+  }
+
+  private expiresAt(entry: Entry): number {
+    return entry.closedAt > 0 ? entry.closedAt + this.graceMs : entry.lastActive + this.windowMs;
   }
 
   private update(participantId: string, entry: Entry): void {
@@ -117,7 +151,7 @@ export class Presence {
     if (entry.expiry !== undefined) this.timers.clearTimeout(entry.expiry);
     entry.expiry = undefined;
     if (entry.sockets > 0 || !entry.online) return;
-    const remaining = entry.lastActive + this.windowMs - this.now();
+    const remaining = this.expiresAt(entry) - this.now();
     entry.expiry = this.timers.setTimeout(() => {
       entry.expiry = undefined;
       this.update(participantId, entry);

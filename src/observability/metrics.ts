@@ -60,7 +60,7 @@ export class Metrics {
       help: 'Rooms stored',
       registers,
       collect() {
-        this.set(store.listRooms().length);
+        return store.listRoomIds().then((ids) => this.set(ids.length));
       },
     });
     new Gauge({
@@ -68,7 +68,7 @@ export class Metrics {
       help: 'Messages stored (all rooms)',
       registers,
       collect() {
-        this.set(store.messageCount());
+        return store.messageCount().then((n) => this.set(n));
       },
     });
   }
@@ -109,7 +109,7 @@ function withOverrides<T extends object>(target: T, overrides: Partial<T>): T {
 
 /** Wraps a store so every durable write is timed; reads pass straight through. */
 export function instrumentStore(store: Store, metrics: Metrics): Store {
-  const timed = <A extends unknown[]>(histogram: Histogram, write: (...args: A) => Promise<void>) =>
+  const timed = <A extends unknown[], R>(histogram: Histogram, write: (...args: A) => Promise<R>) =>
     (...args: A) => {
       const stop = histogram.startTimer();
       const done = write(...args);
@@ -117,10 +117,9 @@ export function instrumentStore(store: Store, metrics: Metrics): Store {
       return done;
     };
   return withOverrides(store, {
-    appendMessages: timed(metrics.appendSeconds, store.appendMessages.bind(store)),
-    putRoom: timed(metrics.snapshotSeconds, store.putRoom.bind(store)),
-    putAgent: timed(metrics.snapshotSeconds, store.putAgent.bind(store)),
-    putUser: timed(metrics.snapshotSeconds, store.putUser.bind(store)),
+    commitRoom: timed(metrics.appendSeconds, store.commitRoom.bind(store)),
+    createRoom: timed(metrics.snapshotSeconds, store.createRoom.bind(store)),
+    putParticipant: timed(metrics.snapshotSeconds, store.putParticipant.bind(store)),
   });
 }
 

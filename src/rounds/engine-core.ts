@@ -15,11 +15,20 @@ import type {
 } from './types.js';
 
 export const SKIP_TEXT = '（跳过）';
+/** The skip record's text when the agent gave a reason (SPEC §7 skip_response). */
+export function skipText(reason?: string): string {
+  const why = reason?.trim() ?? '';
+  return why === '' ? SKIP_TEXT : `（跳过：${why}）`;
+}
 export const TIMEOUT_TEXT = '（超时跳过）';
 export const OFFLINE_TEXT = '（离线跳过）';
 export const PASSED_TEXT = '（管理员跳过）';
 /** extend_turn may be used at most this many times per turn. */
 export const MAX_EXTENSIONS = 3;
+/** The 20th post of one turn ends it as answered whatever `end_turn` says (rule 6.1.4). */
+export const MAX_POSTS_PER_TURN = 20;
+/** A follow-up round needs answers from this many different agents, and this many online (6.1.1). */
+export const FOLLOW_UP_AGENTS = 2;
 
 export interface Work {
   readonly view: RoomView;
@@ -38,21 +47,32 @@ export function cloneState(state: RoundState): RoundState {
     current_round: state.current_round ? cloneRound(state.current_round) : null,
     history_rounds: [...state.history_rounds],
     processed_through_seq: state.processed_through_seq,
+    paused_mentions: [...((state.paused_mentions as string[] | undefined) ?? [])],
   };
 }
 
 /**
  * Deep copy of a stored round, normalised: rooms stored before `pending_mentions`,
  * `guard_count` or `end_reason` existed load as if those had been written ([] / 0 / completed).
+ * A round stored before v2 has no `answered_by`: who answered is unknown, so it reads as [] and
+ * an ended one is not followed up (its `follow_up` was decided by the v1 rule, ≥ 1 answer).
  */
 export function cloneRound(r: CurrentRound): CurrentRound {
+  const answeredBy = r.answered_by as string[] | undefined;
   const lists = {
     agent_queue: [...r.agent_queue],
     pending_mentions: [...((r.pending_mentions as string[] | undefined) ?? [])],
     guard_count: (r.guard_count as number | undefined) ?? 0,
+    answered_by: [...(answeredBy ?? [])],
   };
   if (r.completed) {
-    return { ...r, ...lists, turn: null, end_reason: (r.end_reason as RoundEndReason | undefined) ?? 'completed' };
+    return {
+      ...r,
+      ...lists,
+      turn: null,
+      end_reason: (r.end_reason as RoundEndReason | undefined) ?? 'completed',
+      ...(answeredBy === undefined && r.follow_up === true ? { follow_up: false } : {}),
+    };
   }
   return { ...r, ...lists, turn: r.turn ? { ...r.turn } : null };
 }
@@ -71,7 +91,7 @@ export function guardTripped(w: Work): boolean {
   return w.state.current_round?.guard_tripped === true;
 }
 
-/** A person's visible message or start_round: the guard starts counting from zero. */
+/** A person's visible message or a person's start_round: the guard starts counting from zero. */
 export function resetGuard(w: Work): void {
   const r = w.state.current_round;
   if (!r) return;
@@ -100,6 +120,9 @@ export function emitTurn(w: Work, r: RunningRound): void {
     reason: turn.reason,
     deadline: turn.deadline,
     timeout_ms: w.view.turnTimeoutMs,
+    agent_queue: [...r.agent_queue],
+    current_agent_index: r.current_agent_index,
+    pending_mentions: [...r.pending_mentions],
   });
   w.effects.push({ type: 'timer', deadline: turn.deadline });
 }
@@ -156,7 +179,7 @@ export function finishTurn(w: Work, answered: boolean): boolean {
   const r = running(w)!;
   const name = r.turn!.agent;
   r.turn = null;
-  if (answered && countAnswer(w)) return true;
+  if (answered && countAnswer(w, name)) return true;
   const i = r.pending_mentions.indexOf(name);
   if (i >= 0) {
     r.pending_mentions.splice(i, 1);
@@ -185,8 +208,7 @@ export function endRound(w: Work, reason: RoundEndReason): void {
       w.view.mode === 'default' &&
       r.kind === 'rotation' &&
       (reason === 'completed' || reason === 'mention_chain') &&
-      (r.answers ?? 0) > 0 &&
-      w.view.agents.length >= 2,
+      (r.answered_by ?? []).length >= FOLLOW_UP_AGENTS,
   };
   w.state.current_round = ended;
   if (!w.state.history_rounds.includes(r.round_id)) w.state.history_rounds.push(r.round_id);
@@ -207,9 +229,12 @@ export function startRound(w: Work, kind: RoundKind, queue: string[], index: num
     pending_mentions: pending,
     guard_count: prev?.guard_count ?? 0,
     answers: 0,
+    answered_by: [],
     guard_tripped: false,
   };
   w.state.current_round = r;
+  // The remembered paused mentions are consumed by whatever round starts first (rule 6.1.9).
+  w.state.paused_mentions = [];
   // Every earlier message is processed, including records/system messages this same action
   // emitted before: the driver numbers them view.lastSeq + 1, + 2, … in effect order.
   const written = w.effects.filter((e) => e.type === 'record' || e.type === 'system_message').length;
@@ -226,14 +251,18 @@ export function guardText(view: RoomView): string {
 }
 
 /**
- * Counts one visible agent answer. When the guard trips: a system message, and the running
+ * Counts one visible answer by `agent`. When the guard trips: a system message, and the running
  * round (if any) ends with `guard`. Returns true when a running round ended.
  */
-export function countAnswer(w: Work): boolean {
+export function countAnswer(w: Work, agent: string): boolean {
   const r = w.state.current_round;
   if (!r) return false; // no round ever ran here: nothing to protect yet
   r.guard_count += 1;
-  if (!r.completed) r.answers = (r.answers ?? 0) + 1;
+  if (!r.completed) {
+    r.answers = (r.answers ?? 0) + 1;
+    const by = (r.answered_by ??= []);
+    if (!by.includes(agent)) by.push(agent);
+  }
   if (r.guard_tripped) return false;
   if (r.guard_count < w.view.maxAutoRounds * w.view.agents.length) return false;
   r.guard_tripped = true;
@@ -291,11 +320,29 @@ export function settle(w: Work): void {
     issueTurn(w);
     return;
   }
-  // Automatic starts wait until some agent is online (came_online re-checks).
-  if (!w.view.agents.some((a) => w.ctx.online.has(a))) return;
+  // Mentions remembered from a pause start at once, as a mention in an active room does.
+  const block = w.state.paused_mentions.filter((n) => w.view.agents.includes(n));
+  if (block.length > 0) {
+    startMentionRound(w, block);
+    return;
+  }
+  // Automatic starts wait until some agent is online (came_online re-checks); a follow-up
+  // needs two of them, so a lone agent never talks to itself.
+  const online = w.view.agents.filter((a) => w.ctx.online.has(a)).length;
+  if (online === 0) return;
   const unanswered = w.view.lastPersonSeq > w.state.processed_through_seq;
-  const followUp = prev?.follow_up === true && w.view.agents.length >= 2;
+  const followUp = prev?.follow_up === true && online >= FOLLOW_UP_AGENTS;
   if (!unanswered && !followUp) return;
   startRound(w, 'rotation', [...w.view.agents], 0, []);
+  issueTurn(w);
+}
+
+/**
+ * Rule 6.1.5 in an idle room: a rotation round whose queue is the mentioned block first, then
+ * the other agents in join order; the block is the pending chain.
+ */
+export function startMentionRound(w: Work, block: readonly string[]): void {
+  const rest = w.view.agents.filter((n) => !block.includes(n));
+  startRound(w, 'rotation', [...block, ...rest], 0, [...block]);
   issueTurn(w);
 }

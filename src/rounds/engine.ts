@@ -116,8 +116,8 @@
 import type { ErrorCode } from '../errors.js';
 import {
   MAX_EXTENSIONS,
+  MAX_POSTS_PER_TURN,
   PASSED_TEXT,
-  SKIP_TEXT,
   TIMEOUT_TEXT,
   applyMentions,
   countAnswer,
@@ -132,7 +132,9 @@ import {
   resetGuard,
   running,
   settle,
+  skipText,
   startHostRound,
+  startMentionRound,
   startRound,
   type Work,
 } from './engine-core.js';
@@ -158,7 +160,7 @@ function dispatch(w: Work, action: EngineAction): Refusal | undefined {
     case 'message':
       return onMessage(w, action);
     case 'skip':
-      return onSkip(w, action.agent);
+      return onSkip(w, action.agent, action.reason);
     case 'timeout':
       return onTimeout(w);
     case 'member_joined':
@@ -172,7 +174,7 @@ function dispatch(w: Work, action: EngineAction): Refusal | undefined {
     case 'mode_changed':
       return onModeChanged(w);
     case 'start_round':
-      return onStartRound(w);
+      return onStartRound(w, action.byPerson);
     case 'pass_turn':
       return onPass(w);
     case 'extend_turn':
@@ -216,10 +218,18 @@ function onPersonMessage(w: Work, a: MessageAction): void {
     if (r.kind === 'rotation') applyMentions(w, r, mentioned);
     return;
   }
-  if (isPaused(w)) return;
-  const rest = w.view.agents.filter((n) => !mentioned.includes(n));
-  startRound(w, 'rotation', [...mentioned, ...rest], 0, [...mentioned]);
-  issueTurn(w);
+  if (isPaused(w)) {
+    // Rule 6.1.9: remembered, in order, for the round that starts on resume (see settle()).
+    const kept = w.state.paused_mentions;
+    for (const n of mentioned) if (!kept.includes(n)) kept.push(n);
+    return;
+  }
+  startMentionRound(w, mentioned);
+}
+
+/** The holder's post ends its turn: `end_turn` true, or the 20th post of the turn (rule 6.1.4). */
+function endsTurn(a: MessageAction, posted: number): boolean {
+  return a.endTurn || posted + 1 >= MAX_POSTS_PER_TURN;
 }
 
 function onDefaultAgentMessage(w: Work, a: MessageAction): Refusal | undefined {
@@ -227,7 +237,7 @@ function onDefaultAgentMessage(w: Work, a: MessageAction): Refusal | undefined {
   if (r && r.turn?.agent === a.sender) {
     const mentioned = guardTripped(w) ? [] : mentionedAgents(w, a);
     if (mentioned.length > 0 && r.kind === 'rotation') applyMentions(w, r, mentioned);
-    if (!a.endTurn) {
+    if (!endsTurn(a, r.turn.posted)) {
       r.turn.posted += 1;
       emitTurn(w, r);
       return undefined;
@@ -243,7 +253,7 @@ function onDefaultAgentMessage(w: Work, a: MessageAction): Refusal | undefined {
   const mentioned = mentionedAgents(w, a);
   const rest = rotated.slice(1).filter((n) => !mentioned.includes(n));
   startRound(w, 'rotation', [a.sender, ...mentioned, ...rest], 1, [...mentioned]);
-  if (countAnswer(w)) return undefined;
+  if (countAnswer(w, a.sender)) return undefined;
   issueTurn(w);
   return undefined;
 }
@@ -253,26 +263,27 @@ function onHostModeAgentMessage(w: Work, a: MessageAction): Refusal | undefined 
   const isHost = a.sender === w.view.host;
   const mentioned = isHost && !guardTripped(w) ? mentionedAgents(w, a) : [];
   if (r && r.turn?.agent === a.sender) {
-    if (!a.endTurn && mentioned.length === 0) {
+    const ends = endsTurn(a, r.turn.posted);
+    if (!ends && mentioned.length === 0) {
       r.turn.posted += 1;
       emitTurn(w, r);
       return undefined;
     }
-    if (a.endTurn) {
+    if (ends) {
       if (!finishTurn(w, true)) issueTurn(w);
     } else {
-      countAnswer(w);
+      countAnswer(w, a.sender);
     }
   } else {
     if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
-    countAnswer(w);
+    countAnswer(w, a.sender);
   }
   // The answer just counted may have tripped the guard: then the mentions start nothing.
   if (mentioned.length > 0 && !guardTripped(w)) startHostRound(w, mentioned);
   return undefined;
 }
 
-function onSkip(w: Work, agent: string): Refusal | undefined {
+function onSkip(w: Work, agent: string, reason?: string): Refusal | undefined {
   if (isPaused(w)) return refuse('room_paused', 'The room is paused');
   const r = running(w);
   if (!r || r.turn?.agent !== agent) return refuse('not_your_turn', 'It is not your turn');
@@ -282,7 +293,7 @@ function onSkip(w: Work, agent: string): Refusal | undefined {
     return undefined;
   }
   if (!r.turn.can_skip) return refuse('cannot_skip', 'This turn cannot be skipped (you were mentioned)');
-  w.effects.push({ type: 'record', agent, skip_reason: 'skip', text: SKIP_TEXT, round_id: r.round_id });
+  w.effects.push({ type: 'record', agent, skip_reason: 'skip', text: skipText(reason), round_id: r.round_id });
   if (!finishTurn(w, false)) issueTurn(w);
   return undefined;
 }
@@ -341,26 +352,36 @@ function onStatus(w: Work): Refusal | undefined {
 function onModeChanged(w: Work): Refusal | undefined {
   if (running(w)) endRound(w, 'superseded');
   w.state.processed_through_seq = Math.max(w.state.processed_through_seq, w.view.lastSeq);
+  w.state.paused_mentions = []; // they were default-mode mentions; host mode starts nothing from them
   return undefined;
 }
 
-function onStartRound(w: Work): Refusal | undefined {
+function onStartRound(w: Work, byPerson: boolean): Refusal | undefined {
   if (isPaused(w)) return refuse('room_paused', 'The room is paused');
   const r = running(w);
-  if (r) return refuse('conflict', 'A round is already running', { current_round: r });
-  if (w.view.agents.length === 0) return refuse('conflict', 'The room has no agents');
+  if (r) return refuse('conflict', 'A round is already running', { reason: 'round_running', current_round: r });
+  if (w.view.agents.length === 0) return refuse('conflict', 'The room has no agents', { reason: 'no_agents' });
+  let queue: string[];
+  let kind: 'rotation' | 'host_floor' = 'rotation';
   if (w.view.mode === 'host') {
     const host = w.view.host;
     if (!w.view.hostIsAgent || host === null || !w.view.agents.includes(host)) {
-      return refuse('conflict', 'In host mode start_round gives the floor to an agent host; this host is a person');
+      return refuse('conflict', 'In host mode start_round gives the floor to an agent host; this host is a person', {
+        reason: 'person_host',
+      });
     }
-    resetGuard(w);
-    startRound(w, 'host_floor', [host], 0, []);
-    issueTurn(w);
-    return undefined;
+    queue = [host];
+    kind = 'host_floor';
+  } else {
+    // start_round starts the plain rotation; mentions remembered from a pause (none can be
+    // left here: the room is active and idle) would have started their round already.
+    queue = [...w.view.agents];
   }
-  resetGuard(w);
-  startRound(w, 'rotation', [...w.view.agents], 0, []);
+  if (byPerson) resetGuard(w);
+  else if (guardTripped(w)) {
+    return refuse('conflict', 'The loop guard has tripped: only a person can start the next round', { reason: 'guard' });
+  }
+  startRound(w, kind, queue, 0, []);
   issueTurn(w);
   return undefined;
 }

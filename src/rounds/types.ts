@@ -30,9 +30,15 @@ interface RoundBase {
   pending_mentions: string[];
   /** Visible agent answers since the last person message or start_round. */
   guard_count: number;
-  // Optional engine bookkeeping (absent in rooms stored before these existed = 0/false).
-  /** Visible agent answers in this round (rule 6.1.1: a follow-up round needs ≥ 1). */
+  // Optional engine bookkeeping (absent in rooms stored before these existed = 0/false/[]).
+  /** Visible agent answers in this round. */
   answers?: number;
+  /**
+   * Agents that gave a visible answer in this round, each once, in order of their first answer
+   * (rule 6.1.1: a follow-up round needs two different ones). Absent in rounds stored before v2:
+   * read as [] (who answered is unknown, so such a round is never followed up).
+   */
+  answered_by?: string[];
   /** The guard tripped; cleared by a person's visible message or start_round. */
   guard_tripped?: boolean;
 }
@@ -59,7 +65,10 @@ export interface EndedRound extends RoundBase {
   turn: null;
   /** Why the round ended. */
   end_reason: RoundEndReason;
-  /** A follow-up round is due (rule 6.1.1, third trigger); absent in older rooms = false. */
+  /**
+   * A follow-up round is due (rule 6.1.1, third trigger: visible answers from ≥ 2 different
+   * agents); it starts once ≥ 2 of the room's agents are online. Absent in older rooms = false.
+   */
   follow_up?: boolean;
 }
 
@@ -102,6 +111,13 @@ export interface RoundState {
   current_round: CurrentRound | null;
   history_rounds: string[];
   processed_through_seq: number;
+  /**
+   * Agents mentioned by people's messages posted while the room was paused and idle (rule
+   * 6.1.9), merged in order without duplicates. The round that starts on resume puts this block
+   * first as its pending mention chain; every round start empties it. Stored as the room's
+   * `paused_mentions` (absent = []), so it survives a restart.
+   */
+  paused_mentions: string[];
 }
 
 export type EngineAction =
@@ -118,7 +134,8 @@ export type EngineAction =
       /** false = post and keep the turn. */
       endTurn: boolean;
     }
-  | { type: 'skip'; agent: string }
+  /** `reason` (≤ 200 characters, checked by the tool layer) goes into the skip record's text. */
+  | { type: 'skip'; agent: string; reason?: string }
   /** The armed deadline passed. */
   | { type: 'timeout' }
   | { type: 'member_joined'; name: string; role: 'ai_agent' | 'user' }
@@ -129,7 +146,12 @@ export type EngineAction =
   | { type: 'status_changed' }
   /** view.mode holds the new mode: a running round ends cleanly. */
   | { type: 'mode_changed' }
-  | { type: 'start_round'; by: string }
+  /**
+   * `byPerson`: the caller is a person (role `user`). Only a person's start_round resets the
+   * loop guard; an agent's (an admin agent, permission checked by the caller) is refused with
+   * `conflict` (`details.reason: "guard"`) while the guard is tripped (SPEC §3, §6.1.11).
+   */
+  | { type: 'start_round'; by: string; byPerson: boolean }
   | { type: 'pass_turn'; by: string }
   | { type: 'extend_turn'; agent: string }
   /** Server start: the turn holder keeps the turn with a fresh full deadline. */
@@ -156,6 +178,10 @@ export type EngineEffect =
       reason: TurnReason;
       deadline: string;
       timeout_ms: number;
+      /** The round's queue, index and pending chain when the turn was issued (copies, §8). */
+      agent_queue: string[];
+      current_agent_index: number;
+      pending_mentions: string[];
     }
   | { type: 'round_end'; round_id: string; reason: RoundEndReason }
   /** Write an invisible record for `agent` (skip_reason skip|timeout|offline|passed). */

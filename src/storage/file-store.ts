@@ -1,37 +1,55 @@
-// The embedded file store (SPEC §5): JSON snapshots for agents, users and rooms, an append-only
-// JSONL log per room, all served from memory and made durable before any promise resolves.
+// The embedded file store (SPEC §5) behind the Store seam (store.ts): JSON snapshots for agents,
+// users and rooms, an append-only JSONL log per room.
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots, replaced atomically (snapshot.ts)
+//   agents.json users.json rooms.json   snapshots, replaced atomically (snapshot.ts), created
+//                                       as `[]` at first start
 //   room_messages/{room_id}.jsonl       append-only logs with group commit (room-log.ts)
 //   uploads/ exports/                   created here, written by others
 //   server.lock                         one process per directory (lock.ts)
 //
-// Records put into the store are owned by it from then on (see snapshot.ts); appended messages
-// are immutable (see message-index.ts).
+// The guarantees of store.ts, and how this store gives them:
+// - Durable on resolve: snapshots are temp + fsync + rename + directory fsync, log appends are
+//   write + fsync, all before the promise resolves.
+// - No trace on reject: memory (records, indexes, message lists) changes only after the write
+//   is durable, in one synchronous step. A failed snapshot write leaves the old file (or puts it
+//   back); a failed log append is cut back to the log's last durable size. So what is served
+//   after a failure is what a fresh open of the directory loads.
+// - commitRoom appends the messages first, then writes the room state; if the state write fails
+//   the log is cut back before rejecting. A kill between the two writes leaves the messages on
+//   disk with the old state (see docs/storage.md: the runtime tolerates it, as after any crash
+//   between an answer and the next state change).
+// - One writer per room: commits of one room run one after another (a queue per room), each
+//   checked against the version the previous one produced; commits of different rooms run
+//   concurrently and share snapshot writes (coalescing in snapshot.ts).
+// - Reads hand out copies; what callers put in is copied too.
 //
-// Start-up is lazy (1M messages would take ~8 s to parse): open scans each log — recovery, ids,
-// last seq — without parsing it (log-reader.ts); a room is parsed on first need, synchronously,
-// and after open resolves a background warm-up parses the rest one room per event-loop turn.
-// A corrupt line found only then is logged (file and line) and makes that room's reads and
-// appends throw; other rooms are unaffected (see message-index.ts).
-//
-// After a failed write the in-memory state already reflects the change while the caller was
-// told it failed: reads may show it until a later write makes it durable (snapshots rewrite
-// everything; logs rewrite the failed bytes ahead of the next batch) or, if none succeeds, until
-// a restart drops it. This is accepted: nothing acknowledged is ever lost, which is the contract.
+// Start-up is lazy: open scans each log (recovery of a torn tail, message ids, last seq)
+// without parsing it (log-reader.ts); a room's log is parsed on first need. A corrupt line found
+// only then is logged (file and line) and makes that room's reads and commits reject; other
+// rooms are unaffected.
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import type { AgentRecord, Message, RoomRecord, UserRecord } from '../types.js';
+import { nameKey } from '../identity/names.js';
+import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
 import { parseRoomLog, scanRoomLog } from './log-reader.js';
-import { MessageIndex } from './message-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
+import { RoomMessages } from './room-messages.js';
 import { SnapshotFile } from './snapshot.js';
-import type { Store } from './store.js';
+import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
+import {
+  NameTakenError,
+  StaleRoomError,
+  type LoadedRoom,
+  type MessagePage,
+  type ParticipantRecord,
+  type RoomCommit,
+  type Store,
+} from './store.js';
 
 export interface FileStoreOptions {
   dataDir: string;
@@ -40,16 +58,19 @@ export interface FileStoreOptions {
   fsOps?: Partial<FsOps>;
   /** Room log descriptors kept open at once; idle ones beyond are closed LRU. Default 256. */
   maxOpenLogs?: number;
-  /** Room logs read ahead at open while others are scanned. Default 4. */
+  /** Room logs scanned at once at open. Default 4. */
   loadConcurrency?: number;
-  /** Parse all room logs in the background after open (default true; tests turn it off). */
-  warmUp?: boolean;
+  /**
+   * The name uniqueness key of a participant loaded from disk (the records do not store the
+   * key the services passed to putParticipant). Must be the function the services use.
+   */
+  nameKeyOf?: (name: string) => string;
 }
 
 export interface FileStoreStats extends IoStats {
   openLogFiles: number;
   messages: number;
-  /** Room logs not parsed yet (lazy start-up; 0 once the warm-up is done). */
+  /** Room logs not parsed yet (lazy start-up). */
   unparsedLogs: number;
 }
 
@@ -60,23 +81,48 @@ const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
+/** A room log found at open and not parsed yet. */
+interface UnparsedLog {
+  ids: ReadonlySet<string>;
+  lastSeq: number;
+  size: number;
+  error?: Error;
+}
+
+const copy = <T>(value: T): T => structuredClone(value);
+
 export class FileStore implements Store {
   readonly dataDir: string;
   private readonly logger: Logger;
   private readonly fsOps: FsOps;
   private readonly io = newIoStats();
+  private readonly nameKeyOf: (name: string) => string;
   private readonly agents: SnapshotFile<AgentRecord>;
   private readonly users: SnapshotFile<UserRecord>;
   private readonly rooms: SnapshotFile<RoomRecord>;
-  private readonly index = new MessageIndex((roomId) => this.parseLog(roomId));
   private readonly logs: MessageLogs;
   private readonly loadConcurrency: number;
-  private readonly warmUpEnabled: boolean;
-  /** Recovered sizes of the logs not parsed yet. */
-  private readonly unparsed = new Map<string, number>();
-  private warmUpTimer: NodeJS.Immediate | undefined;
-  private warmUpDone: Promise<void> | undefined;
-  private stopWarmUp: () => void = () => undefined;
+
+  // Participant indexes, over durable records only.
+  private readonly idByToken = new Map<string, string>();
+  private readonly tokensById = new Map<string, readonly string[]>();
+  private readonly idByKey = new Map<string, string>();
+  private readonly keyById = new Map<string, string>();
+  /** Name keys of puts in flight, so two concurrent puts cannot both take one name. */
+  private readonly reservedKeys = new Map<string, { id: string; count: number }>();
+
+  // Rooms.
+  private readonly versions = new Map<string, number>();
+  private readonly roomsByMember = new Map<string, Set<string>>();
+  private readonly creating = new Set<string>();
+  /** The tail of each room's commit queue (one writer per room, in order). */
+  private readonly roomQueues = new Map<string, Promise<unknown>>();
+
+  // Messages: parsed rooms, rooms known only from the scan at open, and the room of each id.
+  private readonly parsed = new Map<string, RoomMessages>();
+  private readonly unparsed = new Map<string, UnparsedLog>();
+  private readonly roomOfMessage = new Map<string, string>();
+
   private state: State = 'new';
   private lock: DataDirLock | undefined;
   private openPromise: Promise<void> | undefined;
@@ -87,7 +133,7 @@ export class FileStore implements Store {
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
     this.loadConcurrency = options.loadConcurrency ?? 4;
-    this.warmUpEnabled = options.warmUp ?? true;
+    this.nameKeyOf = options.nameKeyOf ?? nameKey;
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
@@ -109,13 +155,13 @@ export class FileStore implements Store {
     });
   }
 
+  // ── lifecycle ──
   open(): Promise<void> {
     if (this.state !== 'new') return Promise.reject(new Error(`FileStore.open: store is already ${this.state}`));
     this.state = 'opening';
     this.openPromise = this.doOpen().then(
       () => {
         this.state = 'open';
-        if (this.warmUpEnabled) this.warmUpDone = this.startWarmUp();
       },
       async (err: unknown) => {
         this.state = 'closed';
@@ -137,14 +183,21 @@ export class FileStore implements Store {
     // A .tmp is a snapshot write that never got renamed: the real file is still the valid one.
     for (const snap of [this.agents, this.users, this.rooms]) await rm(`${snap.path}.tmp`, { force: true });
     await Promise.all([this.agents.load(), this.users.load(), this.rooms.load()]);
+    for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
+    for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
+    for (const room of this.rooms.records.values()) {
+      this.versions.set(room.room_id, 1);
+      this.indexMembers(undefined, room);
+    }
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
+    let messages = 0;
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
       const { ids, lastSeq, size } = await scanRoomLog(join(logDir, file), roomId, this.logger);
-      this.unparsed.set(roomId, size);
-      this.index.addLazyRoom(roomId, ids, lastSeq);
+      this.unparsed.set(roomId, { ids, lastSeq, size });
       this.logs.registerExisting(roomId, size);
+      messages += ids.size;
     });
     this.logger.info(
       {
@@ -153,7 +206,7 @@ export class FileStore implements Store {
         users: this.users.records.size,
         rooms: this.rooms.records.size,
         room_logs: files.length,
-        messages: this.index.count,
+        messages,
         ms: Date.now() - started,
       },
       'storage opened',
@@ -165,56 +218,6 @@ export class FileStore implements Store {
     return this.closePromise;
   }
 
-  /** Resolves when the background warm-up has parsed every room (or stopped at close). */
-  warmedUp(): Promise<void> {
-    return this.warmUpDone ?? Promise.resolve();
-  }
-
-  // Parses one room log on first need (synchronously: a 1,000-message room takes a few ms).
-  private parseLog(roomId: string): Message[] {
-    const size = this.unparsed.get(roomId) ?? 0;
-    const file = join(this.dataDir, ROOM_MESSAGES_DIR, MessageLogs.fileName(roomId));
-    try {
-      const messages = parseRoomLog(file, roomId, size);
-      this.unparsed.delete(roomId);
-      return messages;
-    } catch (err) {
-      this.logger.error({ err, file, room_id: roomId }, 'room log is corrupt; its room cannot be read');
-      throw err;
-    }
-  }
-
-  // One room per event-loop turn, so requests are answered in between; stops at close.
-  private startWarmUp(): Promise<void> {
-    const started = Date.now();
-    const rooms = this.index.lazyRoomIds;
-    let next = 0;
-    let failed = 0;
-    return new Promise<void>((resolve) => {
-      const step = (): void => {
-        this.warmUpTimer = undefined;
-        if (this.state !== 'open') return resolve();
-        const roomId = rooms[next++];
-        if (roomId === undefined) {
-          this.logger.info({ rooms: rooms.length, failed, ms: Date.now() - started }, 'storage warm-up done');
-          return resolve();
-        }
-        try {
-          this.index.ensure(roomId); // a no-op if a request got there first
-        } catch {
-          failed++; // logged by parseLog; the room's reads keep throwing
-        }
-        this.warmUpTimer = setImmediate(step);
-      };
-      this.warmUpTimer = setImmediate(step);
-      this.stopWarmUp = () => {
-        if (this.warmUpTimer) clearImmediate(this.warmUpTimer);
-        this.warmUpTimer = undefined;
-        resolve();
-      };
-    });
-  }
-
   private async doClose(): Promise<void> {
     if (this.state === 'new') {
       this.state = 'closed';
@@ -223,15 +226,10 @@ export class FileStore implements Store {
     await this.openPromise?.catch(() => undefined);
     if (this.state === 'closed') return; // open failed and cleaned up
     this.state = 'closing';
-    this.stopWarmUp();
-    // Flush everything, even if one part fails, then always release fds and the lock: a
-    // server shutting down must not leave the directory locked.
-    const results = await Promise.allSettled([
-      this.agents.flush(),
-      this.users.flush(),
-      this.rooms.flush(),
-      this.logs.flushAll(),
-    ]);
+    // Let every write in flight finish (each settles its own caller), then always release fds
+    // and the lock: a server shutting down must not leave the directory locked.
+    await Promise.allSettled([...this.roomQueues.values()]);
+    const results = await Promise.allSettled([this.agents.flush(), this.users.flush(), this.rooms.flush()]);
     await this.logs.closeAll();
     await this.lock?.release();
     this.state = 'closed';
@@ -241,88 +239,258 @@ export class FileStore implements Store {
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
   stats(): FileStoreStats {
-    return {
-      ...this.io,
-      openLogFiles: this.logs.openCount,
-      messages: this.index.count,
-      unparsedLogs: this.index.lazyRoomIds.length,
-    };
+    let messages = 0;
+    for (const r of this.parsed.values()) messages += r.count;
+    for (const u of this.unparsed.values()) messages += u.ids.size;
+    return { ...this.io, openLogFiles: this.logs.openCount, messages, unparsedLogs: this.unparsed.size };
   }
 
   // ── participants ──
-  listAgents(): readonly AgentRecord[] {
-    return [...this.agents.records.values()];
+  async getParticipant(id: string): Promise<ParticipantRecord | undefined> {
+    const agent = this.agents.records.get(id);
+    if (agent) return { kind: 'agent', record: copy(agent) };
+    const user = this.users.records.get(id);
+    return user ? { kind: 'user', record: copy(user) } : undefined;
   }
-  listUsers(): readonly UserRecord[] {
-    return [...this.users.records.values()];
+
+  findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined> {
+    const id = this.idByToken.get(tokenHash);
+    return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
-  getAgent(agentId: string): AgentRecord | undefined {
-    return this.agents.records.get(agentId);
+
+  findParticipantByNameKey(key: string): Promise<ParticipantRecord | undefined> {
+    const id = this.idByKey.get(key);
+    return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
-  getUser(userId: string): UserRecord | undefined {
-    return this.users.records.get(userId);
+
+  async listParticipants(): Promise<ParticipantRecord[]> {
+    return [
+      ...[...this.agents.records.values()].map((record): ParticipantRecord => ({ kind: 'agent', record: copy(record) })),
+      ...[...this.users.records.values()].map((record): ParticipantRecord => ({ kind: 'user', record: copy(record) })),
+    ];
   }
-  putAgent(agent: AgentRecord): Promise<void> {
-    return this.whenOpen(() => this.agents.put(agent));
+
+  async putParticipant(participant: ParticipantRecord, key: string): Promise<void> {
+    this.assertOpen();
+    const id = participantIdOf(participant);
+    if (typeof id !== 'string' || id === '') throw new Error('participant without an id');
+    const other = participant.kind === 'agent' ? this.users : this.agents;
+    if (other.records.has(id)) throw new Error(`participant ${id} exists as another kind`);
+    const holder = this.idByKey.get(key);
+    const reserved = this.reservedKeys.get(key);
+    if ((holder !== undefined && holder !== id) || (reserved !== undefined && reserved.id !== id)) {
+      throw new NameTakenError(participant.record.name);
+    }
+    const reservation = reserved ?? { id, count: 0 };
+    reservation.count++;
+    this.reservedKeys.set(key, reservation);
+    try {
+      if (participant.kind === 'agent') await this.agents.commit([[id, copy(participant.record)]]);
+      else await this.users.commit([[id, copy(participant.record)]]);
+      this.indexParticipant(id, key, participant.record.token_hashes, true);
+    } finally {
+      if (--reservation.count === 0) this.reservedKeys.delete(key);
+    }
   }
-  putUser(user: UserRecord): Promise<void> {
-    return this.whenOpen(() => this.users.put(user));
+
+  /** Points the token and name indexes at a participant's durable record (its old entries go). */
+  private indexParticipant(id: string, nameOrKey: string, tokens: readonly string[], isKey = false): void {
+    for (const token of this.tokensById.get(id) ?? []) if (this.idByToken.get(token) === id) this.idByToken.delete(token);
+    for (const token of tokens) this.idByToken.set(token, id);
+    this.tokensById.set(id, [...tokens]);
+    const key = isKey ? nameOrKey : this.nameKeyOf(nameOrKey);
+    const oldKey = this.keyById.get(id);
+    if (oldKey !== undefined && oldKey !== key && this.idByKey.get(oldKey) === id) this.idByKey.delete(oldKey);
+    const holder = this.idByKey.get(key);
+    if (holder !== undefined && holder !== id) {
+      this.logger.warn({ participant_id: id, holder, name_key: key }, 'two stored participants share a name; the first keeps it');
+      return;
+    }
+    this.idByKey.set(key, id);
+    this.keyById.set(id, key);
   }
 
   // ── rooms ──
-  listRooms(): readonly RoomRecord[] {
-    return [...this.rooms.records.values()];
+  async loadRoom(roomId: string): Promise<LoadedRoom | undefined> {
+    const room = this.rooms.records.get(roomId);
+    if (!room) return undefined;
+    return { room: copy(room), lastSeq: this.lastSeqOf(roomId), version: this.versions.get(roomId) ?? 1 };
   }
-  getRoom(roomId: string): RoomRecord | undefined {
-    return this.rooms.records.get(roomId);
+
+  async listRoomIds(): Promise<string[]> {
+    return [...this.rooms.records.keys()];
   }
-  putRoom(room: RoomRecord): Promise<void> {
-    return this.whenOpen(() => this.rooms.put(room));
+
+  async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
+    const out: PublicRoomSummary[] = [];
+    for (const room of this.rooms.records.values()) if (includeArchived || !room.archived) out.push(summarise(room));
+    return out;
   }
-  touchRoom(room: RoomRecord): void {
-    if (this.state !== 'open') {
-      this.logger.debug({ room_id: room.room_id, state: this.state }, 'touchRoom ignored: store not open');
-      return;
+
+  async roomsOf(participantId: string): Promise<string[]> {
+    return [...(this.roomsByMember.get(participantId) ?? [])];
+  }
+
+  async createRoom(room: RoomRecord): Promise<number> {
+    this.assertOpen();
+    const roomId = room.room_id;
+    if (typeof roomId !== 'string' || !SAFE_ROOM_ID.test(roomId)) {
+      throw new Error(`room id ${JSON.stringify(roomId)} cannot name a log file`);
     }
-    this.rooms.touch(room);
-  }
-
-  // ── message logs ──
-  nextSeq(roomId: string): number {
-    return this.index.nextSeq(roomId);
-  }
-
-  appendMessages(roomId: string, messages: Message[]): Promise<void> {
-    return this.whenOpen(() => {
-      if (!SAFE_ROOM_ID.test(roomId)) throw new Error(`room id ${JSON.stringify(roomId)} cannot name a log file`);
-      this.index.ensure(roomId); // appends go after the parsed log (throws if it is corrupt)
-      this.index.validate(roomId, messages);
-      if (messages.length === 0) return Promise.resolve();
-      // Serialise everything before touching the index, so a bad message changes nothing.
-      let lines = '';
-      for (const m of messages) lines += JSON.stringify(m) + '\n';
-      this.index.loadRoom(roomId, messages);
-      return this.logs.append(roomId, lines);
-    });
-  }
-
-  getMessage(messageId: string): Message | undefined {
-    return this.index.get(messageId);
-  }
-  roomMessages(roomId: string): readonly Message[] {
-    return this.index.room(roomId);
-  }
-  messageCount(): number {
-    return this.index.count;
-  }
-
-  // Runs a write if the store is open; any synchronous throw becomes a rejection.
-  private whenOpen(write: () => Promise<void>): Promise<void> {
-    if (this.state !== 'open') return Promise.reject(new Error(`store is ${this.state}, not open`));
+    if (this.rooms.records.has(roomId) || this.creating.has(roomId)) throw new Error(`room ${roomId} exists`);
+    this.creating.add(roomId);
     try {
-      return write();
+      const record = copy(room);
+      await this.rooms.commit([[roomId, record]]);
+      this.versions.set(roomId, 1);
+      this.indexMembers(undefined, record);
+      return 1;
+    } finally {
+      this.creating.delete(roomId);
+    }
+  }
+
+  commitRoom(roomId: string, commit: RoomCommit): Promise<number> {
+    try {
+      this.assertOpen();
     } catch (err) {
       return Promise.reject(err);
     }
+    // One commit of a room at a time, in call order; a failed one does not stop the next.
+    const previous = this.roomQueues.get(roomId) ?? Promise.resolve();
+    const run = previous.then(() => this.doCommit(roomId, commit));
+    const tail = run.catch(() => undefined);
+    this.roomQueues.set(roomId, tail);
+    void tail.then(() => {
+      if (this.roomQueues.get(roomId) === tail) this.roomQueues.delete(roomId);
+    });
+    return run;
+  }
+
+  private async doCommit(roomId: string, commit: RoomCommit): Promise<number> {
+    const current = this.rooms.records.get(roomId);
+    if (!current) throw new Error(`room ${roomId} does not exist`);
+    const version = this.versions.get(roomId) ?? 1;
+    if (commit.expectedVersion !== version) throw new StaleRoomError(roomId);
+    if (commit.room && commit.room.room_id !== roomId) throw new Error(`room state for ${commit.room.room_id} committed to ${roomId}`);
+    const messages = this.messagesOf(roomId); // parses the log first (throws if it is corrupt)
+    checkCommitSeqs(roomId, messages.lastSeq, (seq) => messages.atSeq(seq)?.message_id, commit.messages);
+    for (const m of commit.messages) {
+      const owner = this.roomOfMessage.get(m.message_id) ?? this.unparsedOwner(m.message_id);
+      if (owner !== undefined && owner !== roomId) throw new Error(`message ${m.message_id} belongs to room ${owner}`);
+      if (owner === roomId && messages.get(m.message_id)?.seq !== m.seq) {
+        throw new Error(`message ${m.message_id} is stored at seq ${messages.get(m.message_id)?.seq}, not ${m.seq}`);
+      }
+    }
+    // Copies, serialised before anything is written: what is stored is what was committed.
+    const added = commit.messages.map(copy);
+    const room = commit.room ? copy(commit.room) : undefined;
+    let lines = '';
+    for (const m of added) lines += JSON.stringify(m) + '\n';
+
+    const sizeBefore = this.logs.sizeOf(roomId);
+    if (added.length > 0) await this.logs.append(roomId, Buffer.from(lines, 'utf8'));
+    if (room) {
+      try {
+        await this.rooms.commit([[roomId, room]]);
+      } catch (err) {
+        // The messages are durable but the commit failed: take them back off the log.
+        if (added.length > 0) await this.logs.cutBack(roomId, sizeBefore);
+        throw err;
+      }
+    }
+    // Everything is durable: make it visible, all in this one synchronous step.
+    for (const m of added) {
+      messages.apply(m);
+      this.roomOfMessage.set(m.message_id, roomId);
+    }
+    if (room) this.indexMembers(current, room);
+    const next = version + 1;
+    this.versions.set(roomId, next);
+    return next;
+  }
+
+  private indexMembers(before: RoomRecord | undefined, after: RoomRecord): void {
+    for (const m of before?.members ?? []) this.roomsByMember.get(m.participant_id)?.delete(before!.room_id);
+    for (const m of after.members) {
+      let rooms = this.roomsByMember.get(m.participant_id);
+      if (!rooms) this.roomsByMember.set(m.participant_id, (rooms = new Set()));
+      rooms.add(after.room_id);
+    }
+  }
+
+  // ── messages ──
+  async getMessage(messageId: string): Promise<Message | undefined> {
+    const roomId = this.roomOfMessage.get(messageId) ?? this.unparsedOwner(messageId);
+    if (roomId === undefined) return undefined;
+    const found = this.messagesOf(roomId).get(messageId);
+    return found ? copy(found) : undefined;
+  }
+
+  async readMessages(roomId: string, page: MessagePage): Promise<Message[]> {
+    return this.existingMessagesOf(roomId)?.page(page.afterSeq, page.beforeSeq, page.limit).map(copy) ?? [];
+  }
+
+  async searchMessages(roomId: string, query: string, limit: number): Promise<Message[]> {
+    return this.existingMessagesOf(roomId)?.search(query, limit).map(copy) ?? [];
+  }
+
+  async lastSeqBySender(roomId: string, senderId: string): Promise<number> {
+    return this.existingMessagesOf(roomId)?.lastSeqBySender(senderId) ?? 0;
+  }
+
+  async lastPersonSeq(roomId: string): Promise<number> {
+    return this.existingMessagesOf(roomId)?.lastPersonSeq() ?? 0;
+  }
+
+  async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
+    const found = this.existingMessagesOf(roomId)?.byClientMsgId(senderId, clientMsgId);
+    return found ? copy(found) : undefined;
+  }
+
+  async messageCount(): Promise<number> {
+    return this.stats().messages;
+  }
+
+  private lastSeqOf(roomId: string): number {
+    return this.unparsed.get(roomId)?.lastSeq ?? this.parsed.get(roomId)?.lastSeq ?? 0;
+  }
+
+  private unparsedOwner(messageId: string): string | undefined {
+    for (const [roomId, log] of this.unparsed) if (log.ids.has(messageId)) return roomId;
+    return undefined;
+  }
+
+  /** The room's messages if it has a log or a state; undefined for a room never seen. */
+  private existingMessagesOf(roomId: string): RoomMessages | undefined {
+    if (!this.parsed.has(roomId) && !this.unparsed.has(roomId) && !this.rooms.records.has(roomId)) return undefined;
+    return this.messagesOf(roomId);
+  }
+
+  /** The room's messages, parsing its log on first need; throws if the log is corrupt. */
+  private messagesOf(roomId: string): RoomMessages {
+    const done = this.parsed.get(roomId);
+    if (done) return done;
+    const log = this.unparsed.get(roomId);
+    const messages = new RoomMessages();
+    if (log) {
+      if (log.error) throw log.error;
+      const file = join(this.dataDir, ROOM_MESSAGES_DIR, MessageLogs.fileName(roomId));
+      try {
+        for (const m of parseRoomLog(file, roomId, log.size)) messages.apply(m);
+      } catch (err) {
+        log.error = err instanceof Error ? err : new Error(String(err));
+        this.logger.error({ err, file, room_id: roomId }, 'room log is corrupt; its room cannot be read');
+        throw log.error;
+      }
+      this.unparsed.delete(roomId);
+      for (const id of messages.ids()) this.roomOfMessage.set(id, roomId);
+    }
+    this.parsed.set(roomId, messages);
+    return messages;
+  }
+
+  private assertOpen(): void {
+    if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
   }
 }

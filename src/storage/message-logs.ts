@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { FsOps, IoStats } from './fs-ops.js';
-import { RoomLog } from './room-log.js';
+import { RoomLog, type AppendedRange } from './room-log.js';
 
 export interface MessageLogsOptions {
   dir: string;
@@ -32,27 +32,31 @@ export class MessageLogs {
     this.existing.set(roomId, size);
   }
 
-  append(roomId: string, lines: string): Promise<void> {
+  append(roomId: string, data: Buffer): Promise<AppendedRange> {
     const log = this.get(roomId);
     if (this.lru.delete(log)) this.lru.add(log);
-    return log.append(lines);
+    return log.append(data);
+  }
+
+  /** Durable size of a room's log (0 if it has none). */
+  sizeOf(roomId: string): number {
+    return this.logs.get(roomId)?.size ?? this.existing.get(roomId) ?? 0;
+  }
+
+  /** Cuts a room's log back to `size` bytes (see RoomLog.cutBack). */
+  cutBack(roomId: string, size: number): Promise<void> {
+    return this.get(roomId).cutBack(size);
   }
 
   get openCount(): number {
     return this.lru.size;
   }
 
-  async flushAll(): Promise<void> {
-    const results = await Promise.allSettled([...this.logs.values()].map((log) => log.flush()));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
-  }
-
   async closeAll(): Promise<void> {
     await Promise.all([...this.logs.values()].map((log) => log.closeHandle()));
   }
 
-  private get(roomId: string): RoomLog {
+  get(roomId: string): RoomLog {
     let log = this.logs.get(roomId);
     if (log) return log;
     const size = this.existing.get(roomId);

@@ -1,15 +1,14 @@
-// One room's append-only log file with group commit: appends buffer their lines; one write and
-// one fsync cover everything buffered, and appends that arrive during an fsync go into the next
+// One room's append-only log file with group commit: appends queue their bytes; one write and
+// one fsync cover everything queued, and appends that arrive during an fsync go into the next
 // batch. The file descriptor (append mode) stays open between batches.
 //
-// Failure: the batch's callers are rejected, but its bytes are kept and written again ahead of
-// the next batch, after cutting the file back to its last durable size (a failed write may have
-// left part of a line, which would corrupt the middle of the log). The in-memory index already
-// holds those messages, so this makes the disk catch up with memory instead of leaving a seq
-// gap; a client that retries with its client_msg_id then finds its message stored.
+// Failure leaves no trace (SPEC §5): the batch's callers are rejected and the file is cut back
+// to its size before the batch (ftruncate + fsync), so a torn or un-fsync'd line can never be
+// loaded later. If even the cut fails, the log remembers it must be cut before its next write
+// (`needsRepair`) and a restart cuts a torn tail anyway; the error is logged.
 import type { FileHandle } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
-import { settleAll, type FsOps, type IoStats, type Waiter } from './fs-ops.js';
+import type { FsOps, IoStats } from './fs-ops.js';
 
 export interface RoomLogOptions {
   path: string;
@@ -24,11 +23,21 @@ export interface RoomLogOptions {
   onClosed: (log: RoomLog) => void;
 }
 
+/** Where an append landed in the file: [start, end) in bytes. */
+export interface AppendedRange {
+  start: number;
+  end: number;
+}
+
+interface Pending {
+  data: Buffer;
+  resolve: (range: AppendedRange) => void;
+  reject: (err: unknown) => void;
+}
+
 export class RoomLog {
   private handle: FileHandle | null = null;
-  private chunks: string[] = [];
-  private waiters: Waiter[] = [];
-  private retry: Buffer | null = null;
+  private queue: Pending[] = [];
   private durableSize: number;
   private exists: boolean;
   private needsRepair = false;
@@ -40,28 +49,45 @@ export class RoomLog {
     this.exists = opts.exists;
   }
 
-  /** Appends serialised lines (each ending in \n); resolves after the fsync covering them. */
-  append(lines: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (lines !== '') this.chunks.push(lines);
-      this.waiters.push({ resolve, reject });
+  /** Bytes durable in the file (where the next append lands). */
+  get size(): number {
+    return this.durableSize;
+  }
+
+  get path(): string {
+    return this.opts.path;
+  }
+
+  /** Appends bytes (whole lines); resolves with where they landed after the fsync covering them. */
+  append(data: Buffer): Promise<AppendedRange> {
+    return new Promise<AppendedRange>((resolve, reject) => {
+      this.queue.push({ data, resolve, reject });
       this.schedule();
     });
   }
 
-  /** Resolves when everything appended so far, and any bytes of an earlier failed batch, is durable. */
-  flush(): Promise<void> {
-    if (!this.flushing && this.chunks.length === 0 && this.retry === null) return Promise.resolve();
-    return this.append('');
+  /**
+   * Cuts the log back to `size` bytes, durably (a later step of the caller's commit failed).
+   * Only called while no append of this log is queued or in flight. Never rejects: if the cut
+   * fails it is retried before the next append, and logged.
+   */
+  async cutBack(size: number): Promise<void> {
+    if (size > this.durableSize) throw new Error(`cannot cut ${this.opts.path} back to ${size} > ${this.durableSize}`);
+    this.durableSize = size;
+    try {
+      const handle = await this.ensureOpen();
+      await this.opts.fsOps.truncate(handle, size);
+      await this.opts.fsOps.fsync(handle);
+    } catch (err) {
+      this.needsRepair = true;
+      await this.closeHandle();
+      this.opts.logger.error({ err, file: this.opts.path, size }, 'cutting a room log back failed; retried before its next write');
+    }
   }
 
   /** No batch pending or in flight: the descriptor can be closed safely. */
   get idle(): boolean {
-    return !this.flushing && !this.scheduled && this.waiters.length === 0;
-  }
-
-  get isOpen(): boolean {
-    return this.handle !== null;
+    return !this.flushing && !this.scheduled && this.queue.length === 0;
   }
 
   async closeHandle(): Promise<void> {
@@ -90,25 +116,22 @@ export class RoomLog {
     if (this.flushing) return;
     this.flushing = true;
     try {
-      while (this.waiters.length > 0) {
-        const batch = this.waiters;
-        const text = this.chunks.join('');
-        this.waiters = [];
-        this.chunks = [];
-        const fresh = Buffer.from(text, 'utf8');
-        const data = this.retry ? Buffer.concat([this.retry, fresh]) : fresh;
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        const before = this.durableSize;
         try {
-          if (data.length > 0) await this.writeAndSync(data);
-          this.retry = null;
-          settleAll(batch);
+          const data = batch.length === 1 ? batch[0]!.data : Buffer.concat(batch.map((p) => p.data));
+          await this.writeAndSync(data);
+          let start = before;
+          for (const p of batch) {
+            p.resolve({ start, end: start + p.data.length });
+            start += p.data.length;
+          }
         } catch (err) {
-          this.retry = data;
-          this.needsRepair = true;
-          this.opts.logger.error({ err, file: this.opts.path }, 'room log write failed');
-          await this.closeHandle();
-          settleAll(batch, err);
-          // Retry when a new caller comes, not in a loop against a failing disk.
-          if (this.waiters.length === 0) break;
+          this.opts.logger.error({ err, file: this.opts.path }, 'room log write failed; cutting it back');
+          await this.repairAfterFailure(before);
+          for (const p of batch) p.reject(err);
         }
       }
     } finally {
@@ -119,11 +142,28 @@ export class RoomLog {
   private async writeAndSync(data: Buffer): Promise<void> {
     const { fsOps, stats } = this.opts;
     const handle = await this.ensureOpen();
+    if (data.length === 0) return;
     await fsOps.write(handle, data);
     stats.logWrites++;
     await fsOps.fsync(handle);
     stats.logFsyncs++;
     this.durableSize += data.length;
+  }
+
+  // A failed write may have left part of the batch in the file (a torn line, or whole lines that
+  // were never fsync'd): cut it off, so neither a read nor a restart sees it.
+  private async repairAfterFailure(size: number): Promise<void> {
+    this.durableSize = size;
+    const handle = this.handle;
+    if (!handle) return; // never opened: nothing was written
+    try {
+      await this.opts.fsOps.truncate(handle, size);
+      await this.opts.fsOps.fsync(handle);
+    } catch (err) {
+      this.needsRepair = true;
+      await this.closeHandle();
+      this.opts.logger.error({ err, file: this.opts.path, size }, 'cutting a room log back failed; retried before its next write');
+    }
   }
 
   private async ensureOpen(): Promise<FileHandle> {

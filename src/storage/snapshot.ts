@@ -1,15 +1,16 @@
-// One snapshot file (agents.json, users.json, rooms.json): the in-memory map of its records and
-// a coalescing, atomic writer.
+// One snapshot file (agents.json, users.json, rooms.json): the records as durable on disk, and a
+// coalescing, atomic, all-or-nothing writer.
 //
-// Ownership: records are owned by the store once put — the map keeps the caller's object, not a
-// copy, and getX hands that same object out. Callers mutate a record they got and put it back;
-// the file is serialised when a write *starts*, so it always carries the latest state of every
-// record (including mutations not yet put, which the next write picks up anyway).
+// `records` holds only what is durable: a change is applied to it after the snapshot that
+// carries it has been written, fsync'd, renamed into place and its directory fsync'd. Writers
+// call `commit(changes)`; at most one file write is in flight, changes that arrive meanwhile
+// wait for ONE follow-up write that covers all of them (coalescing), and each batch succeeds or
+// fails as a whole. A failed batch changes nothing in `records`, and the file is put back to
+// what `records` holds if the failure came after the rename (a failed directory fsync), so a
+// fresh open loads exactly what is served (SPEC §5: a failed call leaves no trace).
 //
-// Coalescing: at most one write of the file is in flight. Changes that arrive meanwhile mark the
-// file dirty and wait for ONE follow-up write that covers all of them; each caller's promise
-// settles with the write that includes its change.
-import { readFile } from 'node:fs/promises';
+// Records are the store's own: callers hand in copies and get copies out (file-store.ts).
+import { readFile, rm } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import { isCode, settleAll, type FsOps, type IoStats, type Waiter } from './fs-ops.js';
 
@@ -23,12 +24,16 @@ export interface SnapshotOptions<T> {
   logger: Logger;
 }
 
+/** A change: the new record under its id, or undefined to remove the id. */
+export type SnapshotChange<T> = readonly [id: string, record: T | undefined];
+
 export class SnapshotFile<T extends object> {
-  readonly records = new Map<string, T>();
-  private dirty = false;
+  private current = new Map<string, T>();
+  private queue: { changes: readonly SnapshotChange<T>[]; waiter: Waiter }[] = [];
   private writing = false;
   private scheduled = false;
-  private waiters: Waiter[] = [];
+  /** The file may not hold `current` (a rollback failed): the next write must happen anyway. */
+  private diverged = false;
 
   constructor(private readonly opts: SnapshotOptions<T>) {}
 
@@ -36,14 +41,23 @@ export class SnapshotFile<T extends object> {
     return this.opts.path;
   }
 
-  /** Loads the file; missing = empty. A corrupt file rejects and is left exactly as it is. */
+  /** The durable records, by id. Read-only for callers. */
+  get records(): ReadonlyMap<string, T> {
+    return this.current;
+  }
+
+  /**
+   * Loads the file; a missing file is created as `[]` (SPEC §5: the layout is complete from the
+   * first start). A corrupt file rejects and is left exactly as it is.
+   */
   async load(): Promise<void> {
     let text: string;
     try {
       text = await readFile(this.opts.path, 'utf8');
     } catch (err) {
-      if (isCode(err, 'ENOENT')) return;
-      throw err;
+      if (!isCode(err, 'ENOENT')) throw err;
+      await this.writeDurably(this.serialize(this.current));
+      return;
     }
     let data: unknown;
     try {
@@ -55,44 +69,28 @@ export class SnapshotFile<T extends object> {
     data.forEach((record: unknown, i) => {
       const id = typeof record === 'object' && record !== null ? this.opts.key(record as T) : undefined;
       if (typeof id !== 'string' || id === '') throw corrupt(this.opts.path, `entry ${i} has no id`);
-      this.records.set(id, record as T);
+      this.current.set(id, record as T);
     });
   }
 
-  /** Inserts or replaces; resolves once a snapshot containing the change is durable. */
-  put(record: T): Promise<void> {
-    this.records.set(this.idOf(record), record);
-    return this.requestWrite();
-  }
-
-  /** Inserts or replaces and schedules a write nobody waits for (failures are logged). */
-  touch(record: T): void {
-    this.records.set(this.idOf(record), record);
-    this.dirty = true;
-    this.schedule();
-  }
-
-  /** Resolves once everything changed so far is durable (used by close). */
-  flush(): Promise<void> {
-    if (!this.dirty && !this.writing) return Promise.resolve();
-    return this.requestWrite();
-  }
-
-  private idOf(record: T): string {
-    const id = this.opts.key(record);
-    if (typeof id !== 'string' || id === '') throw new Error(`record without an id for ${this.opts.path}`);
-    return id;
-  }
-
-  private requestWrite(): Promise<void> {
+  /**
+   * Writes the changes (in order, with everything else durable so far) and applies them to
+   * `records` once the file is durable. Rejects, applying nothing, if the write fails.
+   */
+  commit(changes: readonly SnapshotChange<T>[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.waiters.push({ resolve, reject });
-      this.dirty = true;
+      this.queue.push({ changes, waiter: { resolve, reject } });
       this.schedule();
     });
   }
 
-  // Deferred to the check phase so a burst of puts from one tick (or one poll phase of many
+  /** Resolves once no write is queued or in flight (close). */
+  async flush(): Promise<void> {
+    // A commit queued behind everything else settles after all of it.
+    if (this.writing || this.scheduled || this.queue.length > 0 || this.diverged) await this.commit([]);
+  }
+
+  // Deferred to the check phase so a burst of commits from one tick (or one poll phase of many
   // requests) shares the first write too, not only the follow-up.
   private schedule(): void {
     if (this.writing || this.scheduled) return;
@@ -107,22 +105,26 @@ export class SnapshotFile<T extends object> {
     if (this.writing) return;
     this.writing = true;
     try {
-      while (this.dirty) {
-        const batch = this.waiters;
-        this.waiters = [];
-        this.dirty = false;
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        const next = new Map(this.current);
+        for (const { changes } of batch) {
+          for (const [id, record] of changes) {
+            if (record === undefined) next.delete(id);
+            else next.set(id, record);
+          }
+        }
+        const waiters = batch.map((b) => b.waiter);
         try {
-          await this.writeDurably(this.serialize());
+          await this.writeDurably(this.serialize(next));
           this.opts.stats.snapshotWrites++;
-          settleAll(batch);
+          this.current = next;
+          this.diverged = false;
+          settleAll(waiters);
         } catch (err) {
-          // The in-memory map keeps the change (callers are told it failed). The file stays
-          // dirty: the next put or close retries it. Callers who arrived during the failed
-          // write get their own attempt now; otherwise stop rather than spin on a bad disk.
-          this.dirty = true;
-          this.opts.logger.error({ err, file: this.opts.path }, 'snapshot write failed');
-          settleAll(batch, err);
-          if (this.waiters.length === 0) break;
+          this.opts.logger.error({ err, file: this.opts.path }, 'snapshot write failed; nothing of it is kept');
+          settleAll(waiters, err);
         }
       }
     } finally {
@@ -131,25 +133,65 @@ export class SnapshotFile<T extends object> {
   }
 
   // One record per line: diff- and grep-friendly, and still one JSON array.
-  private serialize(): Buffer {
+  private serialize(records: ReadonlyMap<string, T>): Buffer {
     const lines: string[] = [];
-    for (const record of this.records.values()) lines.push(JSON.stringify(record));
+    for (const record of records.values()) lines.push(JSON.stringify(record));
     return Buffer.from(lines.length === 0 ? '[]\n' : `[\n${lines.join(',\n')}\n]\n`, 'utf8');
   }
 
+  /**
+   * temp file, fsync, rename, fsync directory. If it fails before the rename, the old file is
+   * untouched (the temp file is removed); if the directory fsync fails after the rename, the
+   * file is put back to `current` before rejecting.
+   */
   private async writeDurably(data: Buffer): Promise<void> {
     const { fsOps, path, dir } = this.opts;
     const tmp = `${path}.tmp`;
-    const handle = await fsOps.open(tmp, 'w');
     try {
-      await fsOps.write(handle, data);
-      await fsOps.fsync(handle);
-    } finally {
-      await fsOps.close(handle);
+      const handle = await fsOps.open(tmp, 'w');
+      try {
+        await fsOps.write(handle, data);
+        await fsOps.fsync(handle);
+      } finally {
+        await fsOps.close(handle);
+      }
+      await fsOps.rename(tmp, path);
+    } catch (err) {
+      await rm(tmp, { force: true }).catch(() => undefined);
+      throw err;
     }
-    await fsOps.rename(tmp, path);
-    await fsOps.fsyncDir(dir);
-    this.opts.stats.dirFsyncs++;
+    try {
+      await fsOps.fsyncDir(dir);
+      this.opts.stats.dirFsyncs++;
+    } catch (err) {
+      await this.rollBack();
+      throw err;
+    }
+  }
+
+  // The new file is in place but its rename may not be durable, and the caller is told the write
+  // failed: put the durable records back, so that what a restart loads is what is served.
+  private async rollBack(): Promise<void> {
+    const { fsOps, path } = this.opts;
+    const tmp = `${path}.tmp`;
+    try {
+      const handle = await fsOps.open(tmp, 'w');
+      try {
+        await fsOps.write(handle, this.serialize(this.current));
+        await fsOps.fsync(handle).catch(() => undefined); // best effort: the rename is what counts
+      } finally {
+        await fsOps.close(handle);
+      }
+      await fsOps.rename(tmp, path);
+      await fsOps.fsyncDir(this.opts.dir).catch(() => undefined);
+    } catch (err) {
+      this.diverged = true;
+      await rm(tmp, { force: true }).catch(() => undefined);
+      this.opts.logger.error(
+        { err, file: path },
+        'snapshot could not be put back after a failed write; the next write of this file rewrites it',
+      );
+    }
   }
 }
 

@@ -1,49 +1,114 @@
-// The storage seam. Rooms, rounds and tools see only this interface, so a database-backed
-// store can replace the embedded file store without touching them.
+// The storage seam. Everything above it (room runtime, participants, tools) sees only this
+// interface; the embedded file store (`file-store.ts`), the in-memory store for unit tests
+// (`memory-store.ts`) and the PostgreSQL store implement it.
 //
-// Reads are synchronous and served from memory (indexes built at open). Writes return a
-// promise that resolves only once the change is durable (fsync'd): callers answer their
-// client after awaiting it, never before.
-import type { AgentRecord, Message, RoomRecord, UserRecord } from '../types.js';
+// ── Guarantees every implementation gives ───────────────────────────────────────────────────
+//
+// 1. Durable on resolve. A write resolves only once the change survives `kill -9` (fsync'd, or
+//    COMMITted). Callers answer their client after awaiting it, never before.
+// 2. No trace on reject. A write that rejects leaves nothing visible to any later read of this
+//    store, and nothing that a restart would load (the file store cuts a partly written log
+//    back to its last durable size; a database rolls back). The old state stays served.
+// 3. Room commits are atomic in what they make visible: the messages and the new room state of
+//    one `commitRoom` become readable together, after both are durable, or not at all.
+// 4. One writer per room. The caller (the room runtime) runs at most one `commitRoom` per room at
+//    a time, in order. A store shared by several processes (PostgreSQL) checks `expectedVersion`
+//    and rejects with `StaleRoomError` when another node committed in between.
+// 5. Reads never return records the caller may mutate: every returned object is the caller's
+//    own (a copy, or an object the store will never touch again).
+// 6. Messages of a room are numbered 1, 2, 3, … without gaps in commit order; a later version of
+//    a `message_id` (edit, delete) replaces the earlier one in every read.
+//
+// Reads are async because a database (or a cold room on disk) must be asked. Implementations
+// may serve hot data from memory.
+import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
+
+export type ParticipantRecord = { kind: 'agent'; record: AgentRecord } | { kind: 'user'; record: UserRecord };
+
+/** A room's state as the runtime needs it to run commands. */
+export interface LoadedRoom {
+  room: RoomRecord;
+  /** Highest seq stored for the room (0 when it has no messages). */
+  lastSeq: number;
+  /** Opaque version for optimistic checks across processes (file store: lastSeq + commits). */
+  version: number;
+}
+
+export interface RoomCommit {
+  /** The room's complete new state, or undefined when only messages were added. */
+  room?: RoomRecord;
+  /** New messages (seqs lastSeq+1, +2, … in order) and new versions of existing ones. */
+  messages: readonly Message[];
+  /** The version the commit was computed from (LoadedRoom.version, then each commit's result). */
+  expectedVersion: number;
+}
+
+export interface MessagePage {
+  /** Messages with seq > afterSeq (ascending), or with seq < beforeSeq (the newest ones before it). */
+  afterSeq?: number;
+  beforeSeq?: number;
+  limit: number;
+}
+
+/** Raised by putParticipant when another participant holds the same name key. */
+export class NameTakenError extends Error {
+  constructor(readonly takenName: string) {
+    super(`The name "${takenName}" is taken`);
+  }
+}
+
+/** Raised by commitRoom when the room changed since expectedVersion (another node wrote it). */
+export class StaleRoomError extends Error {
+  constructor(readonly roomId: string) {
+    super(`room ${roomId} changed since it was loaded`);
+  }
+}
 
 export interface Store {
-  /** Takes the directory lock, recovers logs, loads snapshots and builds the indexes. */
+  /** Takes the directory lock / connects, recovers, creates the empty layout on first start. */
   open(): Promise<void>;
-  /** Flushes everything pending, releases the lock. Idempotent. */
+  /** Flushes everything pending, releases the lock / pool. Idempotent. */
   close(): Promise<void>;
 
-  // ── participants (agents.json, users.json) ──
-  listAgents(): readonly AgentRecord[];
-  listUsers(): readonly UserRecord[];
-  getAgent(agentId: string): AgentRecord | undefined;
-  getUser(userId: string): UserRecord | undefined;
-  /** Inserts or replaces by id. Durable when the promise resolves. */
-  putAgent(agent: AgentRecord): Promise<void>;
-  putUser(user: UserRecord): Promise<void>;
-
-  // ── rooms (rooms.json) ──
-  listRooms(): readonly RoomRecord[];
-  getRoom(roomId: string): RoomRecord | undefined;
-  /** Inserts or replaces by room_id. Durable when the promise resolves. */
-  putRoom(room: RoomRecord): Promise<void>;
-  /** Marks changed records dirty without waiting for the write (e.g. presence timestamps). */
-  touchRoom(room: RoomRecord): void;
-
-  // ── message logs (room_messages/{room_id}.jsonl) ──
-  /** The seq the next message of this room gets (1 for an empty room). Synchronous so that
-   *  assigning seqs and appending happen in one tick, in commit order. */
-  nextSeq(roomId: string): number;
+  // ── participants ──
+  getParticipant(id: string): Promise<ParticipantRecord | undefined>;
+  findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined>;
+  /** `nameKey` is the caller's normalised uniqueness key (case-folded, confusable skeleton). */
+  findParticipantByNameKey(nameKey: string): Promise<ParticipantRecord | undefined>;
   /**
-   * Appends messages (new ones, or new versions of existing message_ids) to the room's log.
-   * The in-memory indexes reflect them at once; the promise resolves after the fsync that
-   * covers them (concurrent appends share one fsync). New messages must carry the seqs
-   * handed out by `nextSeq`, in order.
+   * Inserts or replaces by id (agent_id / user_id), with `nameKey` as its uniqueness key.
+   * Rejects with NameTakenError when another id holds the key. Durable on resolve; on reject
+   * the old record (tokens, name) is what every read still returns.
    */
-  appendMessages(roomId: string, messages: Message[]): Promise<void>;
-  /** Latest version of a message, or undefined. */
-  getMessage(messageId: string): Message | undefined;
-  /** All messages of a room (latest versions), in seq order. The array must not be mutated. */
-  roomMessages(roomId: string): readonly Message[];
-  /** Message count over all rooms (for metrics and start-up logs). */
-  messageCount(): number;
+  putParticipant(participant: ParticipantRecord, nameKey: string): Promise<void>;
+  /** Every participant (for start-up presence seeding and small admin views). */
+  listParticipants(): Promise<ParticipantRecord[]>;
+
+  // ── rooms ──
+  loadRoom(roomId: string): Promise<LoadedRoom | undefined>;
+  /** Every room id (start-up: restore running turns; the runtime loads rooms lazily). */
+  listRoomIds(): Promise<string[]>;
+  /** Public summaries for list_rooms (SPEC §3: names, descriptions, mode, counts, has_password). */
+  listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]>;
+  /** Ids of the rooms the participant is a member of (derived from room states). */
+  roomsOf(participantId: string): Promise<string[]>;
+  /** Creates a room (no messages yet). Rejects if the id exists. Resolves with its version. */
+  createRoom(room: RoomRecord): Promise<number>;
+  /** Guarantees 2–4 above. Resolves with the room's new version. */
+  commitRoom(roomId: string, commit: RoomCommit): Promise<number>;
+
+  // ── messages (reads; writes go through commitRoom) ──
+  getMessage(messageId: string): Promise<Message | undefined>;
+  /** Latest versions, in seq order, skip records included. */
+  readMessages(roomId: string, page: MessagePage): Promise<Message[]>;
+  /** Visible, not deleted messages whose text contains `query` (case-insensitive), oldest first. */
+  searchMessages(roomId: string, query: string, limit: number): Promise<Message[]>;
+  /** Highest seq of a visible message by `senderId` in the room, 0 if none (get_context). */
+  lastSeqBySender(roomId: string, senderId: string): Promise<number>;
+  /** Highest seq of a visible, not deleted message with role `user`, 0 if none (turn engine). */
+  lastPersonSeq(roomId: string): Promise<number>;
+  /** The message a sender stored with this client_msg_id, if any (idempotent retries). */
+  findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined>;
+  /** Message count over all rooms (metrics, start-up log). */
+  messageCount(): Promise<number>;
 }

@@ -7,7 +7,7 @@ import { readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { z } from 'zod';
-import type { App } from '../app.js';
+import type { ToolServices as App } from './services.js';
 import { ATTACHMENT_LINK_TTL_MS, serverOrigin, signEncodedPath } from '../export/links.js';
 import { presentRoom } from '../rooms/present.js';
 import { defineTool } from './registry.js';
@@ -38,7 +38,7 @@ export function exportTools(app: App) {
         "Export the room's history (visible messages in order, with sender, role, time in the room timezone) as Markdown or PDF. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`.",
       input: z.object({ room_id: roomId, format: z.enum(['markdown', 'pdf']) }).strict(),
       handler: async (args, ctx) => {
-        const { room } = app.rooms.requireMember(args.room_id, ctx.caller);
+        const room = await app.reads.memberRoom(args.room_id, ctx.caller);
         const dir = exportsDir(app);
         const exportedAt = new Date(app.now());
         await removeOld(dir, exportedAt.getTime());
@@ -48,7 +48,7 @@ export function exportTools(app: App) {
         const partial = `${target}.partial`;
         const input = {
           room: presentRoom(room),
-          messages: app.store.roomMessages(room.room_id),
+          messages: await app.reads.allMessages(room.room_id),
           exportedAt,
           timezone: room.timezone,
           fileUrl: (url: string) => attachmentLink(app, url),

@@ -1,6 +1,6 @@
 // register_agent, register_user, login, rotate_token.
 import { z } from 'zod';
-import type { App } from '../app.js';
+import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
 import { defineTool } from './registry.js';
 import { language, participantName, password, shortText, stringList, timezone } from './schemas.js';

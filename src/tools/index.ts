@@ -1,16 +1,18 @@
 // Builds the one registry every transport serves.
-import type { App } from '../app.js';
-import { findRecord, saveRecord } from '../identity/records.js';
 import { exportTools } from './export.js';
 import { identityTools } from './identity.js';
 import { messageTools } from './messages.js';
 import { ToolRegistry } from './registry.js';
 import { roomTools } from './rooms.js';
+import type { ToolServices } from './services.js';
+
+export type { ToolServices } from './services.js';
 
 /** Stored last_active is refreshed at most this often per participant (presence is in memory). */
 const LAST_ACTIVE_PERSIST_MS = 30_000;
 
-export function buildRegistry(app: App): ToolRegistry {
+export function buildRegistry(app: ToolServices): ToolRegistry {
+  const persisted = new Map<string, number>();
   const registry = new ToolRegistry({
     limitAddress: (address) => app.limits.consumeAddress(address),
     limitCaller: (caller) => app.limits.consumeParticipant(caller.id),
@@ -22,12 +24,12 @@ export function buildRegistry(app: App): ToolRegistry {
     authenticate: (token) => app.participants.authenticate(token),
     touched: (caller) => {
       app.presence.touch(caller.id);
-      const found = findRecord(app.store, caller);
       const now = app.now();
-      if (found && now - Date.parse(found.record.last_active) > LAST_ACTIVE_PERSIST_MS) {
-        found.record.last_active = new Date(now).toISOString();
-        saveRecord(app.store, found).catch((err: unknown) => app.logger.warn({ err }, 'could not store last_active'));
-      }
+      if (now - (persisted.get(caller.id) ?? 0) <= LAST_ACTIVE_PERSIST_MS) return;
+      persisted.set(caller.id, now);
+      app.participants
+        .recordLastActive(caller.id, new Date(now).toISOString())
+        .catch((err: unknown) => app.logger.warn({ err }, 'could not store last_active'));
     },
   });
   registry.register(...identityTools(app), ...roomTools(app), ...messageTools(app), ...exportTools(app));

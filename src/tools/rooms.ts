@@ -1,14 +1,55 @@
 // Room tools: create, list, get, join, leave, status, announcement, settings, members, archive.
 import { z } from 'zod';
-import type { App } from '../app.js';
-import { roomStats } from '../rounds/stats.js';
+import { AppError } from '../errors.js';
+import { hashPassword, verifyPassword } from '../identity/secrets.js';
+import { FailureDelay } from '../limits/rate-limits.js';
+import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
+import type { ToolServices } from './services.js';
 import { language, password, roomDescription, roomId, roomName, timezone } from './schemas.js';
 
 const mode = z.enum(['default', 'host']);
 
-export function roomTools(app: App) {
-  const { rooms } = app;
+export function roomTools(app: ToolServices) {
+  const { rooms, reads } = app;
+  const passwordFailures = new FailureDelay();
+
+  /** A new member as it joins: profile from the participant record, status from presence. */
+  async function newMember(caller: Caller): Promise<Member> {
+    const found = await app.participants.get(caller);
+    const agent = found?.kind === 'agent' ? found.record : undefined;
+    const user = found?.kind === 'user' ? found.record : undefined;
+    const now = app.now();
+    return {
+      name: caller.name,
+      role: caller.role,
+      introduce: agent?.introduce ?? '',
+      status: app.presence.isOnline(caller.id) ? 'online' : 'offline',
+      last_active: new Date(app.presence.lastActive(caller.id) ?? now).toISOString(),
+      is_host: false,
+      skip_list: agent?.skip_list ?? [],
+      language_preference: agent?.preferred_language ?? user?.language ?? app.config.defaultLanguage,
+      timezone_preference: agent?.timezone ?? user?.timezone ?? app.config.displayTimezone,
+      participant_id: caller.id,
+      joined_at: new Date(now).toISOString(),
+    };
+  }
+
+  /** The slow password check runs outside the room's queue; the join re-checks the hash it used. */
+  async function checkRoomPassword(caller: Caller, roomId: string, password: string | undefined): Promise<string | null> {
+    const room = await rooms.room(roomId);
+    if (room.password_hash === null || room.members.some((m) => m.participant_id === caller.id)) return room.password_hash;
+    if (!password) throw new AppError('wrong_password', 'This room needs a password');
+    const key = `${caller.id}\u0000${roomId}`;
+    await passwordFailures.beforeAttempt(key);
+    if (!(await verifyPassword(password, room.password_hash))) {
+      passwordFailures.failed(key);
+      throw new AppError('wrong_password', 'Wrong room password');
+    }
+    passwordFailures.succeeded(key);
+    return room.password_hash;
+  }
+
   return [
     defineTool({
       name: 'create_room',
@@ -24,43 +65,50 @@ export function roomTools(app: App) {
           language: language.optional(),
         })
         .strict(),
-      handler: async (args, ctx) => ({ room: await rooms.createRoom(ctx.caller, args) }),
+      handler: async ({ password, ...args }, ctx) => {
+        const password_hash = password ? await hashPassword(password) : null;
+        return { room: await rooms.create(ctx.caller, { ...args, password_hash }, await newMember(ctx.caller)) };
+      },
     }),
     defineTool({
       name: 'list_rooms',
       description: 'List rooms (public fields only: name, description, mode, member count, has_password).',
       input: z.object({ include_archived: z.boolean().optional() }).strict(),
-      handler: (args) => ({ rooms: rooms.listRooms(args.include_archived ?? false) }),
+      handler: async (args) => ({ rooms: await app.store.listRoomSummaries(args.include_archived ?? false) }),
     }),
     defineTool({
       name: 'get_room',
       description: 'Get a room you are a member of, with members and the current round.',
       input: z.object({ room_id: roomId }).strict(),
-      handler: (args, ctx) => ({ room: rooms.getRoom(args.room_id, ctx.caller) }),
+      handler: async (args, ctx) => ({ room: await reads.getRoom(args.room_id, ctx.caller) }),
     }),
     defineTool({
       name: 'join_room',
       description: 'Join a room (password needed once for protected rooms).',
       input: z.object({ room_id: roomId, password: password.optional() }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.joinRoom(ctx.caller, args.room_id, args.password) }),
+      handler: async (args, ctx) => {
+        const passwordHash = await checkRoomPassword(ctx.caller, args.room_id, args.password);
+        const member = await newMember(ctx.caller);
+        return { room: await rooms.execute(args.room_id, { type: 'join', caller: ctx.caller, member, passwordHash }) };
+      },
     }),
     defineTool({
       name: 'leave_room',
       description: 'Leave a room.',
       input: z.object({ room_id: roomId }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.leaveRoom(ctx.caller, args.room_id) }),
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'leave', caller: ctx.caller }) }),
     }),
     defineTool({
       name: 'set_room_status',
-      description: 'Pause or resume a room (room admins: creator and host). Paused rooms issue no turns.',
+      description: 'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
       input: z.object({ room_id: roomId, system_status: z.enum(['active', 'paused']) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.setStatus(ctx.caller, args.room_id, args.system_status) }),
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'set_status', caller: ctx.caller, status: args.system_status }) }),
     }),
     defineTool({
       name: 'set_announcement',
       description: "Set the room's announcement (room admins).",
       input: z.object({ room_id: roomId, user_announcement: z.string().max(2000) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.setAnnouncement(ctx.caller, args.room_id, args.user_announcement) }),
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'announce', caller: ctx.caller, text: args.user_announcement }) }),
     }),
     defineTool({
       name: 'update_room',
@@ -76,28 +124,34 @@ export function roomTools(app: App) {
           turn_timeout_ms: z.number().int().min(1000).max(86_400_000).nullable().optional(),
         })
         .strict(),
-      handler: async ({ room_id, ...changes }, ctx) => ({ room: await rooms.updateRoom(ctx.caller, room_id, changes) }),
+      handler: async ({ room_id, password, ...changes }, ctx) => {
+        // Permission first (a non-admin learns nothing from a slow hash), then hash outside the queue.
+        const room = await reads.memberRoom(room_id, ctx.caller);
+        if (room.created_by_id !== ctx.caller.id && !room.members.some((m) => m.participant_id === ctx.caller.id && m.is_host)) {
+          throw new AppError('forbidden', 'Only the room creator or host may do this');
+        }
+        const password_hash = password === undefined ? undefined : password ? await hashPassword(password) : null;
+        const change = { ...changes, ...(password_hash !== undefined ? { password_hash } : {}) };
+        return { room: await rooms.execute(room_id, { type: 'update_settings', caller: ctx.caller, change }) };
+      },
     }),
     defineTool({
       name: 'remove_member',
       description: 'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
       input: z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.removeMember(ctx.caller, args.room_id, args.name) }),
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'remove', caller: ctx.caller, name: args.name }) }),
     }),
     defineTool({
       name: 'get_room_stats',
       description: 'Per-agent turn statistics of a room (members only): turns answered, skipped, timed out, passed, offline, and the median answer time.',
       input: z.object({ room_id: roomId }).strict(),
-      handler: (args, ctx) => {
-        const { room } = rooms.requireMember(args.room_id, ctx.caller);
-        return { stats: roomStats(room, app.store.roomMessages(room.room_id)) };
-      },
+      handler: async (args, ctx) => ({ stats: await reads.stats(ctx.caller, args.room_id) }),
     }),
     defineTool({
       name: 'archive_room',
       description: 'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
       input: z.object({ room_id: roomId }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.archiveRoom(ctx.caller, args.room_id) }),
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'archive', caller: ctx.caller }) }),
     }),
   ];
 }

@@ -100,8 +100,8 @@ export function fileRoutes(app: App, api: express.Router): void {
     try {
       const who = caller(app, req);
       const roomId = validRoomId(String(req.params.room_id));
-      const { room } = app.rooms.requireMember(roomId, who);
-      app.rooms.requireWritable(room);
+      const room = await app.reads.memberRoom(roomId, who);
+      if (room.archived) throw new AppError('forbidden', 'This room is archived and read-only');
       const stored = await receiveUpload(req, path.join(uploadsRoot, roomId), app.config.maxUploadBytes, app.now);
       const fileUrl = `/api/v1/files/${roomId}/${encodeURIComponent(stored.name)}`;
       res.status(201).json({
@@ -124,7 +124,7 @@ export function fileRoutes(app: App, api: express.Router): void {
       const roomId = validRoomId(String(req.params.room_id));
       const name = String(req.params.name);
       if (!STORED_NAME.test(name)) throw new AppError('not_found', 'No such file');
-      authorizeDownload(app, req, roomId, `/api/v1/files/${roomId}/${name}`);
+      await authorizeDownload(app, req, roomId, `/api/v1/files/${roomId}/${name}`);
       const file = path.join(uploadsRoot, roomId, name);
       const info = await stat(file).catch(() => null);
       if (!info?.isFile()) throw new AppError('not_found', 'No such file');
@@ -147,11 +147,11 @@ export function fileRoutes(app: App, api: express.Router): void {
       const match = EXPORT_NAME.exec(name);
       if (!match) throw new AppError('not_found', 'No such export');
       const roomId = match[1]!;
-      authorizeDownload(app, req, roomId, `/api/v1/exports/${name}`);
+      await authorizeDownload(app, req, roomId, `/api/v1/exports/${name}`);
       const file = path.join(exportsDir(app), name);
       const info = await stat(file).catch(() => null);
       if (!info?.isFile()) throw new AppError('not_found', 'No such export (exports are kept for an hour)');
-      const room = app.store.getRoom(roomId);
+      const room = (await app.rooms.runtime(roomId))?.room;
       const ext = match[4]!;
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.attachment(downloadName(room?.room_name ?? roomId, info.mtime, room?.timezone ?? app.config.displayTimezone, ext));
@@ -175,13 +175,13 @@ function rateLimited(app: App): express.RequestHandler {
 }
 
 /** A download needs the token of a room member, or a valid signed link. */
-export function authorizeDownload(app: App, req: Request, roomId: string, pathname: string): void {
+export async function authorizeDownload(app: App, req: Request, roomId: string, pathname: string): Promise<void> {
   if (app.links.verify(pathname, req.query.expires, req.query.sig)) return;
   if (req.query.sig !== undefined && !bearerToken(req.get('authorization'))) {
     throw new AppError('forbidden', 'This link has expired or is not valid');
   }
   const who = caller(app, req);
-  app.rooms.requireMember(roomId, who);
+  await app.reads.memberRoom(roomId, who);
 }
 
 interface StoredUpload {

@@ -65,8 +65,13 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
   const api = express.Router();
   api.use(express.json({ limit: bodyLimit(app), strict: false }));
 
-  api.get('/health', (_req, res) => {
-    res.json({ ok: true, data: { status: 'ok', rooms: app.store.listRooms().length, messages: app.store.messageCount() } });
+  api.get('/health', async (_req, res) => {
+    try {
+      const [rooms, messages] = await Promise.all([app.store.listRoomIds().then((ids) => ids.length), app.store.messageCount()]);
+      res.json({ ok: true, data: { status: 'ok', rooms, messages } });
+    } catch {
+      res.status(500).json({ ok: false, error: { code: 'internal_error', message: 'Storage is not answering' } });
+    }
   });
 
   // Prometheus text format; no message texts or tokens in it.

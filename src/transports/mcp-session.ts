@@ -35,8 +35,6 @@ import { bearerToken } from './http-util.js';
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 type RequestId = Extra['requestId'];
 
-/** The tool that blocks until the caller's turn (it holds the caller's presence while it runs). */
-const WAIT_TOOL = 'wait_for_turn';
 
 /** Tools that identify an unbound session. */
 const BINDING_TOOLS = new Set(['register_agent', 'register_user', 'login']);
@@ -159,7 +157,6 @@ export class McpSession {
     const requestId = `mcp-${extra.sessionId ?? 'nosession'}-${String(extra.requestId)}`;
     let claimed = false;
     let dispatched = false;
-    let held: (() => void) | null = null;
     try {
       const tool = this.app.registry.get(name);
       const caller = this.identify(name, bearerToken(headerValue(extra, 'authorization')));
@@ -170,7 +167,6 @@ export class McpSession {
           'This MCP session has no identity yet: call register_agent (new agent) or login {token} first, or configure the header "Authorization: Bearer <token>".',
         );
       }
-      if (caller && name === WAIT_TOOL) held = this.holdPresence(caller);
       const progressToken = extra._meta?.progressToken;
       const onProgress = (elapsedMs: number, totalMs: number) => {
         if (progressToken === undefined || abort.signal.aborted) return;
@@ -204,20 +200,9 @@ export class McpSession {
       return errorResult(err);
     } finally {
       if (claimed) this.binding = false;
-      held?.();
       extra.signal.removeEventListener('abort', onAbort);
       this.inflight.delete(extra.requestId);
     }
-  }
-
-  /**
-   * Waiting keeps the agent online: a running wait_for_turn counts like an open WebSocket, so
-   * the agent stays online however long the wait (even past the presence window), and the
-   * window counts again from the moment the wait ends. Returns the release.
-   */
-  private holdPresence(caller: Caller): () => void {
-    this.app.presence.socketOpened(caller.id);
-    return () => this.app.presence.socketClosed(caller.id);
   }
 
   /**

@@ -9,6 +9,8 @@ export interface Mount {
   routes?(http: express.Express, api: express.Router): void;
   /** Called once the server listens (e.g. to handle WebSocket upgrades). */
   attach?(server: http.Server | https.Server): void | Promise<void>;
+  /** Open sockets and subscribed rooms (the WebSocket mount). */
+  stats?(): { sockets: number; authenticated: number; rooms: number };
   /** Stops accepting and closes its connections (WebSocket close 1001). */
   close?(): void | Promise<void>;
 }

@@ -3,25 +3,26 @@
 // `subscribe` with `after_seq`, and serves `call` frames from the same tool registry as REST.
 //
 // Ordering: the bus publishes a room's events synchronously in commit order and this hub
-// writes them in that order. A replay reads the store only up to the last message whose
-// `message_new` was already published (`lastPublished`): later messages are still on their way
-// through the bus and reach the socket live, so the seam has neither a gap nor a duplicate.
+// writes them in that order. A room runtime swaps in its committed seq and publishes that
+// batch's events in the same tick, so `committedSeq` is the last seq whose `message_new` was
+// published: a replay reads the store up to it, later messages reach the socket live, and the
+// seam has neither a gap nor a duplicate.
 import type http from 'node:http';
 import type https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { App } from '../app.js';
 import { toWireError } from '../errors.js';
-import { findRecord } from '../identity/records.js';
 import type { AccessEvent, RoomEvent } from '../events/bus.js';
-import { yourTurn } from '../messages/service.js';
+import { agentTurnData } from '../protocol/events.js';
 import { presentMessage } from '../rooms/present.js';
+import { memberOf } from '../runtime/commands.js';
 import type { Caller } from '../types.js';
 import { parseClientFrame } from './ws-frames.js';
 import type { MountFactory } from './mount.js';
 import { CLOSE, type CallFrame, type EventFrame, type RoomCursor } from './ws-protocol.js';
 import { Session, type RoomSub } from './ws-session.js';
-import { messageAt, originAllowed, rawText, refuse, serialise, SocketIndex } from './ws-wire.js';
+import { originAllowed, rawText, refuse, serialise, SocketIndex } from './ws-wire.js';
 
 export interface WsOptions {
   /** Time a new socket has to send its auth frame (SPEC: 10 s). */
@@ -52,18 +53,12 @@ export const WS_PATH = '/ws';
 /** Calls refused with rate_limited in a row before the socket is closed with 1008. */
 export const MAX_RATE_LIMIT_STRIKES = 20;
 
-const hubs = new WeakMap<App, WsHub>();
-
-/** The hub serving an app (tests tune its timers through `configure`). */
-export function wsHubOf(app: App): WsHub | undefined {
-  return hubs.get(app);
-}
-
+/** The mount serving /ws; tests pass shorter timers here, at construction. */
 export function createWsMount(overrides: Partial<WsOptions> = {}): MountFactory {
   return (app) => {
     const hub = new WsHub(app, { ...WS_DEFAULTS, ...overrides });
-    hubs.set(app, hub);
     return {
+      stats: () => hub.stats(),
       attach: (server) => hub.attach(server),
       close: () => hub.close(),
     };
@@ -78,8 +73,6 @@ export class WsHub {
   private readonly byRoom = new SocketIndex<string, Session>();
   private readonly byParticipant = new SocketIndex<string, Session>();
   private readonly byToken = new SocketIndex<string, Session>();
-  /** Highest seq per room whose message_new the bus has published. */
-  private readonly lastPublished = new Map<string, number>();
   private readonly disposers: Array<() => void> = [];
   private heartbeat: NodeJS.Timeout | undefined;
   private server: http.Server | https.Server | undefined;
@@ -87,7 +80,7 @@ export class WsHub {
 
   constructor(
     private readonly app: App,
-    private options: WsOptions,
+    private readonly options: WsOptions,
   ) {
     this.wss = new WebSocketServer({
       noServer: true,
@@ -95,20 +88,12 @@ export class WsHub {
       perMessageDeflate: false,
       clientTracking: false,
     });
-    // Everything stored before the hub existed has been published (start-up is over).
-    for (const room of app.store.listRooms()) this.lastPublished.set(room.room_id, app.store.nextSeq(room.room_id) - 1);
     app.metrics.countSocketsWith(() => this.sessions.size);
     this.disposers.push(
       app.bus.subscribe((event) => this.onRoomEvent(event)),
       app.bus.subscribeAccess((event) => this.onAccess(event)),
       app.participants.onTokenRevoked((tokenHash) => this.onTokenRevoked(tokenHash)),
     );
-  }
-
-  /** Changes timers and limits at run time (tests shorten the auth timeout and heartbeat). */
-  configure(overrides: Partial<WsOptions>): void {
-    this.options = { ...this.options, ...overrides };
-    if (this.heartbeat && overrides.heartbeatMs !== undefined) this.startHeartbeat();
   }
 
   stats(): { sockets: number; authenticated: number; rooms: number } {
@@ -271,6 +256,10 @@ export class WsHub {
   }
 
   private authenticate(session: Session, caller: Caller): void {
+    this.settle(session, this.open(session, caller), () => session.closeUnauthorized('could not read your rooms'));
+  }
+
+  private async open(session: Session, caller: Caller): Promise<void> {
     clearTimeout(session.authTimer);
     const open = this.byParticipant.get(caller.id)?.size ?? 0;
     if (open >= this.app.config.maxSocketsPerToken) {
@@ -281,11 +270,15 @@ export class WsHub {
     this.byParticipant.add(caller.id, session);
     this.byToken.add(caller.tokenHash, session);
     const rooms: RoomCursor[] = [];
-    for (const roomId of this.roomsOf(caller)) {
-      const cursor = this.lastPublished.get(roomId) ?? 0;
+    for (const roomId of await this.app.store.roomsOf(caller.id)) {
+      // Membership in the room state is the truth (isolation).
+      const runtime = await this.app.rooms.runtime(roomId);
+      if (!runtime?.room.members.some((m) => m.participant_id === caller.id) || !session.isOpen) continue;
+      const cursor = runtime.committedSeq;
       this.addSub(session, roomId, cursor);
       rooms.push({ room_id: roomId, last_seq: cursor });
     }
+    if (!session.isOpen || session.state !== 'open') return;
     try {
       this.app.presence.socketOpened(caller.id);
     } catch (err) {
@@ -295,13 +288,7 @@ export class WsHub {
     session.send({ type: 'auth_ok', participant, rooms, server_time: new Date(this.app.now()).toISOString() });
     // SPEC §8: a socket that joins a room where it holds the turn gets its agent_turn again,
     // without waiting for a subscribe (an agent restarted mid-turn answers at once).
-    for (const { room_id } of rooms) this.resendTurn(session, room_id);
-  }
-
-  private roomsOf(caller: Caller): string[] {
-    const listed = findRecord(this.app.store, caller)?.record.rooms ?? [];
-    // Membership in the room record is the truth (isolation); the participant's list is the index.
-    return listed.filter((roomId) => this.app.store.getRoom(roomId)?.members.some((m) => m.participant_id === caller.id));
+    for (const { room_id } of rooms) await this.resendTurn(session, room_id);
   }
 
   // ── subscriptions ──
@@ -325,13 +312,17 @@ export class WsHub {
 
   private async subscribe(session: Session, roomId: string, afterSeq: number | undefined): Promise<void> {
     const caller = session.caller!;
+    // A loaded room is checked without yielding, so no live event slips in between the check,
+    // the cursor and the `subscribed` answer.
+    let bound: number;
     try {
-      this.app.rooms.requireMember(roomId, caller);
+      const runtime = this.app.rooms.loaded(roomId) ?? (await this.app.rooms.require(roomId));
+      memberOf(runtime.room, caller);
+      bound = runtime.committedSeq;
     } catch (err) {
       session.send({ type: 'error', error: toWireError(err), room_id: roomId });
       return;
     }
-    const bound = this.lastPublished.get(roomId) ?? 0;
     if (afterSeq === undefined) {
       // Already live: keep the cursor. Otherwise start live from what is published now.
       if (!session.subs.has(roomId)) this.addSub(session, roomId, bound);
@@ -342,29 +333,16 @@ export class WsHub {
       if (!(await this.replay(session, roomId, sub, afterSeq, bound))) return;
       session.flush(sub);
     }
-    this.resendTurn(session, roomId);
+    await this.resendTurn(session, roomId);
   }
 
   /** Sends the socket its agent_turn for the room again when its participant holds the turn. */
-  private resendTurn(session: Session, roomId: string): void {
+  private async resendTurn(session: Session, roomId: string): Promise<void> {
     const caller = session.caller!;
-    const room = this.app.store.getRoom(roomId);
-    const turn = room && session.subs.has(roomId) ? yourTurn(room, caller.name) : null;
-    if (!room || !turn?.deadline) return;
-    const frame: EventFrame = {
-      type: 'event',
-      event: 'agent_turn',
-      room_id: roomId,
-      data: {
-        round_id: turn.round_id,
-        agent_id: caller.id,
-        agent_name: caller.name,
-        can_skip: turn.can_skip,
-        reason: turn.reason,
-        deadline: turn.deadline,
-        timeout_ms: room.settings.turn_timeout_ms ?? this.app.config.turnTimeoutMs,
-      },
-    };
+    const room = (await this.app.rooms.runtime(roomId))?.room;
+    const turn = room && session.subs.has(roomId) ? agentTurnData(room, this.app.config.turnTimeoutMs) : null;
+    if (!turn || turn.agent_id !== caller.id) return;
+    const frame: EventFrame = { type: 'event', event: 'agent_turn', room_id: roomId, data: turn };
     session.send(frame);
   }
 
@@ -378,17 +356,19 @@ export class WsHub {
     const current = () => session.isOpen && session.subs.get(roomId) === sub;
     while (seq <= bound) {
       if (!current()) return false;
-      const room = this.app.store.getRoom(roomId);
+      const room = (await this.app.rooms.runtime(roomId))?.room;
       if (!room) return false;
-      const messages = this.app.store.roomMessages(roomId);
+      const limit = Math.min(this.options.replayChunk, bound - seq + 1);
+      const messages = await this.app.store.readMessages(roomId, { afterSeq: seq - 1, limit });
+      if (!current()) return false;
       let last: Promise<void> | undefined;
-      for (let n = 0; n < this.options.replayChunk && seq <= bound; n++, seq++) {
-        const message = messageAt(messages, seq);
-        if (!message) continue;
+      for (const message of messages) {
+        if (message.seq > bound) break;
         const frame = serialise({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, room) } });
-        sub.lastSent = seq;
+        sub.lastSent = message.seq;
         last = session.sendAndWait(frame);
       }
+      seq += limit;
       if (seq <= bound && last) await last;
     }
     return current();
@@ -432,11 +412,7 @@ export class WsHub {
   // ── bus ──
 
   private onRoomEvent(event: RoomEvent): void {
-    let seq = 0;
-    if (event.event === 'message_new') {
-      seq = event.data.message.seq;
-      if (seq > (this.lastPublished.get(event.room_id) ?? 0)) this.lastPublished.set(event.room_id, seq);
-    }
+    const seq = event.event === 'message_new' ? event.data.message.seq : 0;
     const sessions = this.byRoom.get(event.room_id);
     if (!sessions || sessions.size === 0) return;
     const frame = serialise(event);
@@ -451,7 +427,8 @@ export class WsHub {
       if (session.state !== 'open') continue;
       if (event.type === 'joined') {
         if (session.subs.has(event.room_id)) continue;
-        const cursor = this.lastPublished.get(event.room_id) ?? 0;
+        // Access events are published in the committing tick, before the batch's room events.
+        const cursor = this.committedSeq(event.room_id);
         this.addSub(session, event.room_id, cursor);
         session.send({ type: 'subscribed', room_id: event.room_id, last_seq: cursor });
       } else if (this.removeSub(session, event.room_id)) {
@@ -474,6 +451,11 @@ export class WsHub {
       if (session.calls.size === 0) session.closeUnauthorized('token revoked');
       else for (const controller of session.calls) controller.abort();
     }
+  }
+
+  /** The room's committed seq, known synchronously for a loaded room (0 for a new one). */
+  private committedSeq(roomId: string): number {
+    return this.app.rooms.loaded(roomId)?.committedSeq ?? 0;
   }
 
   private startHeartbeat(): void {

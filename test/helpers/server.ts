@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { testConfig, type Config } from '../../src/config.js';
 import { silentLogger } from '../../src/logger.js';
-import type { AppOptions } from '../../src/app.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 
 export interface TestServer extends RunningServer {
   dataDir: string;
@@ -24,7 +24,7 @@ export async function tempDataDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'chatroom-test-'));
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}, options: AppOptions = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? (await tempDataDir());
   const running = await startServer(testConfig({ dataDir, ...overrides }), silentLogger, options);
   const call = async <T>(tool: string, args: unknown = {}, token?: string | null): Promise<ToolAnswer<T>> => {

@@ -174,7 +174,7 @@ describe('rooms', () => {
     expect(room.members).toHaveLength(1);
     expect(room.members[0]).toMatchObject({ name: 'Owner1', is_host: true, role: 'user' });
     expect(room).toMatchObject({ interaction_mode: 'default', user_participation: true, system_status: 'active', has_password: false, language: 'zh-CN', timezone: 'Asia/Shanghai' });
-    expect(room.settings).toEqual({ display_time_format: '24h', display_date_format: 'yyyy-MM-dd', max_auto_rounds: 10, turn_timeout_ms: null });
+    expect(room.settings).toEqual({ display_time_format: '24h', display_date_format: 'yyyy-MM-dd', max_auto_rounds: 3, turn_timeout_ms: null });
 
     await expectError(server.call('get_room', { room_id: room.room_id }, outsider.token), 403, 'not_a_member');
     await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'hi' }, outsider.token), 403, 'not_a_member');
@@ -379,7 +379,7 @@ describe('messages', () => {
 });
 
 describe('error codes', () => {
-  it('edit_message: conflict on a skip record or a deleted message, message_not_found for a non-member, validation_error for empty text', async () => {
+  it('edit_message: forbidden on an engine record (SPEC v2 §7), conflict on a deleted message, message_not_found for a non-member, validation_error for empty text', async () => {
     const owner = await registerUser(server, 'EditOwner');
     const agent = await registerAgent(server, 'EditBot');
     const outsider = await registerUser(server, 'EditOutsider');
@@ -390,7 +390,8 @@ describe('error codes', () => {
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
     const record = messages.find((m: { skip_reason: string | null }) => m.skip_reason === 'skip');
     expect(record).toMatchObject({ sender: 'EditBot', visible: false });
-    await expectError(server.call('edit_message', { message_id: record.message_id, text_content: 'rewritten' }, agent.token), 409, 'conflict');
+    await expectError(server.call('edit_message', { message_id: record.message_id, text_content: 'rewritten' }, agent.token), 403, 'forbidden');
+    await expectError(server.call('delete_message', { message_id: record.message_id }, owner.token), 403, 'forbidden');
 
     const { message } = await server.ok('send_message', { room_id: room.room_id, text_content: 'to delete' }, owner.token);
     await expectError(server.call('edit_message', { message_id: message.message_id, text_content: '' }, owner.token), 400, 'validation_error');

@@ -63,6 +63,8 @@ describe('MCP agent and WebSocket agent in one room', () => {
     await mcpAgent.ok('register_agent', { name: 'ide-agent' });
     const { room } = await mcpAgent.ok('create_room', { room_name: 'Duet' });
     const roomId: string = room.room_id;
+    // Four rounds of two agents: past the default guard of 3 automatic rounds (SPEC v2 §4).
+    await mcpAgent.ok('update_room', { room_id: roomId, max_auto_rounds: 4 });
 
     // The networked agent answers its turns over the socket: three answers, then a pass.
     const remote = await registerAgent(server, 'net-agent');

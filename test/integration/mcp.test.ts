@@ -37,7 +37,7 @@ async function agentInRoom() {
 }
 
 function turnListeners(): number {
-  return (server.app.driver as unknown as { turnListeners: Set<unknown> }).turnListeners.size;
+  return server.app.rooms.turnListenerCount;
 }
 
 function rawRequest(headers: Record<string, string>, body: unknown): Promise<{ status: number; body: string }> {

@@ -41,7 +41,7 @@ export class Room {
   now = T0;
   seq = 0;
   lastPersonSeq = 0;
-  state: RoundState = { current_round: null, history_rounds: [], processed_through_seq: 0 };
+  state: RoundState = { current_round: null, history_rounds: [], processed_through_seq: 0, paused_mentions: [] };
   /** The armed timer's deadline (ISO) or null. */
   timer: string | null = null;
   /** Effects of the last successful call. */
@@ -55,7 +55,7 @@ export class Room {
   constructor(opts: SimOptions = {}) {
     this.mode = opts.mode ?? 'default';
     this.language = opts.language ?? 'zh-CN';
-    this.maxAutoRounds = opts.maxAutoRounds ?? 10;
+    this.maxAutoRounds = opts.maxAutoRounds ?? 3; // the v2 default of settings.max_auto_rounds
     this.turnTimeoutMs = opts.turnTimeoutMs ?? TIMEOUT;
     const agents = (opts.agents ?? []).map((name) => ({ name, role: 'ai_agent' as const }));
     const people = (opts.people ?? []).map((name) => ({ name, role: 'user' as const }));
@@ -155,8 +155,8 @@ export class Room {
     return result;
   }
 
-  skip(agent: string): EngineResult {
-    return this.apply({ type: 'skip', agent });
+  skip(agent: string, reason?: string): EngineResult {
+    return this.apply(reason === undefined ? { type: 'skip', agent } : { type: 'skip', agent, reason });
   }
 
   /** Advances the clock to the armed deadline and fires the timer. */
@@ -212,8 +212,10 @@ export class Room {
     return this.apply({ type: 'mode_changed' });
   }
 
-  startRound(by = this.creator ?? 'admin'): EngineResult {
-    return this.apply({ type: 'start_round', by });
+  /** By default the first person member calls it (else the creator); `byPerson` follows the caller's role. */
+  startRound(by = this.members.find((m) => m.role === 'user')?.name ?? this.creator ?? 'admin'): EngineResult {
+    const byPerson = this.members.find((m) => m.name === by)?.role !== 'ai_agent';
+    return this.apply({ type: 'start_round', by, byPerson });
   }
 
   pass(by = this.creator ?? 'admin'): EngineResult {

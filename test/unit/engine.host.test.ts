@@ -89,7 +89,24 @@ describe('6.2.2 Host rounds', () => {
     sim.pause();
     expect(ok(sim.post('P', { mentions: ['B', 'A'] }), sim)).toEqual(['round_start r1 host [B,A]']);
     expect(sim.holder).toBeNull();
+    expect(sim.state.paused_mentions).toEqual([]); // the round holds them, nothing else to remember
     expect(ok(sim.resume(), sim)).toEqual(['agent_turn r1 B host no-skip +180s', 'timer +180s']);
+  });
+
+  it("a non-host person's mentions while paused are not remembered in host mode (they never start rounds)", () => {
+    const sim = agentHost();
+    sim.pause();
+    expect(ok(sim.post('U', { mentions: ['A'] }), sim)).toEqual([]);
+    expect(sim.state.paused_mentions).toEqual([]);
+    expect(ok(sim.resume(), sim)).toEqual([]);
+  });
+
+  it('the 20th post of a host-round turn ends it as answered', () => {
+    const sim = agentHost();
+    sim.post('H', { mentions: ['A', 'B'] });
+    for (let i = 1; i <= 19; i++) sim.post('A', { endTurn: false });
+    expect(ok(sim.post('A', { endTurn: false }), sim)).toEqual(['agent_turn r1 B host no-skip +180s', 'timer +180s']);
+    expect(sim.round).toMatchObject({ answered_by: ['A'] });
   });
 });
 
@@ -145,7 +162,18 @@ describe('6.2.3 Host floor', () => {
     const sim = agentHost();
     expect(ok(sim.startRound(), sim)).toEqual(['round_start r1 host_floor [H]', 'agent_turn r1 H host +180s', 'timer +180s']);
     expect(sim.startRound()).toMatchObject({ ok: false, code: 'conflict' });
-    expect(personHost().startRound('P')).toMatchObject({ ok: false, code: 'conflict' });
+    expect(personHost().startRound('P')).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'person_host' } });
+  });
+
+  it("in host mode too, only a person's start_round resets a tripped guard; the agent host's gets conflict (guard)", () => {
+    const sim = agentHost({ agents: ['H', 'A'], maxAutoRounds: 1 }); // limit 2
+    sim.post('H', { mentions: ['A'] }); // no round had run yet: not counted
+    sim.post('A'); // 1, then the floor
+    sim.post('H', { mentions: ['A'] }); // 2: trips
+    expect(sim.round).toMatchObject({ guard_tripped: true });
+    expect(sim.startRound('H')).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'guard' } });
+    expect(ok(sim.startRound('U'), sim)).toEqual(['round_start r3 host_floor [H]', 'agent_turn r3 H host +180s', 'timer +180s']);
+    expect(sim.round).toMatchObject({ guard_count: 0, guard_tripped: false });
   });
 });
 

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { engineMessage } from '../../src/rounds/engine-messages.js';
-import type { EngineEffect, EngineResult } from '../../src/rounds/types.js';
+import type { EngineEffect, EngineResult, RoundState } from '../../src/rounds/types.js';
 import { Room, participantId } from './engine-sim.js';
 
 const AGENT_POOL = ['A1', 'A2', 'A3', 'A4', 'A5'];
@@ -11,7 +11,9 @@ const PEOPLE_POOL = ['P1', 'P2', 'P3'];
 
 type Step =
   | { t: 'post'; who: number; holder: boolean; mentions: number[]; endTurn: boolean }
-  | { t: 'skip'; who: number; holder: boolean }
+  | { t: 'skip'; who: number; holder: boolean; reason: string | null }
+  /** The holder posts `n` times in a row with end_turn false (reaches the 20-post cap). */
+  | { t: 'burst'; n: number }
   | { t: 'extend'; who: number; holder: boolean }
   | { t: 'timeout' }
   | { t: 'join'; agent: boolean; pick: number; online: boolean }
@@ -20,7 +22,7 @@ type Step =
   | { t: 'offline'; who: number }
   | { t: 'pause' }
   | { t: 'resume' }
-  | { t: 'start' }
+  | { t: 'start'; person: boolean; who: number }
   | { t: 'pass' }
   | { t: 'restart' }
   | { t: 'mode' }
@@ -38,7 +40,16 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       endTurn: fc.nat({ max: 9 }).map((n) => n < 7),
     }),
   },
-  { weight: 10, arbitrary: fc.record({ t: fc.constant('skip' as const), who: idx, holder: fc.boolean() }) },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      t: fc.constant('skip' as const),
+      who: idx,
+      holder: fc.boolean(),
+      reason: fc.option(fc.constantFrom('', '  ', 'model error', '超时了'), { nil: null }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('burst' as const), n: fc.integer({ min: 1, max: 25 }) }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('extend' as const), who: idx, holder: fc.boolean() }) },
   { weight: 12, arbitrary: fc.constant({ t: 'timeout' as const }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('join' as const), agent: fc.boolean(), pick: idx, online: fc.boolean() }) },
@@ -47,7 +58,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ t: fc.constant('offline' as const), who: idx }) },
   { weight: 2, arbitrary: fc.constant({ t: 'pause' as const }) },
   { weight: 5, arbitrary: fc.constant({ t: 'resume' as const }) },
-  { weight: 3, arbitrary: fc.constant({ t: 'start' as const }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('start' as const), person: fc.boolean(), who: idx }) },
   { weight: 3, arbitrary: fc.constant({ t: 'pass' as const }) },
   { weight: 2, arbitrary: fc.constant({ t: 'restart' as const }) },
   { weight: 2, arbitrary: fc.constant({ t: 'mode' as const }) },
@@ -68,8 +79,10 @@ const pick = <T>(list: readonly T[], i: number): T | undefined => (list.length =
 
 interface Outcome {
   result: EngineResult | null;
-  /** Who called (posts, skips, extends). */
+  /** Who called (posts, skips, extends, start_round). */
   actor?: { name: string; role: 'ai_agent' | 'user' };
+  /** Effects of every engine call the step made (a burst makes several). */
+  effects?: EngineEffect[];
 }
 
 /** Runs one step; result null when the step does not reach the engine. */
@@ -89,7 +102,20 @@ function run(sim: Room, s: Step): Outcome {
     case 'extend': {
       const who = (s.holder && sim.holder) || pick(agents, s.who);
       if (!who) return done(null);
-      return { result: s.t === 'skip' ? sim.skip(who) : sim.extend(who), actor: { name: who, role: 'ai_agent' } };
+      return { result: s.t === 'skip' ? sim.skip(who, s.reason ?? undefined) : sim.extend(who), actor: { name: who, role: 'ai_agent' } };
+    }
+    case 'burst': {
+      const who = sim.holder;
+      if (!who || sim.status === 'paused') return done(null);
+      const effects: EngineEffect[] = [];
+      let result: EngineResult | null = null;
+      for (let i = 0; i < s.n && sim.holder === who; i++) {
+        const posted = sim.running?.turn?.posted;
+        result = sim.post(who, { endTurn: false });
+        if (result.ok) effects.push(...result.effects);
+        if (result.ok && posted === 19) coverage['posts:20'] = (coverage['posts:20'] ?? 0) + 1;
+      }
+      return { result, actor: { name: who, role: 'ai_agent' }, effects };
     }
     case 'timeout':
       return done(sim.timer === null ? null : sim.fire());
@@ -115,8 +141,11 @@ function run(sim: Room, s: Step): Outcome {
       return done(sim.pause());
     case 'resume':
       return done(sim.resume());
-    case 'start':
-      return done(sim.startRound());
+    case 'start': {
+      const by = pick(sim.members.filter((m) => (m.role === 'user') === s.person), s.who) ?? pick(sim.members, s.who);
+      if (!by) return done(sim.startRound('admin'));
+      return { result: sim.startRound(by.name), actor: { name: by.name, role: by.role } };
+    }
     case 'pass':
       return done(sim.pass());
     case 'restart':
@@ -154,6 +183,13 @@ function checkRecordMessage(sim: Room, e: Extract<EngineEffect, { type: 'record'
   );
 }
 
+/** The room as it was before a step. */
+interface Before {
+  state: RoundState;
+  lastPersonSeq: number;
+  holderPosted: number;
+}
+
 class Checker {
   private readonly open = new Set<string>();
   private readonly seen = new Set<string>();
@@ -161,16 +197,27 @@ class Checker {
   private processed = 0;
   /** guard_tripped before the step being checked. */
   private tripped = false;
+  private before: Before;
 
-  constructor(private readonly sim: Room) {}
+  constructor(private readonly sim: Room) {
+    this.before = this.snapshot();
+  }
+
+  private snapshot(): Before {
+    // The engine never mutates its input, so keeping the state object is a snapshot.
+    return { state: this.sim.state, lastPersonSeq: this.sim.lastPersonSeq, holderPosted: this.sim.running?.turn?.posted ?? 0 };
+  }
 
   afterStep(s: Step | null, outcome: Outcome): void {
     const sim = this.sim;
     const agents = sim.agents;
     const guardWasTripped = this.tripped;
     const state = sim.state;
+    const before = this.before;
+    this.before = this.snapshot();
     const { result, actor } = outcome;
-    const effects: EngineEffect[] = result?.ok ? result.effects : [];
+    const effects: EngineEffect[] = outcome.effects ?? (result?.ok ? result.effects : []);
+    const byPerson = actor?.role === 'user';
 
     // Agents' calls in a paused room are refused with room_paused (before not_your_turn).
     if (sim.status === 'paused' && actor?.role === 'ai_agent') {
@@ -193,8 +240,8 @@ class Checker {
         check(!this.seen.has(e.round_id), 'a round starts once', e);
         this.seen.add(e.round_id);
         this.open.add(e.round_id);
-        // Once the guard tripped, only a person's message or start_round starts a round.
-        if (guardWasTripped) check(s?.t === 'start' || (s?.t === 'post' && actor?.role === 'user'), 'tripped guard blocks rounds', s);
+        // Once the guard tripped, only a person's message or a person's start_round starts a round.
+        if (guardWasTripped) check((s?.t === 'start' || s?.t === 'post') && byPerson, 'tripped guard blocks rounds', s);
       }
       if (e.type === 'round_end') {
         check(this.open.has(e.round_id), 'round_end matches an open round', e);
@@ -210,18 +257,51 @@ class Checker {
       }
       if (e.type === 'agent_turn') {
         check(agents.includes(e.agent_name), 'turns only for agents', e);
-        lastTurn = e;
+        check(e.agent_queue[e.current_agent_index] === e.agent_name, 'agent_turn: the queue at the index is the agent', e);
+        const unasked = e.agent_queue.slice(e.current_agent_index);
+        check(e.pending_mentions.every((n) => unasked.includes(n)), 'agent_turn: the chain is in the unasked part', e);
       }
     }
+    // The holder is the last agent_turn of the last engine call (a burst makes several calls).
+    for (const e of result?.ok ? result.effects : []) if (e.type === 'agent_turn') lastTurn = e;
+    this.checkRoundStarts(s, outcome, before, effects);
     const r = sim.running;
     if (lastTurn) {
       check(sim.holder === lastTurn.agent_name && r?.turn?.deadline === lastTurn.deadline, 'last agent_turn = the holder', lastTurn);
+      check(
+        JSON.stringify([lastTurn.agent_queue, lastTurn.current_agent_index, lastTurn.pending_mentions]) ===
+          JSON.stringify([r?.agent_queue, r?.current_agent_index, r?.pending_mentions]),
+        'the last agent_turn carries the round as it is',
+        { lastTurn, r },
+      );
+    }
+
+    // Only people reset the guard (SPEC §3): the counter never drops and the tripped flag
+    // never clears except by a person's message or a person's start_round.
+    const prev = before.state.current_round;
+    const cur = state.current_round;
+    if (prev && cur && (cur.guard_count < prev.guard_count || (prev.guard_tripped === true && cur.guard_tripped !== true))) {
+      check((s?.t === 'post' || s?.t === 'start') && byPerson, 'only a person resets the guard', { s, actor });
+    }
+    if (s?.t === 'start' && actor?.role === 'ai_agent' && guardWasTripped && result && !result.ok && result.code === 'conflict') {
+      coverage['conflict:guard'] = (coverage['conflict:guard'] ?? 0) + 1;
+    }
+
+    // Mentions remembered from a pause wait only while nothing can start them.
+    if (state.paused_mentions.length > 0) {
+      coverage['paused_mentions'] = (coverage['paused_mentions'] ?? 0) + 1;
+      check(
+        sim.mode === 'default' && !r && (sim.status === 'paused' || !state.paused_mentions.some((n) => agents.includes(n)) || !agents.some((a) => sim.online.has(a))),
+        'paused mentions wait only in a paused idle default-mode room',
+        { state, status: sim.status },
+      );
     }
 
     check(this.open.size === (r ? 1 : 0) && (!r || this.open.has(r.round_id)), 'the open round is the running round');
     if (r) {
       if (r.turn) {
         check(agents.includes(r.turn.agent), 'the holder is an agent member', r);
+        check(r.turn.posted < 20, 'at most 20 posts per turn', r.turn);
         check(r.agent_queue[r.current_agent_index] === r.turn.agent, 'the holder sits at the index', r);
       }
       const unasked = r.agent_queue.slice(r.current_agent_index);
@@ -250,6 +330,38 @@ class Checker {
     this.history = [...h];
     check(state.processed_through_seq >= this.processed, 'processed_through_seq never decreases');
     this.processed = state.processed_through_seq;
+  }
+
+  /**
+   * Rule 6.1.1: the first rotation round a step starts has a reason: start_round, a message
+   * (a person's, or an agent's opening an idle room), an unanswered message, remembered paused
+   * mentions (then their block comes first), or a follow-up, which needs visible answers from
+   * two different agents in the round before and two agents online.
+   */
+  private checkRoundStarts(s: Step | null, outcome: Outcome, before: Before, effects: EngineEffect[]): void {
+    const sim = this.sim;
+    const start = effects.find((e): e is Extract<EngineEffect, { type: 'round_start' }> => e.type === 'round_start' && e.kind === 'rotation');
+    if (!start) return;
+    const block = before.state.paused_mentions.filter((n) => sim.agents.includes(n));
+    if (block.length > 0 && s?.t !== 'start' && !(s?.t === 'post' && outcome.actor?.role === 'user' && sim.status === 'active')) {
+      coverage['start:paused_mentions'] = (coverage['start:paused_mentions'] ?? 0) + 1;
+      check(block.every((n, i) => start.agent_queue[i] === n), 'remembered mentions come first', { block, start });
+      return;
+    }
+    if (s?.t === 'start') return;
+    // A message may start a round by itself: a person's, or an agent's opening an idle room.
+    if (s?.t === 'post' && (outcome.actor?.role === 'user' || before.state.current_round?.completed !== false)) return;
+    if (before.lastPersonSeq > before.state.processed_through_seq) return; // unanswered
+    // A follow-up: an upper bound of who answered in the round before.
+    const prev = before.state.current_round;
+    const answered = new Set(prev?.answered_by ?? []);
+    if (prev && !prev.completed && prev.turn) {
+      const holder = prev.turn.agent;
+      if (before.holderPosted > 0 || ((s?.t === 'post' || s?.t === 'burst') && outcome.actor?.name === holder)) answered.add(holder);
+    }
+    coverage['start:follow_up'] = (coverage['start:follow_up'] ?? 0) + 1;
+    check(answered.size >= 2, 'a follow-up needs answers from two different agents', { prev, s });
+    check(sim.agents.filter((a) => sim.online.has(a)).length >= 2, 'a follow-up needs two agents online', { s });
   }
 
   drained(): void {
@@ -288,6 +400,7 @@ describe('turn engine invariants (property)', () => {
       'end:completed', 'end:mention_chain', 'end:superseded', 'end:room_empty', 'end:guard',
       'record:skip', 'record:timeout', 'record:offline', 'record:passed', 'system_message',
       'not_your_turn', 'room_paused', 'cannot_skip', 'conflict',
+      'conflict:guard', 'paused_mentions', 'start:paused_mentions', 'start:follow_up', 'posts:20',
     ]) {
       expect(coverage[key] ?? 0, `never saw ${key}`).toBeGreaterThan(20);
     }

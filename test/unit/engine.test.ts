@@ -54,11 +54,12 @@ describe('6.1.1 Start', () => {
     ]);
   });
 
-  it('a round that ended with a visible answer is followed by another when the room has two or more agents', () => {
+  it('a round that ended with visible answers from two different agents is followed by another', () => {
     const sim = room();
     sim.post('U');
     sim.post('A');
-    sim.skip('B');
+    sim.post('B');
+    expect(sim.round).toMatchObject({ answered_by: ['A', 'B'] });
     expect(ok(sim.skip('C'), sim)).toEqual([
       'record r1 C skip （跳过）',
       'round_end r1 completed',
@@ -68,7 +69,42 @@ describe('6.1.1 Start', () => {
       'timer +180s',
     ]);
     expect(sim.state.history_rounds).toEqual(['r1']);
-    expect(sim.round).toMatchObject({ round_id: 'r2', guard_count: 1, answers: 0 });
+    expect(sim.round).toMatchObject({ round_id: 'r2', guard_count: 2, answers: 0, answered_by: [] });
+  });
+
+  it('no follow-up when only one agent answered, however many agents the room has', () => {
+    const sim = room();
+    sim.post('U');
+    sim.post('A');
+    sim.skip('B');
+    expect(ok(sim.skip('C'), sim)).toEqual(['record r1 C skip （跳过）', 'round_end r1 completed', 'timer off']);
+    expect(sim.round).toMatchObject({ completed: true, follow_up: false, answers: 1, answered_by: ['A'] });
+    // The same agent answering twice in one round (asked again by a mention) is still one agent.
+    const twice = room();
+    twice.post('U');
+    twice.post('A');
+    twice.post('U', { mentions: ['A', 'C'] });
+    twice.skip('B');
+    expect(ok(twice.post('A'), twice)).toEqual(['agent_turn r1 C mention no-skip +180s', 'timer +180s']);
+    expect(twice.round).toMatchObject({ agent_queue: ['A', 'B', 'A', 'C'], answers: 2, answered_by: ['A'] });
+  });
+
+  it('a lone agent never talks to itself: a follow-up waits until two of the agents are online', () => {
+    const sim = room();
+    sim.post('U');
+    sim.post('A');
+    sim.post('B');
+    sim.goOffline('A');
+    sim.goOffline('B');
+    expect(ok(sim.skip('C'), sim)).toEqual(['record r1 C skip （跳过）', 'round_end r1 completed', 'timer off']);
+    expect(sim.round).toMatchObject({ completed: true, follow_up: true });
+    // One more agent online makes two: the follow-up starts (offline A is passed).
+    expect(ok(sim.goOnline('B'), sim)).toEqual([
+      'round_start r2 rotation [A,B,C]',
+      'record r2 A offline （离线跳过）',
+      'agent_turn r2 B rotation +180s',
+      'timer +180s',
+    ]);
   });
 
   it('no follow-up with a single agent, nor after a round without visible answers', () => {
@@ -180,9 +216,40 @@ describe('6.1.3 Turn', () => {
         reason: 'rotation',
         deadline: iso(T0 + 65_000),
         timeout_ms: 60_000,
+        agent_queue: ['A', 'B', 'C'],
+        current_agent_index: 0,
+        pending_mentions: [],
       },
       { type: 'timer', deadline: iso(T0 + 65_000) },
     ]);
+  });
+
+  it('every agent_turn, re-issues included, carries copies of the queue, the index and the pending chain as they are then', () => {
+    const sim = room({ agents: ['A', 'B', 'C', 'D'] });
+    const turns = () =>
+      sim.last.flatMap((e) =>
+        e.type === 'agent_turn' ? [{ agent: e.agent_name, queue: e.agent_queue, index: e.current_agent_index, pending: e.pending_mentions }] : [],
+      );
+    sim.post('U');
+    expect(turns()).toEqual([{ agent: 'A', queue: ['A', 'B', 'C', 'D'], index: 0, pending: [] }]);
+    sim.post('U', { mentions: ['C'] }); // the queue changes without a new turn
+    const now = { agent: 'A', queue: ['A', 'C', 'B', 'D'], index: 0, pending: ['C'] };
+    ok(sim.post('A', { endTurn: false }), sim);
+    expect(turns()).toEqual([now]);
+    ok(sim.extend('A'), sim);
+    expect(turns()).toEqual([now]);
+    sim.pause();
+    ok(sim.resume(), sim);
+    expect(turns()).toEqual([now]);
+    ok(sim.restart(), sim);
+    expect(turns()).toEqual([now]);
+    ok(sim.post('A'), sim);
+    expect(turns()).toEqual([{ agent: 'C', queue: ['A', 'C', 'B', 'D'], index: 1, pending: ['C'] }]);
+    // Copies: changing the round later does not change an effect already emitted.
+    const emitted = sim.last.find((e) => e.type === 'agent_turn');
+    sim.post('U', { mentions: ['D'] });
+    expect(emitted).toMatchObject({ agent_queue: ['A', 'C', 'B', 'D'], pending_mentions: ['C'] });
+    expect(sim.round).toMatchObject({ agent_queue: ['A', 'C', 'D', 'B'], pending_mentions: ['C', 'D'] });
   });
 
   it('offline agents are passed at once with an invisible offline record until an online agent gets the turn', () => {
@@ -237,6 +304,35 @@ describe('6.1.4 Answer', () => {
     expect(sim.round?.guard_count).toBe(0); // counted once, when the turn ends
   });
 
+  it('the 20th post of one turn ends it as answered whatever end_turn says', () => {
+    const sim = room();
+    sim.post('U');
+    for (let i = 1; i <= 19; i++) {
+      expect(ok(sim.post('A', { endTurn: false }), sim)).toEqual(['agent_turn r1 A rotation +180s', 'timer +180s']);
+    }
+    expect(sim.round?.turn).toMatchObject({ agent: 'A', posted: 19 });
+    expect(ok(sim.post('A', { endTurn: false }), sim)).toEqual(['agent_turn r1 B rotation +180s', 'timer +180s']);
+    expect(sim.round).toMatchObject({ current_agent_index: 1, answers: 1, guard_count: 1, answered_by: ['A'] });
+    // The next holder starts counting from zero.
+    ok(sim.post('B', { endTurn: false }), sim);
+    expect(sim.round?.turn).toMatchObject({ agent: 'B', posted: 1 });
+  });
+
+  it('the 20th post may also close a mention chain (the turn ends as answered)', () => {
+    const sim = room();
+    sim.post('U');
+    sim.post('A', { mentions: ['C'] });
+    for (let i = 1; i <= 19; i++) sim.post('C', { endTurn: false });
+    expect(ok(sim.post('C', { endTurn: false }), sim)).toEqual([
+      'round_end r1 mention_chain',
+      'timer off',
+      // A and C answered in r1: a follow-up.
+      'round_start r2 rotation [A,B,C]',
+      'agent_turn r2 A rotation +180s',
+      'timer +180s',
+    ]);
+  });
+
   it('after a visible post, skip ends the turn without a record and counts as answered', () => {
     const sim = room();
     sim.post('U');
@@ -248,7 +344,7 @@ describe('6.1.4 Answer', () => {
   it('after a visible post, a timeout ends the turn as answered (no record)', () => {
     const sim = room({ agents: ['A', 'B'] });
     sim.post('U');
-    sim.skip('A');
+    sim.post('A');
     sim.post('B', { endTurn: false });
     expect(ok(sim.fire(), sim)).toEqual([
       'round_end r1 completed',
@@ -264,6 +360,21 @@ describe('6.1.4 Answer', () => {
     sim.post('U');
     expect(ok(sim.skip('A'), sim)).toEqual(['record r1 A skip （跳过）', 'agent_turn r1 B rotation +180s', 'timer +180s']);
     expect(sim.round?.answers).toBe(0);
+  });
+
+  it("skip_response's reason goes into the record's text; a blank reason is no reason", () => {
+    const sim = room();
+    sim.post('U');
+    expect(ok(sim.skip('A', '模型调用失败: 429 rate limited'), sim)[0]).toBe('record r1 A skip （跳过：模型调用失败: 429 rate limited）');
+    expect(ok(sim.skip('B', '  '), sim)[0]).toBe('record r1 B skip （跳过）');
+    expect(ok(sim.skip('C', ' nothing to add\n'), sim)[0]).toBe('record r1 C skip （跳过：nothing to add）');
+  });
+
+  it('a skip with a reason after a visible post still ends the turn without a record', () => {
+    const sim = room();
+    sim.post('U');
+    sim.post('A', { endTurn: false });
+    expect(ok(sim.skip('A', 'done'), sim)).toEqual(['agent_turn r1 B rotation +180s', 'timer +180s']);
   });
 
   it('an agent that does not hold the turn gets not_your_turn (message, skip, extend) and nothing changes', () => {

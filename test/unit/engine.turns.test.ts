@@ -159,9 +159,7 @@ describe('6.1.7 Timeout', () => {
       'record r1 C timeout （超时跳过）',
       'round_end r1 mention_chain',
       'timer off',
-      'round_start r2 rotation [A,B,C,D]',
-      'agent_turn r2 A rotation +180s',
-      'timer +180s',
+      // Only A answered in r1: no follow-up (rule 6.1.1 needs two different agents).
     ]);
   });
 
@@ -245,10 +243,61 @@ describe('6.1.9 Pause', () => {
   it('a round ending while paused with a follow-up due starts the next round on resume', () => {
     const sim = running({ agents: ['A', 'B', 'C'] });
     sim.post('A');
+    sim.post('B');
     sim.pause();
-    sim.pass();
     expect(ok(sim.leave('C'), sim)).toEqual(['round_end r1 completed', 'timer off']);
     expect(ok(sim.resume(), sim)).toEqual(['round_start r2 rotation [A,B]', 'agent_turn r2 A rotation +180s', 'timer +180s']);
+  });
+
+  it("a person's mentions posted into a paused idle room are remembered; on resume the round starts with their block first", () => {
+    const sim = room();
+    sim.pause();
+    expect(ok(sim.post('U', { mentions: ['C'] }), sim)).toEqual([]);
+    expect(ok(sim.post('U', { mentions: ['B', 'C'] }), sim)).toEqual([]);
+    expect(ok(sim.post('U'), sim)).toEqual([]);
+    expect(sim.state).toMatchObject({ current_round: null, paused_mentions: ['C', 'B'] });
+    // Stored in rooms.json: a restart (a JSON round trip of the state) keeps them.
+    sim.state = JSON.parse(JSON.stringify(sim.state));
+    ok(sim.restart(), sim);
+    expect(ok(sim.resume(), sim)).toEqual([
+      'round_start r1 rotation [C,B,A,D]',
+      'agent_turn r1 C mention no-skip +180s',
+      'timer +180s',
+    ]);
+    expect(sim.state.paused_mentions).toEqual([]);
+    expect(sim.state.processed_through_seq).toBe(3);
+    expect(sim.round).toMatchObject({ pending_mentions: ['C', 'B'] });
+    expect(sim.skip('C')).toMatchObject({ ok: false, code: 'cannot_skip' });
+    sim.post('C');
+    expect(ok(sim.post('B'), sim).slice(0, 2)).toEqual(['round_end r1 mention_chain', 'timer off']);
+  });
+
+  it('remembered mentions of an agent that left are dropped; they start the round even with the agents offline', () => {
+    const sim = room({ offline: ['A', 'B', 'C', 'D'] });
+    sim.pause();
+    sim.post('U', { mentions: ['B', 'D'] });
+    sim.leave('B');
+    expect(sim.state.paused_mentions).toEqual(['B', 'D']);
+    expect(ok(sim.resume(), sim)).toEqual([
+      'round_start r1 rotation [D,A,C]',
+      'record r1 D offline （离线跳过）',
+      'round_end r1 mention_chain',
+      'timer off',
+    ]);
+    expect(sim.state.paused_mentions).toEqual([]);
+  });
+
+  it('remembered mentions are forgotten when the mode changes; a running round takes mentions at once', () => {
+    const sim = room();
+    sim.pause();
+    sim.post('U', { mentions: ['C'] });
+    sim.setMode('host');
+    expect(sim.state.paused_mentions).toEqual([]);
+    const busy = running();
+    busy.pause();
+    busy.post('U', { mentions: ['C'] });
+    expect(busy.state.paused_mentions).toEqual([]);
+    expect(busy.round).toMatchObject({ agent_queue: ['A', 'C', 'B', 'D'], pending_mentions: ['C'] });
   });
 });
 
@@ -276,6 +325,24 @@ describe('6.1.10 Restart', () => {
     ended.state = { ...ended.state, current_round: stored({ ...base, round_id: 'old', current_agent_index: 4, completed: true, turn: null }) };
     expect(ok(ended.goOnline('A'), ended)).toEqual([]);
     expect(ended.round).toMatchObject({ completed: true, turn: null, end_reason: 'completed', pending_mentions: [], guard_count: 0 });
+
+    // A v1 round marked for a follow-up by the old rule (≥ 1 answer): who answered is unknown,
+    // so it is not followed up; a room stored without paused_mentions loads with none.
+    const v1 = room();
+    const v1Round = { ...base, round_id: 'old', current_agent_index: 4, completed: true, turn: null, pending_mentions: [], guard_count: 1 };
+    v1.state = {
+      current_round: stored({ ...v1Round, end_reason: 'completed', answers: 1, follow_up: true }),
+      history_rounds: ['old'],
+      processed_through_seq: 0,
+    } as unknown as typeof v1.state;
+    expect(ok(v1.goOnline('A'), v1)).toEqual([]);
+    expect(v1.state).toMatchObject({ paused_mentions: [], current_round: { follow_up: false, answered_by: [] } });
+    // A running v1 round collects answerers from now on.
+    const v1run = room();
+    const turnA = { agent: 'A', can_skip: true, reason: 'rotation', deadline: iso(T0), posted: 0 };
+    v1run.state = { ...v1run.state, current_round: stored({ ...base, round_id: 'old', current_agent_index: 0, completed: false, turn: turnA, answers: 3 }) };
+    ok(v1run.post('A'), v1run);
+    expect(v1run.round).toMatchObject({ answers: 4, answered_by: ['A'] });
   });
 
   it('a paused or idle room does nothing on restart', () => {
@@ -313,6 +380,37 @@ describe('6.1.11 start_round', () => {
     expect(paused.startRound()).toMatchObject({ ok: false, code: 'room_paused' });
     const empty = new Room({ people: ['U'] });
     expect(empty.startRound()).toMatchObject({ ok: false, code: 'conflict' });
+  });
+
+  it("an agent's start_round never resets the guard: conflict (reason guard) while tripped, else a round without a reset", () => {
+    const sim = room({ agents: ['A', 'B'], maxAutoRounds: 1 }); // limit 2
+    sim.post('U');
+    sim.post('A');
+    ok(sim.post('B'), sim);
+    expect(sim.round).toMatchObject({ guard_tripped: true, guard_count: 2 });
+    const before = sim.state;
+    expect(sim.startRound('A')).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'guard' } });
+    expect(sim.state).toBe(before);
+    // A person's start_round resets the counter and the tripped flag.
+    expect(ok(sim.startRound('U'), sim)).toEqual(['round_start r2 rotation [A,B]', 'agent_turn r2 A rotation +180s', 'timer +180s']);
+    expect(sim.round).toMatchObject({ guard_count: 0, guard_tripped: false });
+    sim.post('A');
+    sim.skip('B'); // one answerer: no follow-up
+    expect(sim.running).toBeNull();
+    // Not tripped: the agent's start_round starts a round, and the counter keeps counting.
+    expect(ok(sim.startRound('A'), sim)).toEqual(['round_start r3 rotation [A,B]', 'agent_turn r3 A rotation +180s', 'timer +180s']);
+    expect(sim.round).toMatchObject({ guard_count: 1 });
+    expect(ok(sim.post('A'), sim)).toEqual([
+      'system r3 已达到自动轮次上限（1 轮），等待用户发言或手动开始新一轮。',
+      'round_end r3 guard',
+      'timer off',
+    ]);
+  });
+
+  it('conflict details say why: a running round, or no agents', () => {
+    const sim = running();
+    expect(sim.startRound()).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'round_running' } });
+    expect(new Room({ people: ['U'] }).startRound('U')).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'no_agents' } });
   });
 
   it('with every agent offline the round starts and ends at once', () => {

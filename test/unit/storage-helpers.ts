@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { pino, type Logger } from 'pino';
+import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import type { AgentRecord, Message, RoomRecord, UserRecord } from '../../src/types.js';
 
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
@@ -108,4 +109,50 @@ export function makeUser(userId: string, over: Partial<UserRecord> = {}): UserRe
     password_hash: null,
     ...over,
   };
+}
+
+/** The ways a FileStore write can fail, as `faultyFsOps().set(kind)` injects them. */
+export const FS_FAULT_KINDS = ['open', 'write', 'enospc', 'fsync', 'rename', 'fsyncDir'] as const;
+export type FsFaultKind = (typeof FS_FAULT_KINDS)[number];
+
+/**
+ * fsOps for FileStore whose operations fail while a fault kind is set (every call of that kind,
+ * until cleared): `write` lands half the bytes then fails with EIO (a torn write), `enospc` lands
+ * a quarter then fails with ENOSPC, the others fail before doing anything. `truncate` and
+ * `close` never fail: they are how a store cleans up. `calls` counts failures injected.
+ */
+export function faultyFsOps(): { ops: Partial<FsOps>; set(kind: string | null): void; injected: () => number } {
+  let kind: string | null = null;
+  let injected = 0;
+  const fail = (code: string, what: string) => {
+    injected++;
+    return Object.assign(new Error(`injected ${what} failure`), { code });
+  };
+  const ops: Partial<FsOps> = {
+    async open(path, flags) {
+      if (kind === 'open') throw fail('EMFILE', 'open');
+      return defaultFsOps.open(path, flags);
+    },
+    async write(handle, data) {
+      if (kind === 'write' || kind === 'enospc') {
+        const part = kind === 'write' ? 2 : 4;
+        await defaultFsOps.write(handle, data.subarray(0, Math.floor(data.length / part)));
+        throw kind === 'write' ? fail('EIO', 'write') : fail('ENOSPC', 'write (disk full)');
+      }
+      return defaultFsOps.write(handle, data);
+    },
+    async fsync(handle) {
+      if (kind === 'fsync') throw fail('EIO', 'fsync');
+      return defaultFsOps.fsync(handle);
+    },
+    async rename(from, to) {
+      if (kind === 'rename') throw fail('EIO', 'rename');
+      return defaultFsOps.rename(from, to);
+    },
+    async fsyncDir(dir) {
+      if (kind === 'fsyncDir') throw fail('EIO', 'fsyncDir');
+      return defaultFsOps.fsyncDir(dir);
+    },
+  };
+  return { ops, set: (k) => void (kind = k), injected: () => injected };
 }

@@ -1,0 +1,479 @@
+// The room command union and its one exhaustive handler. Each command is checked (membership,
+// permission), run through the pure engine, and turned into messages and events, all against a
+// private draft of the room; the runtime (room-runtime.ts) commits the draft and only then makes
+// it visible and publishes. A command that throws leaves its draft unused: no trace.
+import { v4 as uuidv4 } from 'uuid';
+import { AppError } from '../errors.js';
+import type { Activity, AccessEvent, MemberStatus, RoomEvent } from '../protocol/events.js';
+import { presentMessage, presentRoom } from '../rooms/present.js';
+import type { EngineAction } from '../rounds/types.js';
+import type { Caller, InteractionMode, Member, Message, RoomRecord, SystemStatus } from '../types.js';
+import { runEngine, type StepEnv } from './engine-step.js';
+import { mergeMentions, parseMentions } from '../messages/mentions.js';
+
+/** A room holds at most this many members (SPEC §7 `room_full`). */
+export const MAX_MEMBERS = 200;
+
+export interface PostInput {
+  text_content: string;
+  response_to?: string | null | undefined;
+  mentions?: string[] | undefined;
+  file_url?: string | undefined;
+  file_type?: string | undefined;
+  end_turn?: boolean | undefined;
+  client_msg_id?: string | undefined;
+}
+
+export interface SettingsChange {
+  room_description?: string | undefined;
+  /** Already hashed (the slow hash runs outside the room's queue); null clears. */
+  password_hash?: string | null | undefined;
+  interaction_mode?: InteractionMode | undefined;
+  user_participation?: boolean | undefined;
+  max_auto_rounds?: number | undefined;
+  turn_timeout_ms?: number | null | undefined;
+}
+
+export type Command =
+  | { type: 'post'; caller: Caller; input: PostInput }
+  | { type: 'edit'; caller: Caller; messageId: string; text: string }
+  | { type: 'delete'; caller: Caller; messageId: string }
+  /** `passwordHash`: the room password hash the caller's password was verified against. */
+  | { type: 'join'; caller: Caller; member: Member; passwordHash: string | null }
+  | { type: 'leave'; caller: Caller }
+  | { type: 'remove'; caller: Caller; name: string }
+  | { type: 'set_status'; caller: Caller; status: SystemStatus }
+  | { type: 'update_settings'; caller: Caller; change: SettingsChange }
+  | { type: 'announce'; caller: Caller; text: string }
+  | { type: 'archive'; caller: Caller }
+  | { type: 'skip'; caller: Caller; reason?: string | undefined }
+  | { type: 'extend'; caller: Caller }
+  | { type: 'pass'; caller: Caller }
+  | { type: 'start_round'; caller: Caller }
+  | { type: 'set_activity'; caller: Caller; activity: Activity; note?: string | undefined }
+  /** The armed deadline passed (stale ones change nothing). */
+  | { type: 'timeout'; deadline: string }
+  | { type: 'presence'; participantId: string; online: boolean; lastActive: number }
+  /** Server start: the turn holder keeps its turn with a fresh deadline. */
+  | { type: 'restart' };
+
+/** What a command reads besides the draft (the store, through the runtime). */
+export interface CommandReads {
+  getMessage(messageId: string): Promise<Message | undefined>;
+  findByClientMsgId(senderId: string, clientMsgId: string): Promise<Message | undefined>;
+}
+
+export interface CommandEnv extends Omit<StepEnv, 'online'> {
+  maxMessageChars: number;
+  isOnline(participantId: string): boolean;
+}
+
+/** A private copy of the room state that one command (or a batch of them) changes. */
+export interface Draft {
+  room: RoomRecord;
+  lastSeq: number;
+  lastPersonSeq: number;
+  /** Messages to write (new ones and new versions), in order. */
+  messages: Message[];
+  events: RoomEvent[];
+  /** Published before the room's events (sockets subscribe or leave first). */
+  access: AccessEvent[];
+  roomChanged: boolean;
+  /** undefined = leave the timer as it is. */
+  timer: string | null | undefined;
+  turnsIssued: string[];
+}
+
+/** The answer, built from the room as committed (so `processed` marks are final). */
+export type Answer = (committed: RoomRecord) => unknown;
+
+export function isAdmin(room: RoomRecord, caller: Pick<Caller, 'id'>): boolean {
+  return room.created_by_id === caller.id || room.members.some((m) => m.participant_id === caller.id && m.is_host);
+}
+
+export function memberOf(room: RoomRecord, caller: Pick<Caller, 'id'>): Member {
+  const member = room.members.find((m) => m.participant_id === caller.id);
+  if (!member) throw new AppError('not_a_member', 'You are not a member of this room');
+  return member;
+}
+
+function requireAdmin(room: RoomRecord, caller: Caller): Member {
+  const member = memberOf(room, caller);
+  if (!isAdmin(room, caller)) throw new AppError('forbidden', 'Only the room creator or host may do this');
+  return member;
+}
+
+function requireWritable(room: RoomRecord): void {
+  if (room.archived) throw new AppError('forbidden', 'This room is archived and read-only');
+}
+
+/** Room admins and every person member may pause/resume and start rounds (SPEC §3). */
+function requireSteward(room: RoomRecord, caller: Caller): Member {
+  const member = memberOf(room, caller);
+  if (member.role !== 'user' && !isAdmin(room, caller)) {
+    throw new AppError('forbidden', 'Only people and room admins may do this');
+  }
+  return member;
+}
+
+function isEngineRecord(m: Message): boolean {
+  return m.role === 'system' || m.skip_reason !== null;
+}
+
+export function memberStatus(member: Member): MemberStatus {
+  return {
+    name: member.name,
+    status: member.status,
+    last_active: member.last_active,
+    activity: member.activity ?? null,
+    note: member.activity_note ?? null,
+  };
+}
+
+export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads: CommandReads): Promise<Answer> {
+  switch (cmd.type) {
+    case 'post':
+      return post(draft, cmd.caller, cmd.input, env, reads);
+    case 'edit':
+      return edit(draft, cmd.caller, cmd.messageId, cmd.text, env, reads);
+    case 'delete':
+      return remove(draft, cmd.caller, cmd.messageId, env, reads);
+    case 'join':
+      return join(draft, cmd.caller, cmd.member, cmd.passwordHash, env);
+    case 'leave':
+      return leave(draft, memberOf(draft.room, cmd.caller), env);
+    case 'remove': {
+      requireAdmin(draft.room, cmd.caller);
+      const target = draft.room.members.find((m) => m.name.toLowerCase() === cmd.name.toLowerCase());
+      if (!target) throw new AppError('not_found', `${cmd.name} is not a member of this room`);
+      return leave(draft, target, env);
+    }
+    case 'set_status': {
+      requireSteward(draft.room, cmd.caller);
+      requireWritable(draft.room);
+      if (draft.room.system_status === cmd.status) return roomAnswer;
+      draft.room.system_status = cmd.status;
+      engine(draft, { type: 'status_changed' }, env, true);
+      return roomAnswer;
+    }
+    case 'update_settings':
+      return updateSettings(draft, cmd.caller, cmd.change, env);
+    case 'announce': {
+      requireAdmin(draft.room, cmd.caller);
+      requireWritable(draft.room);
+      draft.room.announcement = {
+        ...draft.room.announcement,
+        user_announcement: cmd.text,
+        announcement_publisher: cmd.caller.name,
+        timestamp: new Date(env.now).toISOString(),
+      };
+      roomUpdated(draft);
+      return roomAnswer;
+    }
+    case 'archive': {
+      memberOf(draft.room, cmd.caller);
+      if (draft.room.created_by_id !== cmd.caller.id) throw new AppError('forbidden', 'Only the room creator may archive it');
+      if (draft.room.archived) return roomAnswer;
+      draft.room.archived = true;
+      draft.room.system_status = 'paused';
+      engine(draft, { type: 'status_changed' }, env, true);
+      return roomAnswer;
+    }
+    case 'skip': {
+      memberOf(draft.room, cmd.caller);
+      requireWritable(draft.room);
+      engine(draft, { type: 'skip', agent: cmd.caller.name, ...(cmd.reason ? { reason: cmd.reason } : {}) }, env);
+      return () => ({ skipped: true });
+    }
+    case 'extend': {
+      memberOf(draft.room, cmd.caller);
+      requireWritable(draft.room);
+      engine(draft, { type: 'extend_turn', agent: cmd.caller.name }, env);
+      const name = cmd.caller.name;
+      return (room) => ({ your_turn: turnOf(room, name), extensions: room.current_round?.turn?.extensions ?? 0 });
+    }
+    case 'pass': {
+      requireAdmin(draft.room, cmd.caller);
+      requireWritable(draft.room);
+      const holder = draft.room.current_round?.turn?.agent ?? null;
+      engine(draft, { type: 'pass_turn', by: cmd.caller.name }, env);
+      return (room) => ({ passed: holder, current_round: room.current_round });
+    }
+    case 'start_round': {
+      const member = requireSteward(draft.room, cmd.caller);
+      requireWritable(draft.room);
+      engine(draft, { type: 'start_round', by: cmd.caller.name, byPerson: member.role === 'user' }, env);
+      return (room) => room.current_round;
+    }
+    case 'set_activity':
+      return setActivity(draft, cmd.caller, cmd.activity, cmd.note);
+    case 'timeout': {
+      const turn = draft.room.current_round?.turn;
+      if (!turn || turn.deadline !== cmd.deadline || draft.room.current_round?.completed) return () => null;
+      engine(draft, { type: 'timeout' }, env);
+      return () => null;
+    }
+    case 'presence':
+      return presence(draft, cmd.participantId, cmd.online, cmd.lastActive, env);
+    case 'restart':
+      if (draft.room.current_round?.turn && !draft.room.current_round.completed) engine(draft, { type: 'restart' }, env);
+      return () => null;
+    default: {
+      const never: never = cmd;
+      throw new Error(`unknown command ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+const roomAnswer: Answer = (room) => presentRoom(room);
+
+function turnOf(room: RoomRecord, name: string) {
+  const round = room.current_round;
+  const turn = round && !round.completed ? round.turn : null;
+  if (!round || !turn || turn.agent !== name || room.system_status === 'paused') return null;
+  return { room_id: room.room_id, round_id: round.round_id, can_skip: turn.can_skip, reason: turn.reason, deadline: turn.deadline };
+}
+
+/** Runs one engine action on the draft; refusals become errors. */
+function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged = false, lead: Message[] = []): void {
+  const running = draft.room.current_round && !draft.room.current_round.completed ? draft.room.current_round : null;
+  const holderBefore = running?.turn?.agent ?? null;
+  const online = new Set(draft.room.members.filter((m) => m.role === 'ai_agent' && env.isOnline(m.participant_id)).map((m) => m.name));
+  const step = runEngine({ room: draft.room, lastSeq: draft.lastSeq, lastPersonSeq: draft.lastPersonSeq }, action, { ...env, online });
+  if (!step.ok) throw new AppError(step.code, step.message, step.details);
+  // The caller's own messages go first, announced with the processed marks as they are now. A
+  // message belongs to the round it was posted in; an agent's message that opened an idle room
+  // belongs to the round it started.
+  for (const m of lead) {
+    m.round_id = running?.round_id ?? (m.role === 'ai_agent' ? (draft.room.current_round?.round_id ?? null) : null);
+    draft.messages.push(m);
+    draft.events.push({ event: 'message_new', room_id: draft.room.room_id, data: { message: presentMessage(m, draft.room) } });
+  }
+  draft.messages.push(...step.messages);
+  draft.lastSeq += step.messages.length;
+  if (roomChanged) draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoom(draft.room) } });
+  draft.events.push(...step.events);
+  draft.roomChanged ||= step.changed || roomChanged;
+  if (step.timer !== undefined) draft.timer = step.timer;
+  draft.turnsIssued.push(...step.turnsIssued);
+  // A reported activity lasts until the agent's turn ends (SPEC §7 set_activity).
+  const holderAfter = draft.room.current_round && !draft.room.current_round.completed ? (draft.room.current_round.turn?.agent ?? null) : null;
+  if (holderBefore !== null && holderBefore !== holderAfter) clearActivity(draft, holderBefore);
+}
+
+function roomUpdated(draft: Draft): void {
+  draft.roomChanged = true;
+  draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoom(draft.room) } });
+}
+
+// ── messages ──
+
+function checkText(text: string, fileUrl: string, max: number): void {
+  if ([...text].length > max) throw new AppError('payload_too_large', `text_content is longer than ${max} characters`);
+  if (text.trim() === '' && !fileUrl) throw new AppError('validation_error', 'text_content is empty', { field: 'text_content' });
+}
+
+function resolveMentions(room: RoomRecord, text: string, explicit: readonly string[]): string[] {
+  const byKey = new Map(room.members.map((m) => [m.name.toLowerCase(), m.name]));
+  const resolved: string[] = [];
+  const unknown: string[] = [];
+  for (const raw of explicit) {
+    const name = byKey.get(raw.replace(/^@/, '').toLowerCase());
+    if (name) resolved.push(name);
+    else unknown.push(raw);
+  }
+  if (unknown.length > 0) {
+    throw new AppError('validation_error', `mentions names no member of this room: ${unknown.join(', ')}`, { field: 'mentions', unknown });
+  }
+  return mergeMentions(parseMentions(text, room.members.map((m) => m.name)), resolved);
+}
+
+async function post(draft: Draft, caller: Caller, input: PostInput, env: CommandEnv, reads: CommandReads): Promise<Answer> {
+  const room = draft.room;
+  const member = memberOf(room, caller);
+  requireWritable(room);
+  checkText(input.text_content, input.file_url ?? '', env.maxMessageChars);
+  if (input.client_msg_id) {
+    // Only a durable message (or one earlier in this batch, committed together) counts.
+    const earlier =
+      draft.messages.find((m) => m.sender_id === caller.id && m.client_msg_id === input.client_msg_id) ??
+      (await reads.findByClientMsgId(caller.id, input.client_msg_id));
+    if (earlier) return (committed) => presentMessage(earlier, committed);
+  }
+  const admin = isAdmin(room, caller);
+  if (member.role === 'user' && !room.user_participation && !admin) {
+    throw new AppError('forbidden', 'People may not post in this room (user participation is off)');
+  }
+  if (input.response_to) {
+    const target = draft.messages.find((m) => m.message_id === input.response_to) ?? (await reads.getMessage(input.response_to));
+    if (!target || target.room_id !== room.room_id) throw new AppError('message_not_found', 'response_to names no message of this room');
+  }
+  const mentions = resolveMentions(room, input.text_content, input.mentions ?? []);
+  const message: Message = {
+    message_id: env.newId?.() ?? uuidv4(),
+    room_id: room.room_id,
+    seq: draft.lastSeq + 1,
+    timestamp: new Date(env.now).toISOString(),
+    sender: caller.name,
+    sender_id: caller.id,
+    role: member.role,
+    text_content: input.text_content,
+    text_content_i18n: null,
+    source_language: room.language,
+    file_url: input.file_url ?? '',
+    file_type: input.file_type ?? '',
+    mentions,
+    visible: true,
+    processed: false,
+    response_to: input.response_to ?? null,
+    display_timezone: room.timezone,
+    round_id: null,
+    skip_reason: null,
+    deleted: false,
+    ...(input.client_msg_id ? { client_msg_id: input.client_msg_id } : {}),
+  };
+  draft.lastSeq = message.seq;
+  if (member.role === 'user') draft.lastPersonSeq = message.seq;
+  // The message is numbered before the engine runs, so its records follow it.
+  const action: EngineAction = { type: 'message', sender: caller.name, role: member.role, isAdmin: admin, seq: message.seq, mentions, endTurn: input.end_turn ?? true };
+  engine(draft, action, env, false, [message]);
+  // An agent's post ends the activity it reported.
+  clearActivity(draft, caller.name);
+  return (committed) => presentMessage(message, committed);
+}
+
+async function readable(draft: Draft, caller: Caller, messageId: string, reads: CommandReads): Promise<Message> {
+  const message = [...draft.messages].reverse().find((m) => m.message_id === messageId) ?? (await reads.getMessage(messageId));
+  // A non-member learns nothing, not even that the message exists.
+  if (!message || message.room_id !== draft.room.room_id || !draft.room.members.some((m) => m.participant_id === caller.id)) {
+    throw new AppError('message_not_found', 'Message not found');
+  }
+  return message;
+}
+
+function update(draft: Draft, next: Message): Answer {
+  draft.messages.push(next);
+  draft.events.push({ event: 'message_update', room_id: draft.room.room_id, data: { message: presentMessage(next, draft.room) } });
+  return (committed) => presentMessage(next, committed);
+}
+
+async function edit(draft: Draft, caller: Caller, messageId: string, text: string, env: CommandEnv, reads: CommandReads): Promise<Answer> {
+  const message = await readable(draft, caller, messageId, reads);
+  if (isEngineRecord(message)) throw new AppError('forbidden', "The engine's records cannot be edited");
+  if (message.sender_id !== caller.id) throw new AppError('forbidden', 'Only the sender may edit a message');
+  if (!message.visible || message.deleted) throw new AppError('conflict', 'This message cannot be edited');
+  checkText(text, message.file_url, env.maxMessageChars);
+  requireWritable(draft.room);
+  return update(draft, { ...message, text_content: text, edited_at: new Date(env.now).toISOString() });
+}
+
+async function remove(draft: Draft, caller: Caller, messageId: string, env: CommandEnv, reads: CommandReads): Promise<Answer> {
+  const message = await readable(draft, caller, messageId, reads);
+  if (isEngineRecord(message)) throw new AppError('forbidden', "The engine's records cannot be deleted");
+  if (message.sender_id !== caller.id && !isAdmin(draft.room, caller)) {
+    throw new AppError('forbidden', 'Only the sender or a room admin may delete a message');
+  }
+  requireWritable(draft.room);
+  if (message.deleted) return (committed) => presentMessage(message, committed);
+  void env;
+  return update(draft, { ...message, text_content: '', file_url: '', file_type: '', deleted: true });
+}
+
+// ── membership ──
+
+function join(draft: Draft, caller: Caller, member: Member, passwordHash: string | null, env: CommandEnv): Answer {
+  const room = draft.room;
+  if (room.members.some((m) => m.participant_id === caller.id)) return roomAnswer;
+  requireWritable(room);
+  // The password was checked against this hash outside the queue; a change since voids it.
+  if (room.password_hash !== null && room.password_hash !== passwordHash) throw new AppError('wrong_password', 'This room needs a password');
+  if (room.members.length >= MAX_MEMBERS) throw new AppError('room_full', `A room holds at most ${MAX_MEMBERS} members`);
+  const joined: Member = { ...member, is_host: room.members.length === 0 };
+  room.members.push(joined);
+  draft.access.push({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
+  draft.events.push({ event: 'member_join', room_id: room.room_id, data: { member: structuredClone(joined) } });
+  engine(draft, { type: 'member_joined', name: joined.name, role: joined.role }, env, true);
+  return roomAnswer;
+}
+
+function leave(draft: Draft, member: Member, env: CommandEnv): Answer {
+  const room = draft.room;
+  room.members = room.members.filter((m) => m.participant_id !== member.participant_id);
+  if (member.is_host && room.members.length > 0) {
+    // The longest-standing member (earliest join) becomes host; members are kept in join order.
+    room.members[0] = { ...room.members[0]!, is_host: true };
+  }
+  draft.access.push({ type: 'left', room_id: room.room_id, participant_id: member.participant_id });
+  draft.events.push({ event: 'member_leave', room_id: room.room_id, data: { member: { ...structuredClone(member), is_host: false } } });
+  engine(draft, { type: 'member_left', name: member.name, role: member.role }, env, true);
+  return roomAnswer;
+}
+
+function updateSettings(draft: Draft, caller: Caller, change: SettingsChange, env: CommandEnv): Answer {
+  const room = draft.room;
+  requireAdmin(room, caller);
+  requireWritable(room);
+  if (change.room_description !== undefined) room.room_description = change.room_description;
+  if (change.password_hash !== undefined) room.password_hash = change.password_hash;
+  if (change.user_participation !== undefined) room.user_participation = change.user_participation;
+  if (change.max_auto_rounds !== undefined) room.settings = { ...room.settings, max_auto_rounds: change.max_auto_rounds };
+  if (change.turn_timeout_ms !== undefined) room.settings = { ...room.settings, turn_timeout_ms: change.turn_timeout_ms };
+  if (change.interaction_mode !== undefined && change.interaction_mode !== room.interaction_mode) {
+    room.interaction_mode = change.interaction_mode;
+    engine(draft, { type: 'mode_changed' }, env, true);
+  } else {
+    roomUpdated(draft);
+  }
+  return roomAnswer;
+}
+
+// ── presence and activity ──
+
+function statusChanged(draft: Draft, member: Member): void {
+  draft.roomChanged = true;
+  draft.events.push({ event: 'member_status_change', room_id: draft.room.room_id, data: { member: memberStatus(member) } });
+}
+
+function presence(draft: Draft, participantId: string, online: boolean, lastActive: number, env: CommandEnv): Answer {
+  const room = draft.room;
+  const member = room.members.find((m) => m.participant_id === participantId);
+  if (!member) return () => null;
+  const status = online ? (member.activity ? 'busy' : 'online') : 'offline';
+  const iso = new Date(lastActive).toISOString();
+  if (member.status === status) return () => null;
+  member.status = status;
+  member.last_active = iso;
+  if (!online) {
+    member.activity = null;
+    member.activity_note = null;
+  }
+  statusChanged(draft, member);
+  if (online && member.role === 'ai_agent' && !room.archived) engine(draft, { type: 'came_online', name: member.name }, env);
+  return () => null;
+}
+
+function setActivity(draft: Draft, caller: Caller, activity: Activity, note: string | undefined): Answer {
+  const member = memberOf(draft.room, caller);
+  if (member.role !== 'ai_agent') throw new AppError('forbidden', 'Only agents report an activity');
+  requireWritable(draft.room);
+  if (activity === 'idle') {
+    member.activity = null;
+    member.activity_note = null;
+    member.status = 'online';
+  } else {
+    member.activity = activity;
+    member.activity_note = note ?? null;
+    member.status = 'busy';
+  }
+  statusChanged(draft, member);
+  return () => ({ member: structuredClone(member) });
+}
+
+function clearActivity(draft: Draft, name: string): void {
+  const member = draft.room.members.find((m) => m.name === name);
+  if (!member?.activity) return;
+  member.activity = null;
+  member.activity_note = null;
+  if (member.status === 'busy') member.status = 'online';
+  statusChanged(draft, member);
+}

@@ -1,0 +1,205 @@
+// One room's runtime (the shape of tldraw's TLSyncRoom): the room's committed state, and one
+// queue through which every change of the room passes.
+//
+// Commands run one after the other. Each runs against a private draft (a copy of the room); the
+// commands queued while a commit is on its way form the next batch, which is committed in ONE
+// store write (group commit: 64 senders into one room share fsyncs). Only once the store has
+// made the batch durable does the runtime swap in the new state, arm the timer and publish the
+// events; on a failed commit every command of the batch fails and nothing changed (SPEC §5).
+import { AppError } from '../errors.js';
+import type { AccessEvent, RoomEvent } from '../protocol/events.js';
+import type { Timers } from '../identity/presence.js';
+import type { Logger } from '../logger.js';
+import type { Store } from '../storage/store.js';
+import type { RoomRecord } from '../types.js';
+import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
+
+export interface RuntimeDeps {
+  store: Store;
+  logger: Logger;
+  now: () => number;
+  timers: Timers;
+  turnTimeoutMs: number;
+  maxMessageChars: number;
+  isOnline(participantId: string): boolean;
+  /** Called after a batch is durable: access changes first, then the room's events in order. */
+  publish(access: readonly AccessEvent[], events: readonly RoomEvent[]): void;
+  /** Agents given a turn by a committed batch (wait_for_turn wakes them). */
+  turnsIssued(roomId: string, names: readonly string[]): void;
+}
+
+interface Pending {
+  cmd: Command;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Commands taken into one commit at most (bounds a batch's latency and size). */
+const MAX_BATCH = 256;
+/** A timeout whose commit failed is tried again after this long. */
+const TIMEOUT_RETRY_MS = 1000;
+
+export class RoomRuntime {
+  private state: RoomRecord;
+  private lastSeq: number;
+  private lastPersonSeq: number;
+  private version: number;
+  private readonly queue: Pending[] = [];
+  private draining = false;
+  private timer: { handle: unknown; deadline: string } | undefined;
+  private stopped = false;
+
+  constructor(
+    loaded: { room: RoomRecord; lastSeq: number; version: number; lastPersonSeq: number },
+    private readonly deps: RuntimeDeps,
+  ) {
+    this.state = loaded.room;
+    this.lastSeq = loaded.lastSeq;
+    this.lastPersonSeq = loaded.lastPersonSeq;
+    this.version = loaded.version;
+  }
+
+  get roomId(): string {
+    return this.state.room_id;
+  }
+
+  /** The committed state. Never mutate it: it is shared with readers until the next swap. */
+  get room(): RoomRecord {
+    return this.state;
+  }
+
+  get committedSeq(): number {
+    return this.lastSeq;
+  }
+
+  /** Queues a command; resolves with its answer once its batch is durable and published. */
+  execute(cmd: Command): Promise<unknown> {
+    if (this.stopped) return Promise.reject(new AppError('internal_error', 'The server is shutting down'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ cmd, resolve, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  /** Arms the timer for the stored turn (start-up), without a command. */
+  armFromState(): void {
+    const turn = this.state.current_round && !this.state.current_round.completed ? this.state.current_round.turn : null;
+    this.arm(turn?.deadline ?? null);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.arm(null);
+  }
+
+  /** True when nothing is queued or in flight (the runtime may be dropped from memory). */
+  get idle(): boolean {
+    return !this.draining && this.queue.length === 0;
+  }
+
+  private env(): CommandEnv {
+    return {
+      now: this.deps.now(),
+      turnTimeoutMs: this.deps.turnTimeoutMs,
+      maxMessageChars: this.deps.maxMessageChars,
+      isOnline: this.deps.isOnline,
+    };
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) await this.runBatch(this.queue.splice(0, MAX_BATCH));
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async runBatch(batch: Pending[]): Promise<void> {
+    let base: Draft = {
+      room: this.state,
+      lastSeq: this.lastSeq,
+      lastPersonSeq: this.lastPersonSeq,
+      messages: [],
+      events: [],
+      access: [],
+      roomChanged: false,
+      timer: undefined,
+      turnsIssued: [],
+    };
+    const done: Array<{ pending: Pending; answer: Answer }> = [];
+    const reads = {
+      getMessage: (id: string) => this.deps.store.getMessage(id),
+      findByClientMsgId: (sender: string, key: string) => this.deps.store.findByClientMsgId(this.roomId, sender, key),
+    };
+    for (const pending of batch) {
+      // Each command works on its own copy: one that throws leaves the batch as it was.
+      const draft: Draft = { ...base, room: structuredClone(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
+      try {
+        const answer = await handle(draft, pending.cmd, this.env(), reads);
+        base = draft;
+        done.push({ pending, answer });
+      } catch (err) {
+        pending.reject(err);
+      }
+    }
+    if (done.length === 0) return;
+    if (base.messages.length > 0 || base.roomChanged) {
+      try {
+        const commit = { messages: base.messages, expectedVersion: this.version, ...(base.roomChanged ? { room: base.room } : {}) };
+        this.version = await this.deps.store.commitRoom(this.roomId, commit);
+      } catch (err) {
+        this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
+        const failure = err instanceof AppError ? err : new AppError('internal_error', 'The change could not be stored; nothing was changed');
+        for (const { pending } of done) pending.reject(failure);
+        if (done.some(({ pending }) => pending.cmd.type === 'timeout')) this.retryTimeout();
+        return;
+      }
+    }
+    // Durable: now it becomes visible.
+    this.state = base.room;
+    this.lastSeq = base.lastSeq;
+    this.lastPersonSeq = base.lastPersonSeq;
+    if (base.timer !== undefined) this.arm(base.timer);
+    try {
+      this.deps.publish(base.access, base.events);
+      if (base.turnsIssued.length > 0) this.deps.turnsIssued(this.roomId, base.turnsIssued);
+    } catch (err) {
+      this.deps.logger.error({ err, room_id: this.roomId }, 'publishing room events failed');
+    }
+    for (const { pending, answer } of done) {
+      try {
+        pending.resolve(answer(this.state));
+      } catch (err) {
+        pending.reject(err);
+      }
+    }
+  }
+
+  private arm(deadline: string | null): void {
+    if (this.timer && this.timer.deadline === deadline) return;
+    if (this.timer) this.deps.timers.clearTimeout(this.timer.handle);
+    this.timer = undefined;
+    if (deadline === null || this.stopped) return;
+    const delay = Math.max(0, Date.parse(deadline) - this.deps.now());
+    const handle = this.deps.timers.setTimeout(() => this.fire(deadline), delay);
+    this.timer = { handle, deadline };
+  }
+
+  private fire(deadline: string): void {
+    if (this.timer?.deadline === deadline) this.timer = undefined;
+    if (this.stopped) return;
+    // A clock that has not reached the deadline yet (fake clocks, early timers) re-arms.
+    if (this.deps.now() < Date.parse(deadline)) return this.arm(deadline);
+    this.execute({ type: 'timeout', deadline }).catch((err: unknown) => this.deps.logger.error({ err, room_id: this.roomId }, 'timeout failed'));
+  }
+
+  private retryTimeout(): void {
+    const turn = this.state.current_round && !this.state.current_round.completed ? this.state.current_round.turn : null;
+    const deadline = turn?.deadline;
+    if (!deadline || this.stopped) return;
+    this.timer = undefined;
+    const handle = this.deps.timers.setTimeout(() => this.fire(deadline), TIMEOUT_RETRY_MS);
+    this.timer = { handle, deadline };
+  }
+}

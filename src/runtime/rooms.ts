@@ -1,0 +1,204 @@
+// The room runtimes of this process: loads a room's runtime on first use, creates rooms, routes
+// commands to their room, turns presence changes into per-room commands, and tells waiters
+// when a turn is issued. Reads that need more than the committed room go through `RoomReads`.
+import { AppError } from '../errors.js';
+import type { EventBus } from '../events/bus.js';
+import type { Presence, PresenceChange, Timers } from '../identity/presence.js';
+import type { Logger } from '../logger.js';
+import { presentRoom } from '../rooms/present.js';
+import { newRoomId } from '../rooms/rules.js';
+import type { Store } from '../storage/store.js';
+import type { Caller, InteractionMode, Member, Room, RoomRecord } from '../types.js';
+import type { Command } from './commands.js';
+import { RoomRuntime } from './room-runtime.js';
+
+export interface CreateRoomInput {
+  room_name: string;
+  room_description?: string | undefined;
+  /** Already hashed (scrypt runs before). */
+  password_hash?: string | null | undefined;
+  interaction_mode?: InteractionMode | undefined;
+  user_participation?: boolean | undefined;
+  timezone?: string | undefined;
+  language?: string | undefined;
+}
+
+export interface RoomsOptions {
+  store: Store;
+  bus: EventBus;
+  presence: Presence;
+  logger: Logger;
+  now: () => number;
+  timers: Timers;
+  turnTimeoutMs: number;
+  maxMessageChars: number;
+  defaults: { language: string; timezone: string };
+}
+
+/** SPEC §4: rounds a room runs on its own before waiting for a person. */
+export const DEFAULT_MAX_AUTO_ROUNDS = 3;
+
+type TurnListener = (roomId: string, agentName: string) => void;
+
+export class Rooms {
+  private readonly runtimes = new Map<string, RoomRuntime>();
+  private readonly loading = new Map<string, Promise<RoomRuntime | undefined>>();
+  private readonly turnListeners = new Set<TurnListener>();
+  private stopped = false;
+
+  constructor(private readonly opts: RoomsOptions) {
+    opts.presence.onChange((change) => this.presenceChanged(change));
+  }
+
+  /** The room's runtime, loaded on first use; undefined when the room does not exist. */
+  async runtime(roomId: string): Promise<RoomRuntime | undefined> {
+    const live = this.runtimes.get(roomId);
+    if (live) return live;
+    let loading = this.loading.get(roomId);
+    if (!loading) {
+      loading = this.load(roomId).finally(() => this.loading.delete(roomId));
+      this.loading.set(roomId, loading);
+    }
+    return loading;
+  }
+
+  /** The runtime if the room is loaded already (synchronous callers: event fan-out). */
+  loaded(roomId: string): RoomRuntime | undefined {
+    return this.runtimes.get(roomId);
+  }
+
+  async require(roomId: string): Promise<RoomRuntime> {
+    const runtime = await this.runtime(roomId);
+    if (!runtime) throw new AppError('room_not_found', `Room ${roomId} not found`);
+    return runtime;
+  }
+
+  /** The committed room (never mutate it). */
+  async room(roomId: string): Promise<RoomRecord> {
+    return (await this.require(roomId)).room;
+  }
+
+  execute(roomId: string, cmd: Command): Promise<unknown> {
+    return this.require(roomId).then((runtime) => runtime.execute(cmd));
+  }
+
+  /** Running waits listening for turns (a gauge; tests watch a wait start and end). */
+  get turnListenerCount(): number {
+    return this.turnListeners.size;
+  }
+
+  onTurn(listener: TurnListener): () => void {
+    this.turnListeners.add(listener);
+    return () => this.turnListeners.delete(listener);
+  }
+
+  async create(caller: Caller, input: CreateRoomInput, creator: Member): Promise<Room> {
+    const now = new Date(this.opts.now());
+    const room: RoomRecord = {
+      room_id: newRoomId(input.room_name, now),
+      room_name: input.room_name,
+      room_description: input.room_description ?? '',
+      created_at: now.toISOString(),
+      created_by: caller.name,
+      created_by_id: caller.id,
+      password_hash: input.password_hash ?? null,
+      interaction_mode: input.interaction_mode ?? 'default',
+      user_participation: input.user_participation ?? true,
+      system_status: 'active',
+      language: input.language ?? this.opts.defaults.language,
+      timezone: input.timezone ?? this.opts.defaults.timezone,
+      members: [{ ...creator, is_host: true }],
+      announcement: { user_announcement: '', announcement_publisher: '', timestamp: null, system_announcement: '' },
+      current_round: null,
+      history_rounds: [],
+      settings: { display_time_format: '24h', display_date_format: 'yyyy-MM-dd', max_auto_rounds: DEFAULT_MAX_AUTO_ROUNDS, turn_timeout_ms: null },
+      archived: false,
+      processed_through_seq: 0,
+    };
+    const version = await this.opts.store.createRoom(room);
+    this.runtimes.set(room.room_id, this.newRuntime({ room, lastSeq: 0, version, lastPersonSeq: 0 }));
+    this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
+    return presentRoom(room);
+  }
+
+  /** Start-up: every stored turn holder keeps its turn with a fresh full deadline (SPEC §6.1.10). */
+  async restoreAll(): Promise<void> {
+    const ids = await this.opts.store.listRoomIds();
+    await Promise.all(
+      ids.map(async (roomId) => {
+        const runtime = await this.runtime(roomId);
+        const round = runtime?.room.current_round;
+        if (runtime && round && !round.completed && round.turn) {
+          await runtime.execute({ type: 'restart' }).catch((err: unknown) => {
+            this.opts.logger.error({ err, room_id: roomId }, 'could not restore the turn; its stored deadline stays armed');
+            runtime.armFromState();
+          });
+        }
+      }),
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const runtime of this.runtimes.values()) runtime.stop();
+  }
+
+  private async load(roomId: string): Promise<RoomRuntime | undefined> {
+    const loaded = await this.opts.store.loadRoom(roomId);
+    if (!loaded) return undefined;
+    const existing = this.runtimes.get(roomId);
+    if (existing) return existing;
+    const lastPersonSeq = await this.opts.store.lastPersonSeq(roomId);
+    const runtime = this.newRuntime({ ...loaded, lastPersonSeq });
+    this.runtimes.set(roomId, runtime);
+    runtime.armFromState();
+    this.reconcilePresence(runtime);
+    return runtime;
+  }
+
+  private newRuntime(loaded: ConstructorParameters<typeof RoomRuntime>[0]): RoomRuntime {
+    const { store, logger, now, timers, turnTimeoutMs, maxMessageChars, presence, bus } = this.opts;
+    return new RoomRuntime(loaded, {
+      store,
+      logger,
+      now,
+      timers,
+      turnTimeoutMs,
+      maxMessageChars,
+      isOnline: (id) => presence.isOnline(id),
+      publish: (access, events) => {
+        for (const event of access) bus.publishAccess(event);
+        for (const event of events) bus.publish(event);
+      },
+      turnsIssued: (roomId, names) => {
+        for (const name of names) for (const listener of this.turnListeners) listener(roomId, name);
+      },
+    });
+  }
+
+  /** A loaded room whose stored member status disagrees with presence is corrected (SPEC §6). */
+  private reconcilePresence(runtime: RoomRuntime): void {
+    for (const member of runtime.room.members) {
+      const online = this.opts.presence.isOnline(member.participant_id);
+      if ((member.status !== 'offline') === online) continue;
+      const lastActive = this.opts.presence.lastActive(member.participant_id) ?? Date.parse(member.last_active);
+      runtime
+        .execute({ type: 'presence', participantId: member.participant_id, online, lastActive })
+        .catch((err: unknown) => this.opts.logger.warn({ err, room_id: runtime.roomId }, 'could not store a member status'));
+    }
+  }
+
+  private presenceChanged(change: PresenceChange): void {
+    if (this.stopped) return;
+    void this.opts.store.roomsOf(change.participantId).then(
+      (roomIds) => {
+        for (const roomId of roomIds) {
+          this.execute(roomId, { type: 'presence', ...change }).catch((err: unknown) =>
+            this.opts.logger.warn({ err, room_id: roomId }, 'could not store a member status'),
+          );
+        }
+      },
+      (err: unknown) => this.opts.logger.warn({ err }, 'could not list the rooms of a participant'),
+    );
+  }
+}

@@ -1,0 +1,90 @@
+// wait_for_turn on every transport: resolves as soon as the caller holds a turn (in one room or
+// any of its rooms) or when the wait runs out. A running wait keeps the caller online
+// (presence hold), whichever transport it came from. Time comes from the injected clock.
+import type { Presence, Timers } from '../identity/presence.js';
+import { yourTurn } from '../protocol/events.js';
+import type { Store } from '../storage/store.js';
+import type { Caller, RoomRecord } from '../types.js';
+import type { RoomReads } from './reads.js';
+import type { Rooms } from './rooms.js';
+
+export const WAIT_DEFAULT_S = 25;
+export const WAIT_MAX_S = 50;
+const PROGRESS_EVERY_MS = 5000;
+
+export interface WaitOptions {
+  room_id?: string | undefined;
+  timeout_s?: number | undefined;
+  signal?: AbortSignal | undefined;
+  /** Called every few seconds while waiting (MCP progress notifications). */
+  onProgress?: ((elapsedMs: number, totalMs: number) => void) | undefined;
+}
+
+export class TurnWaits {
+  constructor(
+    private readonly rooms: Rooms,
+    private readonly reads: RoomReads,
+    private readonly store: Store,
+    private readonly presence: Presence,
+    private readonly timers: Timers,
+    private readonly now: () => number,
+  ) {}
+
+  async wait(caller: Caller, opts: WaitOptions) {
+    const timeoutMs = Math.min(WAIT_MAX_S, Math.max(0, opts.timeout_s ?? WAIT_DEFAULT_S)) * 1000;
+    const roomIds = opts.room_id ? [(await this.reads.memberRoom(opts.room_id, caller)).room_id] : await this.store.roomsOf(caller.id);
+    const ready = await this.findTurn(caller, roomIds);
+    if (ready) return this.turnResult(caller, ready);
+
+    const release = this.presence.hold(caller.id);
+    try {
+      const roomId = await new Promise<string | null>((resolve) => {
+        const started = this.now();
+        let settled = false;
+        let timer: unknown;
+        let progress: unknown;
+        const finish = (value: string | null) => {
+          if (settled) return;
+          settled = true;
+          unsubscribe();
+          this.timers.clearTimeout(timer);
+          this.timers.clearTimeout(progress);
+          opts.signal?.removeEventListener('abort', onAbort);
+          resolve(value);
+        };
+        const unsubscribe = this.rooms.onTurn((turnRoomId, agentName) => {
+          if (agentName !== caller.name || !roomIds.includes(turnRoomId)) return;
+          void this.rooms.runtime(turnRoomId).then((runtime) => {
+            if (runtime && yourTurn(runtime.room, caller.name)) finish(turnRoomId);
+          });
+        });
+        const onAbort = () => finish(null);
+        opts.signal?.addEventListener('abort', onAbort);
+        timer = this.timers.setTimeout(() => finish(null), timeoutMs);
+        const tick = () => {
+          opts.onProgress?.(this.now() - started, timeoutMs);
+          progress = this.timers.setTimeout(tick, PROGRESS_EVERY_MS);
+        };
+        progress = this.timers.setTimeout(tick, PROGRESS_EVERY_MS);
+        if (opts.signal?.aborted) finish(null);
+      });
+      const room = roomId ? (await this.rooms.runtime(roomId))?.room : undefined;
+      if (room && yourTurn(room, caller.name)) return this.turnResult(caller, room);
+      return { your_turn: null, hint: 'No turn yet. Call wait_for_turn again right away to keep waiting.' };
+    } finally {
+      release();
+    }
+  }
+
+  private async findTurn(caller: Caller, roomIds: readonly string[]): Promise<RoomRecord | undefined> {
+    for (const roomId of roomIds) {
+      const room = (await this.rooms.runtime(roomId))?.room;
+      if (room && room.members.some((m) => m.participant_id === caller.id) && yourTurn(room, caller.name)) return room;
+    }
+    return undefined;
+  }
+
+  private async turnResult(caller: Caller, room: RoomRecord) {
+    return { your_turn: yourTurn(room, caller.name), context: await this.reads.context(caller, room.room_id) };
+  }
+}

@@ -1,0 +1,40 @@
+// The Store contract (store-contract.ts) run against every embedded implementation.
+import { silentLogger } from '../../src/logger.js';
+import { FileStore } from '../../src/storage/file-store.js';
+import { MemoryStore } from '../../src/storage/memory-store.js';
+import { faultyFsOps, FS_FAULT_KINDS, tempDir } from './storage-helpers.js';
+import { storeContract } from './store-contract.js';
+
+storeContract('MemoryStore', async () => {
+  let failing: string | null = null;
+  const store = new MemoryStore({
+    beforeWrite: (kind, detail) => {
+      if (failing) throw new Error(`injected ${failing} failure (${kind} ${detail})`);
+    },
+  });
+  await store.open();
+  return {
+    store,
+    faults: { kinds: ['error'], set: (kind) => void (failing = kind) },
+    cleanup: async () => undefined,
+  };
+}, { reopen: false });
+
+storeContract('FileStore', async () => {
+  const { dir, cleanup } = await tempDir();
+  const faults = faultyFsOps();
+  const make = () => new FileStore({ dataDir: dir, logger: silentLogger, fsOps: faults.ops });
+  const harness = {
+    store: make(),
+    async reopen() {
+      await harness.store.close();
+      harness.store = make();
+      await harness.store.open();
+      return harness.store;
+    },
+    faults: { kinds: FS_FAULT_KINDS, set: (kind: string | null) => faults.set(kind) },
+    cleanup,
+  };
+  await harness.store.open();
+  return harness;
+});
