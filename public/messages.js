@@ -18,7 +18,9 @@ const NEAR_BOTTOM_PX = 80;
 /** Load or render more when the reader is this close to an end of what is shown. */
 const EDGE_PX = 800;
 export const MAX_RENDERED = 240;
-const CHUNK = 60;
+const CHUNK = 100;
+/** A jump renders this many messages on each side of its target. */
+const JUMP_HALF = 90;
 export const PAGE = 100;
 
 /**
@@ -286,7 +288,7 @@ export class MessageList {
    * @param {number} seq @param {{ flash?: boolean, block?: ScrollLogicalPosition }} [opts]
    */
   async jumpTo(seq, { flash = true, block = 'center' } = {}) {
-    const half = Math.floor(CHUNK * 1.5);
+    const half = JUMP_HALF;
     if (!this.rendered.has(seq)) {
       if (!this.store.has(seq) || !this.store.has(Math.max(1, seq - half))) {
         this.loading = true;

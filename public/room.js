@@ -335,17 +335,19 @@ export function mountRoom(container, ctx) {
     if (destroyed) return;
     ctx.myRooms.add(roomId);
     dispatch({ type: 'room', room: data.room });
-    stats.refresh();
     try {
       const { messages } = await callTool('get_messages', { room_id: roomId, limit: PAGE });
       if (destroyed) return;
       list.openLatest(messages);
+      // Statistics after the messages: on a long history they cost the server more.
+      stats.refresh();
       loaded = true;
       seen();
       live.watch(roomId, () => (loaded ? list.resumeSeq : null));
       live.subscribe(roomId, list.resumeSeq ?? undefined);
     } catch (err) {
       if (!destroyed) toast(t('msg.loadFailed', { error: errorText(err) }), 'error');
+      stats.refresh();
     }
   };
 

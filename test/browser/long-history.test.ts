@@ -7,6 +7,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+declare function appearsAfter(action: () => void, selector: string): Promise<number>;
 import { writeDataset } from '../../bench/dataset.js';
 import { chromiumAvailable, launchBrowser, screenshot, watchPageErrors } from '../helpers/browser.js';
 import { startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
@@ -43,6 +45,26 @@ describe.skipIf(!enabled)('web page over a long history', { timeout: 180_000 }, 
       ([t]) => localStorage.setItem('agent-chatroom.session', JSON.stringify({ token: t, name: 'bench' })),
       [token],
     );
+    // appearsAfter(action, selector): ms from the action until the element is in the message
+    // scroller's visible box, measured with the page's own clock.
+    await ctx.addInitScript(() => {
+      (window as unknown as Record<string, unknown>).appearsAfter = (action: () => void, selector: string) =>
+        new Promise<number>((resolve, reject) => {
+          const started = performance.now();
+          action();
+          const check = () => {
+            const el = document.querySelector(selector);
+            const box = document.querySelector('.msg-scroll')?.getBoundingClientRect();
+            if (el && box) {
+              const r = el.getBoundingClientRect();
+              if (r.bottom > box.top && r.top < box.bottom) return resolve(Math.round(performance.now() - started));
+            }
+            if (performance.now() - started > 10_000) return reject(new Error(`${selector} did not appear`));
+            requestAnimationFrame(check);
+          };
+          check();
+        });
+    });
     page = await ctx.newPage();
     watchPageErrors(page, 'bench', pageErrors);
     // Load the page's code once (modules, highlighter) so the room open is what is timed.
@@ -57,10 +79,12 @@ describe.skipIf(!enabled)('web page over a long history', { timeout: 180_000 }, 
   });
 
   it('opens the room at its newest messages within 1 s, with a bounded number of elements', async () => {
-    const started = Date.now();
-    await page.evaluate((id) => (location.hash = `#/room/${encodeURIComponent(id)}`), roomId);
-    await page.locator(`.msg-list [data-seq="${MESSAGES}"]`).waitFor();
-    numbers.open_ms = Date.now() - started;
+    // Timed inside the page: the server shares this test's process, so a call that keeps the
+    // server busy (get_room_stats over 100,000 messages) would also delay Playwright's own view.
+    numbers.open_ms = await page.evaluate(
+      ([id, seq]) => appearsAfter(() => (location.hash = `#/room/${encodeURIComponent(id as string)}`), `.msg-list [data-seq="${seq}"]`),
+      [roomId, MESSAGES] as const,
+    );
     expect(numbers.open_ms).toBeLessThanOrEqual(1000);
     // The newest message is in view (the list opened at the bottom).
     expect(await page.locator(`.msg-list [data-seq="${MESSAGES}"]`).isVisible()).toBe(true);
@@ -77,10 +101,10 @@ describe.skipIf(!enabled)('web page over a long history', { timeout: 180_000 }, 
     await page.locator('.search-form button[type=submit]').click();
     const hit = page.locator('.search-results .search-hit[data-seq="3"]');
     await hit.waitFor();
-    const started = Date.now();
-    await hit.click();
+    numbers.jump_ms = await page.evaluate(() =>
+      appearsAfter(() => (document.querySelector('.search-hit[data-seq="3"]') as HTMLElement).click(), '.msg-list [data-seq="3"]'),
+    );
     await page.locator('.msg-list [data-seq="3"]').waitFor({ state: 'visible' });
-    numbers.jump_ms = Date.now() - started;
     expect(numbers.jump_ms).toBeLessThanOrEqual(1000);
     expect(await elementCount(page)).toBeLessThanOrEqual(MAX_ELEMENTS);
     // Back to the newest messages from far away.

@@ -133,7 +133,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
 
   beforeAll(async () => {
     dataDir = await tempDataDir();
-    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir }, { presenceWindowMs: PRESENCE_MS });
+    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir }, { presenceWindowMs: PRESENCE_MS, socketGraceMs: PRESENCE_MS });
     browser = await launchBrowser();
     // The browsers run in another timezone than the room: the page must show room time.
     ctxA = await browser.newContext({ viewport: { width: 1280, height: 820 }, acceptDownloads: true, timezoneId: 'America/New_York', locale: 'zh-CN' });
@@ -734,7 +734,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
       await page.locator('#conn-banner:not([hidden])', { hasText: '连接已断开' }).waitFor({ timeout: 5000 });
     }
     await ctxB.setOffline(true);
-    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir, port }, { presenceWindowMs: PRESENCE_MS });
+    server = await startTestServer({ turnTimeoutMs: TURN_MS, dataDir, port }, { presenceWindowMs: PRESENCE_MS, socketGraceMs: PRESENCE_MS });
     const posted: number[] = [];
     for (const n of [1, 2, 3]) {
       const { message: m } = await server.ok<{ message: { seq: number } }>('send_message', { room_id: roomId, text_content: `断线期间的消息 ${n}` }, bobToken);
