@@ -8,7 +8,7 @@ import { field, setFieldErrors } from './forms.js';
 import { errorText, fieldErrorText, modeLabel, t } from './i18n.js';
 import { icon } from './icons.js';
 import { formatTime } from './time.js';
-import { lastActivity, onUnreadChange, seedFromPage, unreadOf } from './unread.js';
+import { isSeeded, lastActivity, onUnreadChange, seedFromPage, unreadOf } from './unread.js';
 
 /**
  * Makes sure the signed-in person is a member of the room, asking for its password when
@@ -210,7 +210,8 @@ export function mountRooms(container, ctx) {
 
   /** Unread counts and last activity of the joined rooms, from each one's newest page. */
   const seedUnread = async () => {
-    const mine = rooms.filter((r) => ctx.myRooms.has(r.room_id));
+    // Once per room and page: afterwards the socket's message_new events keep the counts.
+    const mine = rooms.filter((r) => ctx.myRooms.has(r.room_id) && !isSeeded(r.room_id));
     await Promise.all(
       mine.map(async (r) => {
         try {

@@ -21,6 +21,13 @@ const counts = new Map();
 export const lastActivity = new Map();
 /** @type {Set<() => void>} */
 const listeners = new Set();
+/** Rooms whose counts were seeded from the server in this page's life (then live events keep them). */
+const seeded = new Set();
+
+/** @param {string} roomId */
+export function isSeeded(roomId) {
+  return seeded.has(roomId);
+}
 let baseTitle = document.title;
 /** The room the reader is looking at (its messages are read as they come, while the tab shows). */
 let viewing = /** @type {string|null} */ (null);
@@ -89,6 +96,7 @@ export function markSeen(roomId, seq) {
  * @param {string} roomId @param {any[]} newest @param {string} me
  */
 export function seedFromPage(roomId, newest, me) {
+  seeded.add(roomId);
   const last = newest[newest.length - 1];
   if (last) lastActivity.set(roomId, last.timestamp);
   if (!(roomId in seen)) {

@@ -677,7 +677,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(await readFile((await download.path())!, 'utf8')).toBe('会议纪要 v1\n');
   });
 
-  it('pages older history with "load older" and jumps to search hits', async () => {
+  it('pages older history by scrolling up and jumps to search hits', async () => {
     const aliceToken = await sessionToken(alice);
     const { room } = await server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Archive Hall', timezone: 'UTC' }, aliceToken);
     for (let i = 1; i <= 70; i++) {
