@@ -119,7 +119,7 @@ export class MessageList {
     if (mine) {
       if (this.atLive && this.rendered.has(message.seq)) this.scrollToBottom();
       else void this.jumpTo(message.seq, { flash: false, block: 'end' });
-    } else if (outcome === 'new') {
+    } else if (outcome === 'new' && message.seq > (wasResume ?? 0)) {
       if (stick && this.atLive) this.scrollToBottom();
       else if (!message.visible) {
         // quiet skip records never call the reader down
@@ -149,6 +149,8 @@ export class MessageList {
     const els = this.elementsFor(m);
     this.list.append(...els);
     this.rendered.set(seq, els);
+    // A visible message of a round whose separator was quiet makes it show.
+    if (m.round_id && (m.visible || m.role === 'system')) this.separators.get(m.round_id)?.classList.remove('round-sep-quiet');
   }
 
   /** @param {number} seq */
@@ -388,6 +390,20 @@ export class MessageList {
     return out;
   }
 
+  /**
+   * A round's separator is quiet (hidden with the skip notes) while the round shows nothing
+   * visible: looks at the round's messages held from `m` on.
+   * @param {Message} m
+   */
+  roundHasVisible(m) {
+    for (let s = m.seq, n = 0; n < MAX_RENDERED; s++, n++) {
+      const x = this.store.get(s);
+      if (!x || x.round_id !== m.round_id) return false;
+      if (x.visible || x.role === 'system') return true;
+    }
+    return false;
+  }
+
   /** @param {Message} m */
   separatorFor(m) {
     const n = this.ctx.roundNumber(m.round_id);
@@ -395,7 +411,7 @@ export class MessageList {
     const time = formatClock(m.timestamp, this.ctx.timezone());
     const sep = h(
       'li',
-      { class: `round-sep${m.visible || m.role === 'system' ? '' : ' round-sep-quiet'}`, role: 'separator', dataset: { roundId: m.round_id, time, numbered: n > 0 ? '1' : '0' }, 'aria-label': n > 0 ? t('msg.roundStart', { n }) : label },
+      { class: `round-sep${this.roundHasVisible(m) ? '' : ' round-sep-quiet'}`, role: 'separator', dataset: { roundId: m.round_id, time, numbered: n > 0 ? '1' : '0' }, 'aria-label': n > 0 ? t('msg.roundStart', { n }) : label },
       h('span', {}, `${label} · ${time}`),
     );
     this.separators.set(m.round_id, sep);
