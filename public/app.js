@@ -11,7 +11,7 @@ import { mountLogin } from './login.js';
 import { mountRoom } from './room.js';
 import { mountRooms } from './rooms.js';
 import { applyTheme, nextTheme, storedTheme } from './theme.js';
-import { noteMessage, setBaseTitle } from './unread.js';
+import { forgetSeeds, noteMessage, setBaseTitle } from './unread.js';
 
 const byId = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const main = byId('main');
@@ -162,6 +162,7 @@ function startLive() {
         session.name = f.participant.name;
         meName.textContent = session.name;
       }
+      forgetSeeds();
       view?.onLive?.();
       view?.refresh?.();
     },

@@ -19,6 +19,8 @@ const NEAR_BOTTOM_PX = 80;
 const EDGE_PX = 800;
 export const MAX_RENDERED = 240;
 const CHUNK = 100;
+/** Messages rendered when the room opens. */
+const FIRST_WINDOW = 50;
 /** A jump renders this many messages on each side of its target. */
 const JUMP_HALF = 90;
 export const PAGE = 100;
@@ -85,7 +87,8 @@ export class MessageList {
     this.store.addPage(messages, { live: true });
     if (messages.length === 0) this.store.resumeSeq = 0;
     const top = this.store.resumeSeq ?? 0;
-    this.setWindow(Math.max(1, top - MAX_RENDERED + 1), top);
+    // Enough to fill a tall screen; the rest of the page is rendered from the store on scroll.
+    this.setWindow(Math.max(1, top - FIRST_WINDOW + 1), top);
     this.atLive = true;
     this.scrollToBottom();
   }

@@ -324,6 +324,9 @@ export function mountRoom(container, ctx) {
   /** @returns {Promise<void>} */
   const load = async () => {
     let data;
+    // The newest page is asked for at the same time as the room (one round trip, not two).
+    const firstPage = callTool('get_messages', { room_id: roomId, limit: PAGE });
+    firstPage.catch(() => undefined);
     try {
       data = await callTool('get_room', { room_id: roomId });
     } catch (err) {
@@ -336,7 +339,7 @@ export function mountRoom(container, ctx) {
     ctx.myRooms.add(roomId);
     dispatch({ type: 'room', room: data.room });
     try {
-      const { messages } = await callTool('get_messages', { room_id: roomId, limit: PAGE });
+      const { messages } = await firstPage;
       if (destroyed) return;
       list.openLatest(messages);
       // Statistics after the messages: on a long history they cost the server more.

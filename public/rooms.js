@@ -253,7 +253,10 @@ export function mountRooms(container, ctx) {
       clearInterval(timer);
       offUnread();
     },
-    /** myRooms changed (auth_ok after connect): redraw the joined marks. */
-    refresh: render,
+    /** The socket (re)connected (auth_ok): redraw the joined marks and seed the counts again. */
+    refresh() {
+      render();
+      void seedUnread();
+    },
   };
 }

@@ -21,8 +21,15 @@ const counts = new Map();
 export const lastActivity = new Map();
 /** @type {Set<() => void>} */
 const listeners = new Set();
-/** Rooms whose counts were seeded from the server in this page's life (then live events keep them). */
+/** Rooms whose counts were seeded from the server since the socket last (re)connected. */
 const seeded = new Set();
+/** @type {Record<string, number>} room → highest seq already counted (a seed and a live event never count one message twice) */
+const countedThrough = {};
+
+/** The socket (re)connected: events may have been missed, so counts are seeded again. */
+export function forgetSeeds() {
+  seeded.clear();
+}
 
 /** @param {string} roomId */
 export function isSeeded(roomId) {
@@ -105,6 +112,7 @@ export function seedFromPage(roomId, newest, me) {
   }
   const n = newest.filter((m) => m.seq > seen[roomId] && m.visible && !m.deleted && m.sender.toLowerCase() !== me.toLowerCase()).length;
   counts.set(roomId, n);
+  if (last) countedThrough[roomId] = Math.max(countedThrough[roomId] ?? 0, last.seq);
   changed();
 }
 
@@ -116,7 +124,9 @@ export function noteMessage(roomId, m, { me, roomName }) {
   lastActivity.set(roomId, m.timestamp);
   const mine = m.sender.toLowerCase() === me.toLowerCase();
   const reading = viewing === roomId && document.visibilityState === 'visible';
-  if (mine || reading || !m.visible || m.deleted || m.seq <= (seen[roomId] ?? 0)) {
+  const already = m.seq <= (countedThrough[roomId] ?? 0);
+  countedThrough[roomId] = Math.max(countedThrough[roomId] ?? 0, m.seq);
+  if (mine || reading || already || !m.visible || m.deleted || m.seq <= (seen[roomId] ?? 0)) {
     changed();
     return;
   }
