@@ -77,8 +77,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     limits: new RateLimits({ perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress }),
     metrics,
   };
-  const app: App = {
-    ...services,
+  // One object: the server sets config.port once it listens, and the tools must see it.
+  const app: App = Object.assign(services, {
     bus,
     timers,
     registry: buildRegistry(services),
@@ -87,7 +87,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       presence.stop();
       await store.close();
     },
-  };
+  });
   await rooms.restoreAll();
   return app;
 }
