@@ -319,6 +319,9 @@ function onJoined(w: Work, name: string, role: 'ai_agent' | 'user'): Refusal | u
 
 function onLeft(w: Work, name: string, role: 'ai_agent' | 'user'): Refusal | undefined {
   if (role !== 'ai_agent') return undefined;
+  // A remembered mention of an agent that left is dropped (it would not be asked anyway, and
+  // must not come back to life if the agent rejoins).
+  w.state.paused_mentions = w.state.paused_mentions.filter((n) => n !== name);
   const r = running(w);
   if (!r) return undefined;
   if (w.view.agents.length === 0) {

@@ -78,10 +78,12 @@ let store: Store;
 let timers: ManualTimers;
 let driver: RoundsDriver;
 let cleanup: () => Promise<void>;
+let dataDir: string;
 
 beforeEach(async () => {
   const dir = await tempDir();
   cleanup = dir.cleanup;
+  dataDir = dir.dir;
   store = createStore(dir.dir, memoryLogger().logger);
   await store.open();
   timers = new ManualTimers();
@@ -206,5 +208,41 @@ describe('rounds driver timers', () => {
     timers.advance(5_000);
     expect(timeouts(room)).toHaveLength(1);
     expect(room.current_round?.turn?.agent).toBe('B');
+  });
+});
+
+describe('rounds driver state', () => {
+  it("remembers a person's mentions posted into a paused idle room with the room, across a store reopen (SPEC §6.1.9)", async () => {
+    const room = makeRoom('room-p', {
+      system_status: 'paused',
+      members: [member('A', 'ai_agent'), member('B', 'ai_agent'), member('U', 'user')],
+    });
+    await store.putRoom(room);
+    const m = makeMessage(room.room_id, store.nextSeq(room.room_id), { sender: 'U', sender_id: 'id-U', role: 'user', mentions: ['B'] });
+    await apply(room, { type: 'message', sender: 'U', role: 'user', isAdmin: false, seq: m.seq, mentions: ['B'], endTurn: true }, [m]);
+    expect(room.paused_mentions).toEqual(['B']);
+    expect(room.current_round).toBeNull();
+
+    driver.stop();
+    await store.close();
+    store = createStore(dataDir, memoryLogger().logger);
+    await store.open();
+    const reloaded = store.getRoom('room-p')!;
+    expect(reloaded.paused_mentions).toEqual(['B']);
+    const presence = new Presence(() => timers.now, new ManualTimers());
+    for (const name of ['A', 'B']) presence.socketOpened(`id-${name}`);
+    driver = new RoundsDriver({
+      store,
+      committer: new Committer(store, new InProcessBus()),
+      presence,
+      turnTimeoutMs: TIMEOUT,
+      now: () => timers.now,
+      timers,
+      logger: memoryLogger().logger,
+    });
+    await setStatus(reloaded, 'active');
+    expect(reloaded.current_round).toMatchObject({ agent_queue: ['B', 'A'], pending_mentions: ['B'], turn: { agent: 'B', can_skip: false } });
+    expect(reloaded.paused_mentions).toBeUndefined();
+    expect(store.getRoom('room-p')?.paused_mentions).toBeUndefined();
   });
 });

@@ -291,8 +291,8 @@ class Checker {
     if (state.paused_mentions.length > 0) {
       coverage['paused_mentions'] = (coverage['paused_mentions'] ?? 0) + 1;
       check(
-        sim.mode === 'default' && !r && (sim.status === 'paused' || !state.paused_mentions.some((n) => agents.includes(n)) || !agents.some((a) => sim.online.has(a))),
-        'paused mentions wait only in a paused idle default-mode room',
+        sim.mode === 'default' && !r && sim.status === 'paused' && state.paused_mentions.every((n) => agents.includes(n)),
+        'paused mentions wait only in a paused idle default-mode room, and name agent members',
         { state, status: sim.status },
       );
     }
