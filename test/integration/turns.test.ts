@@ -77,11 +77,16 @@ describe('default mode on the real server', () => {
     const turnC = rec.next(isTurn('C'));
     expect(await server.ok('skip_response', { room_id: room.room_id }, b!.token)).toEqual({ skipped: true });
     await turnC;
-    // C stays silent: the timeout passes its turn; the round had an answer and ≥ 2 agents, so
-    // the next round starts with A again.
+    // C stays silent: the timeout passes its turn and the round ends. Only A answered, so no
+    // follow-up round starts (v2: answers from two different agents are needed); the next
+    // person's message starts the next round with A again.
     const end = (await rec.next(isRoundEnd, 3000)) as Extract<RoomEvent, { event: 'round_end' }>;
     expect(end.data.reason).toBe('completed');
-    await rec.next(isTurn('A'), 3000);
+    const { room: ended } = await server.ok('get_room', { room_id: room.room_id }, user.token);
+    expect(ended.current_round).toMatchObject({ round_id: end.data.round_id, completed: true, turn: null });
+    const nextA = rec.next(isTurn('A'), 3000);
+    await server.ok('send_message', { room_id: room.room_id, text_content: '继续' }, user.token);
+    await nextA;
 
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
     expect(messages.map((m: any) => [m.sender, m.visible, m.skip_reason, m.text_content])).toEqual([
@@ -89,6 +94,7 @@ describe('default mode on the real server', () => {
       ['A', true, null, 'A here'],
       ['B', false, 'skip', '（跳过）'],
       ['C', false, 'timeout', '（超时跳过）'],
+      ['U', true, null, '继续'],
     ]);
     expect(messages.every((m: any) => m.round_id === end.data.round_id || m.sender === 'U')).toBe(true);
     expect(messages[0].processed).toBe(true);
