@@ -115,9 +115,10 @@
 //   also while paused (its first turn is then issued on resume); a running round ends first with
 //   `superseded`. A person host's message resets the guard as any person's; an agent host's
 //   mentions are ignored once the guard tripped, including when the host's own message is the
-//   answer that trips it. When the host answers its own turn (the floor)
-//   with mentions, that turn counts as answered, the floor round ends `completed`, then the host
-//   round starts; with `end_turn: false` and mentions the floor round is superseded.
+//   answer that trips it. When the host answers its own turn (the floor) with mentions, with
+//   `end_turn` true or false, that post counts as one answer and the floor round ends
+//   `superseded` (rule 6.2.2: the host's message ends any running round), then the host round
+//   starts.
 // - A host round that ended `completed` gives an agent host (online or not: an offline host is
 //   passed) the floor once (`host_floor`, reason `host`, can_skip true); not while paused (given
 //   on resume) and not after `superseded`/`guard`/`room_empty`.
@@ -288,17 +289,18 @@ function onHostModeAgentMessage(w: Work, a: MessageAction): Refusal | undefined 
   const isHost = a.sender === w.view.host;
   const mentioned = isHost && !guardTripped(w) ? mentionedAgents(w, a) : [];
   if (r && r.turn?.agent === a.sender) {
-    const ends = endsTurn(a, r.turn.posted);
-    if (!ends && mentioned.length === 0) {
-      r.turn.posted += 1;
-      emitTurn(w, r);
+    if (mentioned.length === 0) {
+      if (!endsTurn(a, r.turn.posted)) {
+        r.turn.posted += 1;
+        emitTurn(w, r);
+      } else if (!finishTurn(w, true)) {
+        issueTurn(w);
+      }
       return undefined;
     }
-    if (ends) {
-      if (!finishTurn(w, true)) issueTurn(w);
-    } else {
-      countAnswer(w, a.sender);
-    }
+    // Rule 6.2.2: a host message with mentions ends any running round as `superseded`, the
+    // host's own floor included (whatever `end_turn` says); it counts as one answer.
+    countAnswer(w, a.sender);
   } else {
     if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
     countAnswer(w, a.sender);
