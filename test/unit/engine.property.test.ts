@@ -250,6 +250,10 @@ class Checker {
       if (e.type === 'record') {
         check(agents.includes(e.agent), 'records only for agents', e);
         checkRecordMessage(sim, e);
+        if (e.skip_reason === 'skip') {
+          const why = s?.t === 'skip' ? (s.reason ?? '').trim() : '';
+          check(e.text === (why === '' ? '（跳过）' : `（跳过：${why}）`), 'a skip record carries the reason given', { e, s });
+        }
       }
       if (e.type === 'system_message') {
         const m = engineMessage(sim.messageRoom(), e, STAMP);
