@@ -33,9 +33,9 @@
 // Guard
 // - A "visible agent answer" is counted once per turn that ends answered (an `end_turn: true`
 //   post, the 20th post of a turn, or skip/timeout/pass/leave after ≥ 1 `end_turn: false`
-//   post), once for an agent's
-//   message that opens an idle room, and once for each message of a host/admin agent posted
-//   outside a turn in host mode. `end_turn: false` posts are not counted one by one.
+//   post), once for an agent's message that opens an idle room, and once for each message of a
+//   host/admin agent posted outside a turn in host mode. `end_turn: false` posts are not
+//   counted one by one.
 // - It trips when guard_count ≥ max_auto_rounds × number of agents (checked when counting):
 //   a visible `system_message` (zh-*: `已达到自动轮次上限（N 轮），等待用户发言或手动开始新一轮。`,
 //   otherwise English) with the round's id, then `round_end` reason `guard`. Nothing starts
@@ -123,7 +123,8 @@
 //   passed) the floor once (`host_floor`, reason `host`, can_skip true); not while paused (given
 //   on resume) and not after `superseded`/`guard`/`room_empty`.
 // - Host and admin agents may post at any time (counted for the guard); other agents only while
-//   holding the turn. People's messages start nothing; unanswered messages start no rounds.
+//   holding the turn. People's messages (other than a person host's with mentions) start
+//   nothing; unanswered messages start no rounds, and nothing is remembered while paused.
 // - start_round in host mode: floor for an agent host; `conflict` for a person host (or none).
 //
 // start_round checks, in order: `room_paused`; `conflict` while a round runs (details:
