@@ -60,7 +60,7 @@ async function setup(mode: 'default' | 'host' = 'default', agentNames = ['A', 'B
 }
 
 describe('default mode on the real server', () => {
-  it('runs a full round: answer, skip, timeout; with one answering agent no follow-up round starts', async () => {
+  it('runs a full round: answer, skip, timeout, then the next round', async () => {
     server = await startTestServer({ turnTimeoutMs: 1000 });
     const { user, room, agents, rec } = await setup();
     const [a, b] = agents;
@@ -77,10 +77,16 @@ describe('default mode on the real server', () => {
     const turnC = rec.next(isTurn('C'));
     expect(await server.ok('skip_response', { room_id: room.room_id }, b!.token)).toEqual({ skipped: true });
     await turnC;
-    // C stays silent: the timeout passes its turn. Only A answered, so no follow-up round
-    // starts (SPEC v2 §6.1.1: answers from two different agents are needed).
+    // C stays silent: the timeout passes its turn and the round ends. Only A answered, so no
+    // follow-up round starts (v2: answers from two different agents are needed); the next
+    // person's message starts the next round with A again.
     const end = (await rec.next(isRoundEnd, 3000)) as Extract<RoomEvent, { event: 'round_end' }>;
     expect(end.data.reason).toBe('completed');
+    const { room: ended } = await server.ok('get_room', { room_id: room.room_id }, user.token);
+    expect(ended.current_round).toMatchObject({ round_id: end.data.round_id, completed: true, turn: null });
+    const nextA = rec.next(isTurn('A'), 3000);
+    await server.ok('send_message', { room_id: room.room_id, text_content: '继续' }, user.token);
+    await nextA;
 
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
     expect(messages.map((m: any) => [m.sender, m.visible, m.skip_reason, m.text_content])).toEqual([
@@ -88,12 +94,13 @@ describe('default mode on the real server', () => {
       ['A', true, null, 'A here'],
       ['B', false, 'skip', '（跳过）'],
       ['C', false, 'timeout', '（超时跳过）'],
+      ['U', true, null, '继续'],
     ]);
     expect(messages.every((m: any) => m.round_id === end.data.round_id || m.sender === 'U')).toBe(true);
     expect(messages[0].processed).toBe(true);
     const { room: stored } = await server.ok('get_room', { room_id: room.room_id }, user.token);
     expect(stored.history_rounds).toContain(end.data.round_id);
-    expect(stored.current_round).toMatchObject({ round_id: end.data.round_id, completed: true, turn: null });
+    expect(stored.current_round.turn.agent).toBe('A');
   });
 
   it('moves mentioned agents next, refuses their skip, and ends the round with the chain', async () => {
