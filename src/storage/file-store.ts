@@ -31,7 +31,6 @@
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import { nameKey } from '../identity/names.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
@@ -62,7 +61,9 @@ export interface FileStoreOptions {
   loadConcurrency?: number;
   /**
    * The name uniqueness key of a participant loaded from disk (the records do not store the
-   * key the services passed to putParticipant). Must be the function the services use.
+   * key the services passed to putParticipant). Must be the function the services use; it is
+   * passed in because names are a domain rule above the storage layer. Default: NFC and
+   * lower case (enough for stores opened by storage tests).
    */
   nameKeyOf?: (name: string) => string;
 }
@@ -133,7 +134,7 @@ export class FileStore implements Store {
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
     this.loadConcurrency = options.loadConcurrency ?? 4;
-    this.nameKeyOf = options.nameKeyOf ?? nameKey;
+    this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLocaleLowerCase('und'));
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
