@@ -182,7 +182,10 @@ export class FileStore implements Store {
     }
     // A .tmp is a snapshot write that never got renamed: the real file is still the valid one.
     for (const snap of [this.agents, this.users, this.rooms]) await rm(`${snap.path}.tmp`, { force: true });
-    await Promise.all([this.agents.load(), this.users.load(), this.rooms.load()]);
+    // Missing snapshots are created only once all three loaded: a corrupt one stops open first.
+    const snapshots = [this.agents, this.users, this.rooms];
+    const found = await Promise.all(snapshots.map((snap) => snap.load()));
+    for (const [i, snap] of snapshots.entries()) if (!found[i]) await snap.create();
     for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
     for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
     for (const room of this.rooms.records.values()) {

@@ -47,17 +47,16 @@ export class SnapshotFile<T extends object> {
   }
 
   /**
-   * Loads the file; a missing file is created as `[]` (SPEC §5: the layout is complete from the
-   * first start). A corrupt file rejects and is left exactly as it is.
+   * Loads the file; resolves false if it is missing (empty; `create` writes it). A corrupt file
+   * rejects and is left exactly as it is.
    */
-  async load(): Promise<void> {
+  async load(): Promise<boolean> {
     let text: string;
     try {
       text = await readFile(this.opts.path, 'utf8');
     } catch (err) {
       if (!isCode(err, 'ENOENT')) throw err;
-      await this.writeDurably(this.serialize(this.current));
-      return;
+      return false;
     }
     let data: unknown;
     try {
@@ -71,6 +70,12 @@ export class SnapshotFile<T extends object> {
       if (typeof id !== 'string' || id === '') throw corrupt(this.opts.path, `entry ${i} has no id`);
       this.current.set(id, record as T);
     });
+    return true;
+  }
+
+  /** Writes the (empty) file durably: SPEC §5, the layout is complete from the first start. */
+  create(): Promise<void> {
+    return this.writeDurably(this.serialize(this.current));
   }
 
   /**
