@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 async function openStore(fsOps?: Partial<FsOps>, logger = silentLogger): Promise<FileStore> {
-  const s = new FileStore({ dataDir: dir, logger, fsOps });
+  const s = new FileStore({ dataDir: dir, logger, fsOps, compactEveryMs: 0 });
   stores.push(s);
   await s.open();
   return s;
@@ -87,96 +87,129 @@ describe('room log write failures', () => {
   });
 });
 
+/**
+ * fsOps that fail the files whose path matches while a kind is set: open of such a path, write
+ * and fsync of a handle opened on one, a directory fsync of its directory. Everything else works.
+ */
+function targetedFaults(match: (path: string) => boolean) {
+  let kind: string | null = null;
+  const handles = new WeakMap<object, string>();
+  const boom = (code: string, what: string) => Object.assign(new Error(`injected ${what} failure`), { code });
+  const ops: Partial<FsOps> = {
+    async open(path, flags) {
+      if (kind === 'open' && match(path)) throw boom('EMFILE', 'open');
+      const handle = await defaultFsOps.open(path, flags);
+      handles.set(handle, path);
+      return handle;
+    },
+    async write(handle, data) {
+      const hit = match(handles.get(handle) ?? '');
+      if (hit && (kind === 'write' || kind === 'enospc')) {
+        await defaultFsOps.write(handle, data.subarray(0, Math.floor(data.length / 2)));
+        throw kind === 'write' ? boom('EIO', 'write') : boom('ENOSPC', 'write (disk full)');
+      }
+      return defaultFsOps.write(handle, data);
+    },
+    async fsync(handle) {
+      if (kind === 'fsync' && match(handles.get(handle) ?? '')) throw boom('EIO', 'fsync');
+      return defaultFsOps.fsync(handle);
+    },
+    async fsyncDir(d) {
+      if (kind === 'fsyncDir' && match(join(d, 'x'))) throw boom('EIO', 'fsyncDir');
+      return defaultFsOps.fsyncDir(d);
+    },
+  };
+  return { ops, set: (k: string | null) => void (kind = k), pathOf: (handle: object) => handles.get(handle) ?? '' };
+}
+const isJournal = (path: string) => path.includes(`${join('journal')}/`) || path.includes('/journal/');
+
 describe('a commit whose state write fails after its messages are durable', () => {
-  it.each(['rename', 'fsyncDir', 'fsync', 'write'] as const)('cuts the log back when rooms.json fails by %s', async (kind) => {
-    // Fail only the snapshot write, not the log append.
-    const faults = faultyFsOps();
-    let failing = false;
-    const ops: Partial<FsOps> = {
-      ...faults.ops,
-      open: async (path, flags) => {
-        const handle = await defaultFsOps.open(path, flags);
-        if (failing) faults.set(path.endsWith('.tmp') ? kind : null);
-        return handle;
-      },
-    };
-    const s = await openStore(ops);
-    let v = await s.createRoom(makeRoom('r1'));
-    v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
-    const bytes = await readLog('r1');
-    const rooms = await readFile(join(dir, 'rooms.json'), 'utf8');
-    const before = await dumpStore(s);
-    failing = true;
-    const commit = { room: makeRoom('r1', { room_description: 'new' }), messages: [makeMessage('r1', 2)], expectedVersion: v };
-    await expect(s.commitRoom('r1', commit)).rejects.toThrow(/injected/);
-    failing = false;
-    faults.set(null);
-    expect(await readLog('r1')).toBe(bytes);
-    expect(await readFile(join(dir, 'rooms.json'), 'utf8')).toBe(rooms);
-    expect(await dumpStore(s)).toEqual(before);
-    await s.commitRoom('r1', commit);
-    const after = await dumpStore(s);
-    expect(after).toMatchObject({ messageCount: 2 });
-    expect(await freshDump(s)).toEqual(after);
-  });
+  it.each(['write', 'enospc', 'fsync', 'open', 'fsyncDir'] as const)(
+    'cuts the room log back when the journal append fails by %s',
+    async (kind) => {
+      const faults = targetedFaults(isJournal);
+      const s = await openStore(faults.ops);
+      let v = await s.createRoom(makeRoom('r1'));
+      v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
+      // open and fsyncDir only happen for a new journal file: start one.
+      if (kind === 'open' || kind === 'fsyncDir') await s.compact();
+      const bytes = await readLog('r1');
+      const before = await dumpStore(s);
+      faults.set(kind);
+      const commit = { room: makeRoom('r1', { room_description: 'new' }), messages: [makeMessage('r1', 2)], expectedVersion: v };
+      await expect(s.commitRoom('r1', commit)).rejects.toThrow(/injected/);
+      faults.set(null);
+      expect(await readLog('r1')).toBe(bytes);
+      expect(await dumpStore(s)).toEqual(before);
+      await s.commitRoom('r1', commit);
+      const after = await dumpStore(s);
+      expect(after).toMatchObject({ messageCount: 2 });
+      expect(await freshDump(s)).toEqual(after);
+    },
+  );
 
   it('retries a cut-back that failed before the next append, so the failed messages never load', async () => {
     let failTruncate = 0;
-    let failRename = false;
+    const faults = targetedFaults(isJournal);
     const ops: Partial<FsOps> = {
+      ...faults.ops,
       truncate: async (handle, len) => {
-        if (failTruncate > 0) {
+        if (failTruncate > 0 && faults.pathOf(handle).endsWith('r1.jsonl')) {
           failTruncate--;
           throw Object.assign(new Error('injected truncate failure'), { code: 'EIO' });
         }
         return defaultFsOps.truncate(handle, len);
-      },
-      rename: async (from, to) => {
-        if (failRename) throw Object.assign(new Error('injected rename failure'), { code: 'EIO' });
-        return defaultFsOps.rename(from, to);
       },
     };
     const { logger, lines } = memoryLogger();
     const s = await openStore(ops, logger);
     let v = await s.createRoom(makeRoom('r1'));
     v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
-    failRename = true;
+    // The journal append fails by a torn write (and is cut back), then the room log's cut fails.
+    faults.set('write');
     failTruncate = 1;
     const lost = makeMessage('r1', 2);
     await expect(
       s.commitRoom('r1', { room: makeRoom('r1', { room_description: 'x' }), messages: [lost], expectedVersion: v }),
-    ).rejects.toThrow(/rename/);
-    failRename = false;
-    expect(lines.some((l) => /cutting a room log back failed/.test(l.msg))).toBe(true);
+    ).rejects.toThrow(/injected write/);
+    faults.set(null);
+    expect(failTruncate).toBe(0);
+    expect(lines.some((l) => /cutting a room log back failed/.test(l.msg) && String(l.file).endsWith('r1.jsonl'))).toBe(true);
+    // Until then the log holds the failed message's line; nothing serves it.
+    expect((await readLog('r1')).split('\n').filter(Boolean)).toHaveLength(2);
     expect(await s.getMessage(lost.message_id)).toBeUndefined();
     // The next commit cuts first, then appends its own seq 2.
     const kept = makeMessage('r1', 2);
     await s.commitRoom('r1', { messages: [kept], expectedVersion: v });
-    const seqs = (await readLog('r1')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { message_id: string });
-    expect(seqs.map((m) => m.message_id)).toEqual([(await s.readMessages('r1', { afterSeq: 0, limit: 1 }))[0]!.message_id, kept.message_id]);
+    const ids = (await readLog('r1')).split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { message_id: string }).message_id);
+    expect(ids).toEqual([(await s.readMessages('r1', { afterSeq: 0, limit: 1 }))[0]!.message_id, kept.message_id]);
   });
 });
 
-describe('snapshot write failures', () => {
-  it.each(['open', 'write', 'enospc', 'fsync', 'rename', 'fsyncDir'] as const)(
-    'a put failing by %s leaves users.json byte for byte as it was',
+describe('participant write failures', () => {
+  it.each(['open', 'write', 'enospc', 'fsync', 'fsyncDir'] as const)(
+    'a put failing by %s leaves the journal and users.json byte for byte as they were',
     async (kind) => {
-      const faults = faultyFsOps();
+      const faults = targetedFaults(isJournal);
       const s = await openStore(faults.ops);
       await s.putParticipant({ kind: 'user', record: makeUser('u1', { token_hashes: ['old'] }) }, 'user-u1');
-      const bytes = await readFile(join(dir, 'users.json'), 'utf8');
+      if (kind === 'open' || kind === 'fsyncDir') await s.compact(); // a new journal file comes next
+      const snapshot = await readFile(join(dir, 'users.json'), 'utf8');
+      const journal = await journalBytes();
       faults.set(kind);
       await expect(
         s.putParticipant({ kind: 'user', record: makeUser('u1', { token_hashes: ['new'] }) }, 'user-u1'),
       ).rejects.toThrow(/injected/);
       faults.set(null);
-      expect(await readFile(join(dir, 'users.json'), 'utf8')).toBe(bytes);
+      expect(await readFile(join(dir, 'users.json'), 'utf8')).toBe(snapshot);
+      expect(await journalBytes()).toBe(journal);
       expect((await s.findParticipantByTokenHash('old'))?.record).toMatchObject({ user_id: 'u1' });
       expect(await s.findParticipantByTokenHash('new')).toBeUndefined();
-      await expect(readFile(join(dir, 'users.json.tmp'))).rejects.toThrow(/ENOENT/);
     },
   );
+});
 
+describe('compaction', () => {
   it('replaces a snapshot in the durable order: write the temp file, fsync it, rename, fsync the directory', async () => {
     const ops: string[] = [];
     const record = <K extends keyof FsOps>(op: K, describe: (...args: never[]) => string): FsOps[K] =>
@@ -191,34 +224,56 @@ describe('snapshot write failures', () => {
       fsync: record('fsync', () => ''),
       close: record('close', () => ''),
       rename: record('rename', (from: string, to: string) => `${name(from)} →${name(to)}`),
-      fsyncDir: record('fsyncDir', (d: string) => (d === dir ? ' data dir' : ` ${d}`)),
+      fsyncDir: record('fsyncDir', (d: string) => (d === dir ? ' data dir' : d.endsWith('journal') ? ' journal dir' : ` ${d}`)),
     });
-    ops.length = 0;
     await s.createRoom(makeRoom('r1'));
-    expect(ops).toEqual(['open temp', 'write', 'fsync', 'close', 'rename temp → rooms.json', 'fsyncDir data dir']);
+    ops.length = 0;
+    await s.compact();
+    const from = ops.indexOf('open temp');
+    expect(ops.slice(from)).toEqual([
+      'open temp',
+      'write',
+      'fsync',
+      'close',
+      'rename temp → rooms.json',
+      'fsyncDir data dir',
+      'fsyncDir journal dir', // the folded journal file is deleted only after that
+    ]);
   });
 
-  it('a failed batch fails every commit in it; each room\'s log is cut back; the next batch succeeds', async () => {
-    const faults = faultyFsOps();
-    let failSnapshots = false;
-    const ops: Partial<FsOps> = {
-      ...faults.ops,
-      open: async (path, flags) => {
-        faults.set(failSnapshots && path.endsWith('.tmp') ? 'rename' : null);
-        return defaultFsOps.open(path, flags);
-      },
-    };
-    const s = await openStore(ops);
+  it.each(['open', 'write', 'enospc', 'fsync', 'rename', 'fsyncDir'] as const)(
+    'a compaction failing by %s keeps the journal; nothing is lost and the next compaction succeeds',
+    async (kind) => {
+      const faults = faultyFsOps();
+      const { logger, lines } = memoryLogger();
+      const s = await openStore(faults.ops, logger);
+      const v = await s.createRoom(makeRoom('r1'));
+      await s.commitRoom('r1', { room: makeRoom('r1', { room_description: 'changed' }), messages: [makeMessage('r1', 1)], expectedVersion: v });
+      const before = await dumpStore(s);
+      faults.set(kind);
+      await s.compact(); // never rejects
+      faults.set(null);
+      expect(lines.some((l) => l.level === 50 && /compacting the state journal failed/.test(l.msg))).toBe(true);
+      expect(await dumpStore(s)).toEqual(before);
+      expect(await freshDump(s)).toEqual(before);
+      const again = await openStore();
+      await again.compact();
+      expect(JSON.parse(await readFile(join(dir, 'rooms.json'), 'utf8'))).toEqual([makeRoom('r1', { room_description: 'changed' })]);
+    },
+  );
+
+  it('a failed journal batch fails every commit in it; each room\'s log is cut back', async () => {
+    const faults = targetedFaults(isJournal);
+    const s = await openStore(faults.ops);
     const rooms = ['r1', 'r2', 'r3'];
     const versions = await Promise.all(rooms.map((r) => s.createRoom(makeRoom(r))));
     const before = await dumpStore(s);
-    failSnapshots = true;
+    faults.set('fsync');
     const results = await Promise.allSettled(
       rooms.map((r, i) =>
         s.commitRoom(r, { room: makeRoom(r, { archived: true }), messages: [makeMessage(r, 1)], expectedVersion: versions[i]! }),
       ),
     );
-    failSnapshots = false;
     faults.set(null);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     expect(await dumpStore(s)).toEqual(before);
@@ -226,3 +281,13 @@ describe('snapshot write failures', () => {
     expect(await freshDump(s)).toEqual(before);
   });
 });
+
+async function journalBytes(): Promise<string> {
+  const { readdir } = await import('node:fs/promises');
+  let out = '';
+  for (const f of (await readdir(join(dir, 'journal'))).sort()) {
+    const text = await readFile(join(dir, 'journal', f), 'utf8');
+    if (text !== '') out += `${f}:${text}`; // an empty file (a creation that failed) holds nothing
+  }
+  return out;
+}
