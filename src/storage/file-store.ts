@@ -31,14 +31,14 @@
 // without parsing it (log-reader.ts); a room's log is parsed on first need. A corrupt line found
 // only then is logged (file and line) and makes that room's reads and commits reject; other
 // rooms are unaffected.
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { nameKey } from '../identity/names.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { parseRoomLog, scanRoomLog } from './log-reader.js';
+import { metaOf, scanRoomLog } from './log-reader.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
@@ -73,6 +73,11 @@ export interface FileStoreOptions {
   /** Compact at least this often while the journal holds changes. Default 60 s; 0 = never (tests). */
   compactEveryMs?: number;
   /**
+   * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
+   * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
+   */
+  cacheMessages?: number;
+  /**
    * The name uniqueness key of a participant loaded from disk (the records do not store the
    * key the services passed to putParticipant). Must be the function the services use.
    */
@@ -82,8 +87,12 @@ export interface FileStoreOptions {
 export interface FileStoreStats extends IoStats {
   openLogFiles: number;
   messages: number;
-  /** Room logs not parsed yet (lazy start-up). */
-  unparsedLogs: number;
+  /** Messages in the cache. */
+  cachedMessages: number;
+  cacheHits: number;
+  cacheMisses: number;
+  /** Bytes of the per-room message indexes. */
+  indexBytes: number;
 }
 
 export const ROOM_MESSAGES_DIR = 'room_messages';
@@ -92,14 +101,6 @@ const LOG_SUFFIX = '.jsonl';
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
-
-/** A room log found at open and not parsed yet. */
-interface UnparsedLog {
-  ids: ReadonlySet<string>;
-  lastSeq: number;
-  size: number;
-  error?: Error;
-}
 
 const copy = <T>(value: T): T => structuredClone(value);
 
@@ -141,10 +142,8 @@ export class FileStore implements Store {
   /** The tail of each room's commit queue (one writer per room, in order). */
   private readonly roomQueues = new Map<string, Promise<unknown>>();
 
-  // Messages: parsed rooms, rooms known only from the scan at open, and the room of each id.
-  private readonly parsed = new Map<string, RoomMessages>();
-  private readonly unparsed = new Map<string, UnparsedLog>();
-  private readonly roomOfMessage = new Map<string, string>();
+  // Messages: per-room indexes, the cache, reads from the logs.
+  private readonly messages: RoomMessages;
 
   private state: State = 'new';
   private lock: DataDirLock | undefined;
@@ -183,6 +182,12 @@ export class FileStore implements Store {
       stats: this.io,
       logger: this.logger,
       maxOpen: options.maxOpenLogs ?? 256,
+    });
+    this.messages = new RoomMessages({
+      dir: join(this.dataDir, ROOM_MESSAGES_DIR),
+      logger: this.logger,
+      cacheMessages: options.cacheMessages ?? 50_000,
+      sizeOf: (roomId) => this.logs.sizeOf(roomId),
     });
   }
 
@@ -235,14 +240,14 @@ export class FileStore implements Store {
     }
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
-    let messages = 0;
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const { ids, lastSeq, size } = await scanRoomLog(join(logDir, file), roomId, this.logger);
-      this.unparsed.set(roomId, { ids, lastSeq, size });
+      const path = join(logDir, file);
+      const { index, size } = await scanRoomLog(path, roomId, this.logger, (await stat(path)).size);
+      this.messages.register(roomId, index);
       this.logs.registerExisting(roomId, size);
-      messages += ids.size;
     });
+    const messages = this.messages.count;
     this.logger.info(
       {
         data_dir: this.dataDir,
@@ -338,10 +343,15 @@ export class FileStore implements Store {
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
   stats(): FileStoreStats {
-    let messages = 0;
-    for (const r of this.parsed.values()) messages += r.count;
-    for (const u of this.unparsed.values()) messages += u.ids.size;
-    return { ...this.io, openLogFiles: this.logs.openCount, messages, unparsedLogs: this.unparsed.size };
+    return {
+      ...this.io,
+      openLogFiles: this.logs.openCount,
+      messages: this.messages.count,
+      cachedMessages: this.messages.cache.size,
+      cacheHits: this.messages.cache.hits,
+      cacheMisses: this.messages.cache.misses,
+      indexBytes: this.messages.indexBytes,
+    };
   }
 
   // ── participants ──
@@ -472,33 +482,41 @@ export class FileStore implements Store {
     const version = this.versions.get(roomId) ?? 1;
     if (commit.expectedVersion !== version) throw new StaleRoomError(roomId);
     if (commit.room && commit.room.room_id !== roomId) throw new Error(`room state for ${commit.room.room_id} committed to ${roomId}`);
-    const messages = this.messagesOf(roomId); // parses the log first (throws if it is corrupt)
-    checkCommitSeqs(roomId, messages.lastSeq, (seq) => messages.atSeq(seq)?.message_id, commit.messages);
+    const lastSeq = this.messages.lastSeq(roomId);
+    // Updates name stored messages: read their ids (cache or disk) for the seq check.
+    const updated = commit.messages.filter((m) => m.seq <= lastSeq).map((m) => m.seq);
+    const stored = await this.messages.idsAt(roomId, [...new Set(updated)]);
+    checkCommitSeqs(roomId, lastSeq, (seq) => stored.get(seq), commit.messages);
+    // A new message must not reuse the id of one stored in this room. (Ids are UUIDs made by
+    // the server; other rooms are not searched, which would cost a probe per room.)
     for (const m of commit.messages) {
-      const owner = this.roomOfMessage.get(m.message_id) ?? this.unparsedOwner(m.message_id);
-      if (owner !== undefined && owner !== roomId) throw new Error(`message ${m.message_id} belongs to room ${owner}`);
-      if (owner === roomId && messages.get(m.message_id)?.seq !== m.seq) {
-        throw new Error(`message ${m.message_id} is stored at seq ${messages.get(m.message_id)?.seq}, not ${m.seq}`);
+      if (m.seq > lastSeq) {
+        const at = await this.messages.hasId(roomId, m.message_id);
+        if (at !== undefined) throw new Error(`message ${m.message_id} is stored at seq ${at}, not ${m.seq}`);
       }
     }
     // Copies, serialised before anything is written: what is stored is what was committed.
     const added = commit.messages.map(copy);
     const room = commit.room ? copy(commit.room) : undefined;
-    let lines = '';
-    for (const m of added) lines += JSON.stringify(m) + '\n';
+    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
 
     const next = version + 1;
     // Once everything is durable: make it visible, all in one synchronous step.
+    const offsets: number[] = [];
     const apply = (): void => {
-      for (const m of added) {
-        messages.apply(m);
-        this.roomOfMessage.set(m.message_id, roomId);
-      }
+      this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf));
       if (room) this.indexMembers(current, room);
       this.versions.set(roomId, next);
     };
     const sizeBefore = this.logs.sizeOf(roomId);
-    if (added.length > 0) await this.logs.append(roomId, Buffer.from(lines, 'utf8'));
+    if (added.length > 0) {
+      const { start } = await this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines));
+      let at = start;
+      for (const l of lines) {
+        offsets.push(at);
+        at += l.length;
+      }
+    }
     if (!room) {
       apply();
       return next;
@@ -524,73 +542,37 @@ export class FileStore implements Store {
 
   // ── messages ──
   async getMessage(messageId: string): Promise<Message | undefined> {
-    const roomId = this.roomOfMessage.get(messageId) ?? this.unparsedOwner(messageId);
-    if (roomId === undefined) return undefined;
-    const found = this.messagesOf(roomId).get(messageId);
+    const found = await this.messages.getMessage(messageId);
     return found ? copy(found) : undefined;
   }
 
   async readMessages(roomId: string, page: MessagePage): Promise<Message[]> {
-    return this.existingMessagesOf(roomId)?.page(page.afterSeq, page.beforeSeq, page.limit).map(copy) ?? [];
+    return (await this.messages.page(roomId, page.afterSeq, page.beforeSeq, page.limit)).map(copy);
   }
 
   async searchMessages(roomId: string, query: string, limit: number): Promise<Message[]> {
-    return this.existingMessagesOf(roomId)?.search(query, limit).map(copy) ?? [];
+    return (await this.messages.search(roomId, query, limit)).map(copy);
   }
 
-  async lastSeqBySender(roomId: string, senderId: string): Promise<number> {
-    return this.existingMessagesOf(roomId)?.lastSeqBySender(senderId) ?? 0;
+  lastSeqBySender(roomId: string, senderId: string): Promise<number> {
+    return this.messages.lastSeqBySender(roomId, senderId);
   }
 
   async lastPersonSeq(roomId: string): Promise<number> {
-    return this.existingMessagesOf(roomId)?.lastPersonSeq() ?? 0;
+    return this.messages.lastPersonSeq(roomId);
   }
 
   async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-    const found = this.existingMessagesOf(roomId)?.byClientMsgId(senderId, clientMsgId);
+    const found = await this.messages.findByClientMsgId(roomId, senderId, clientMsgId);
     return found ? copy(found) : undefined;
   }
 
   async messageCount(): Promise<number> {
-    return this.stats().messages;
+    return this.messages.count;
   }
 
   private lastSeqOf(roomId: string): number {
-    return this.unparsed.get(roomId)?.lastSeq ?? this.parsed.get(roomId)?.lastSeq ?? 0;
-  }
-
-  private unparsedOwner(messageId: string): string | undefined {
-    for (const [roomId, log] of this.unparsed) if (log.ids.has(messageId)) return roomId;
-    return undefined;
-  }
-
-  /** The room's messages if it has a log or a state; undefined for a room never seen. */
-  private existingMessagesOf(roomId: string): RoomMessages | undefined {
-    if (!this.parsed.has(roomId) && !this.unparsed.has(roomId) && !this.rooms.records.has(roomId)) return undefined;
-    return this.messagesOf(roomId);
-  }
-
-  /** The room's messages, parsing its log on first need; throws if the log is corrupt. */
-  private messagesOf(roomId: string): RoomMessages {
-    const done = this.parsed.get(roomId);
-    if (done) return done;
-    const log = this.unparsed.get(roomId);
-    const messages = new RoomMessages();
-    if (log) {
-      if (log.error) throw log.error;
-      const file = join(this.dataDir, ROOM_MESSAGES_DIR, MessageLogs.fileName(roomId));
-      try {
-        for (const m of parseRoomLog(file, roomId, log.size)) messages.apply(m);
-      } catch (err) {
-        log.error = err instanceof Error ? err : new Error(String(err));
-        this.logger.error({ err, file, room_id: roomId }, 'room log is corrupt; its room cannot be read');
-        throw log.error;
-      }
-      this.unparsed.delete(roomId);
-      for (const id of messages.ids()) this.roomOfMessage.set(id, roomId);
-    }
-    this.parsed.set(roomId, messages);
-    return messages;
+    return this.messages.lastSeq(roomId);
   }
 
   private assertOpen(): void {
