@@ -8,6 +8,6 @@ export type { Store } from './store.js';
 export { FileStore, type FileStoreOptions, type FileStoreStats } from './file-store.js';
 
 /** `nameKeyOf`: the participants' name uniqueness key (a domain rule, passed down). */
-export function createStore(dataDir: string, logger: Logger, nameKeyOf: (name: string) => string): Store {
-  return new FileStore({ dataDir, logger, nameKeyOf });
+export function createStore(dataDir: string, logger: Logger, nameKeyOf?: (name: string) => string): Store {
+  return new FileStore({ dataDir, logger, ...(nameKeyOf ? { nameKeyOf } : {}) });
 }
