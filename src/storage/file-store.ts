@@ -72,6 +72,12 @@ export interface FileStoreOptions {
   /** Compact at least this often while the journal holds changes. Default 60 s; 0 = never (tests). */
   compactEveryMs?: number;
   /**
+   * While the snapshots together are smaller than this, every change is also written into them
+   * before it is acknowledged (they stay current for people and tools reading them); larger
+   * snapshots follow the journal in the background. Default 256 KiB; 0 = always background.
+   */
+  syncSnapshotBytes?: number;
+  /**
    * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
    * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
    */
@@ -101,6 +107,9 @@ const LOG_SUFFIX = '.jsonl';
 // Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
+/** Snapshots below this total size are rewritten with every change (see journalAppend). */
+const SYNC_SNAPSHOT_BYTES = 256 * 1024;
+
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -119,6 +128,7 @@ export class FileStore implements Store {
   private readonly loadConcurrency: number;
   private readonly compactBytes: number;
   private readonly compactEveryMs: number;
+  private readonly syncSnapshotBytes: number;
   private compactTimer: NodeJS.Timeout | undefined;
   private compacting: Promise<void> | undefined;
   /** Snapshots with changes in the journal that their file does not have yet. */
@@ -158,6 +168,7 @@ export class FileStore implements Store {
     this.loadConcurrency = options.loadConcurrency ?? 4;
     this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
+    this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLocaleLowerCase('und'));
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
@@ -197,7 +208,7 @@ export class FileStore implements Store {
     if (this.state !== 'new') return Promise.reject(new Error(`FileStore.open: store is already ${this.state}`));
     this.state = 'opening';
     this.openPromise = this.doOpen().then(
-      () => {
+      async () => {
         this.state = 'open';
         if (this.compactEveryMs > 0) {
           this.compactTimer = setInterval(() => {
@@ -205,8 +216,12 @@ export class FileStore implements Store {
           }, this.compactEveryMs);
           this.compactTimer.unref();
         }
-        // Changes found in the journal at start go into the snapshots soon, off the start path.
-        if (this.journal.pending) void this.compact();
+        // Changes found in the journal at start go into the snapshots: small ones before open
+        // resolves (see journalAppend), large ones soon, off the start path.
+        if (this.journal.pending) {
+          if (this.snapshotBytes < this.syncSnapshotBytes) await this.compact();
+          else void this.compact();
+        }
       },
       async (err: unknown) => {
         this.state = 'closed';
@@ -325,21 +340,37 @@ export class FileStore implements Store {
     return file;
   }
 
-  /** Appends state changes to the journal; `apply` runs once they are durable. */
+  /**
+   * Appends state changes to the journal; `apply` runs once they are durable. While the
+   * snapshots are small (below `syncSnapshotBytes`) the change is also compacted into them before
+   * the call resolves, so agents.json, users.json and rooms.json read by a person or a tool
+   * show every acknowledged change; past that size a change costs only its journal line and the
+   * snapshots follow in the background.
+   */
   private journalAppend(entries: StateEntry[], apply: () => void): Promise<void> {
     const write = this.journal.append(entries, () => {
       for (const e of entries) this.snapshotOf(e).set(e.r);
       apply();
     });
     this.pendingWrites.add(write);
-    void write.then(
-      () => {
+    const done = write.then(
+      async () => {
         this.pendingWrites.delete(write);
-        if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
+        if (this.snapshotBytes < this.syncSnapshotBytes) await this.compactAfterCurrent();
+        else if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
       },
-      () => this.pendingWrites.delete(write),
+      (err: unknown) => {
+        this.pendingWrites.delete(write);
+        throw err;
+      },
     );
-    return write;
+    return done;
+  }
+
+  /** A compaction that starts after any running one, so it covers every change made so far. */
+  private async compactAfterCurrent(): Promise<void> {
+    if (this.compacting) await this.compacting;
+    await this.compact();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */

@@ -26,7 +26,7 @@ afterEach(async () => {
 });
 
 async function openStore(dataDir: string): Promise<FileStore> {
-  const s = new FileStore({ dataDir, logger: silentLogger, compactEveryMs: 0 });
+  const s = new FileStore({ dataDir, logger: silentLogger, compactEveryMs: 0, syncSnapshotBytes: 0 });
   stores.push(s);
   await s.open();
   return s;

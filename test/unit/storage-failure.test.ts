@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 async function openStore(fsOps?: Partial<FsOps>, logger = silentLogger): Promise<FileStore> {
-  const s = new FileStore({ dataDir: dir, logger, fsOps, compactEveryMs: 0 });
+  const s = new FileStore({ dataDir: dir, logger, fsOps, compactEveryMs: 0, syncSnapshotBytes: 0 });
   stores.push(s);
   await s.open();
   return s;

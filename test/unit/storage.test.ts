@@ -17,7 +17,8 @@ const open: FileStore[] = [];
 async function openStore(
   options: { maxOpenLogs?: number; fsOps?: Partial<FsOps>; compactBytes?: number } = {},
 ): Promise<FileStore> {
-  const store = new FileStore({ dataDir: dir, logger: silentLogger, compactEveryMs: 0, ...options });
+  // Journal-only: the snapshots follow in the background (tests of small, synchronous snapshots set it).
+  const store = new FileStore({ dataDir: dir, logger: silentLogger, compactEveryMs: 0, syncSnapshotBytes: 0, ...options });
   await store.open();
   open.push(store);
   return store;
