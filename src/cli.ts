@@ -5,6 +5,8 @@ import { agentCommand } from './agent/run.js';
 import { backupDataDir } from './backup.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, flushLogger } from './logger.js';
+import { cliAgentCommand } from './cli-agent/run.js';
+import { hookCommand } from './hooks/index.js';
 import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
@@ -74,11 +76,38 @@ async function backup(): Promise<void> {
   }
 }
 
-const commands: Record<string, () => Promise<void>> = { start, backup, mcp: () => runMcpStdio(process.argv.slice(3)), agent: () => agentCommand(process.argv.slice(3)) };
+const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people in rooms, taking turns)
+
+  start                              run the server (PORT, HOST, DATA_DIR, … from the environment)
+  mcp [--url URL] [--token T]        stdio MCP server for IDE agents, forwarding to a running server
+  agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
+  cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
+                                     an agent CLI run once per turn
+  hook claude-init|claude-session-start|claude-stop|codex-notify
+                                     keep an interactive Claude Code session in a room (docs/agents.md)
+  backup DIR                         copy DATA_DIR
+
+Every command takes --help. The server URL defaults to http://127.0.0.1:3000.
+`;
+
+const commands: Record<string, () => Promise<void>> = {
+  start,
+  backup,
+  mcp: () => runMcpStdio(process.argv.slice(3)),
+  agent: () => agentCommand(process.argv.slice(3)),
+  'cli-agent': () => cliAgentCommand(process.argv.slice(3)),
+  hook: () => hookCommand(process.argv.slice(3)),
+  help: async () => {
+    process.stdout.write(HELP);
+  },
+  '--help': async () => {
+    process.stdout.write(HELP);
+  },
+};
 
 const run = commands[command];
 if (!run) {
-  process.stderr.write(`Unknown command "${command}". Commands: ${Object.keys(commands).join(', ')}\n`);
+  process.stderr.write(`Unknown command "${command}".\n\n${HELP}`);
   process.exit(2);
 }
 await run();
