@@ -1,14 +1,9 @@
 #!/usr/bin/env node
 // Entry point: `start` (default) runs the server; other subcommands are added by their modules.
+// Each command loads only its own modules: a hook or an agent starts in a fraction of the time
+// the server's modules (PDF fonts, express, …) would take.
 import path from 'node:path';
-import { agentCommand } from './agent/run.js';
-import { backupDataDir } from './backup.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger, flushLogger } from './logger.js';
-import { cliAgentCommand } from './cli-agent/run.js';
-import { hookCommand } from './hooks/index.js';
-import { runMcpStdio } from './mcp/stdio.js';
-import { startServer } from './server.js';
 
 /** The environment as Config; an invalid variable ends the process with its one-line error. */
 function configOrExit(): Config {
@@ -24,6 +19,8 @@ function configOrExit(): Config {
 }
 
 async function start(): Promise<void> {
+  const { createLogger, flushLogger } = await import('./logger.js');
+  const { startServer } = await import('./server.js');
   const config = configOrExit();
   const logger = createLogger(config.logLevel);
   // A promise rejection nobody handled is a bug in one call, not a reason to drop every
@@ -67,6 +64,7 @@ async function backup(): Promise<void> {
     process.exit(2);
   }
   const { dataDir } = configOrExit();
+  const { backupDataDir } = await import('./backup.js');
   try {
     const result = await backupDataDir(dataDir, path.resolve(target));
     process.stdout.write(`Backed up ${dataDir} to ${path.resolve(target)}: ${JSON.stringify(result)}\n`);
@@ -93,10 +91,10 @@ Every command takes --help. The server URL defaults to http://127.0.0.1:3000.
 const commands: Record<string, () => Promise<void>> = {
   start,
   backup,
-  mcp: () => runMcpStdio(process.argv.slice(3)),
-  agent: () => agentCommand(process.argv.slice(3)),
-  'cli-agent': () => cliAgentCommand(process.argv.slice(3)),
-  hook: () => hookCommand(process.argv.slice(3)),
+  mcp: async () => (await import('./mcp/stdio.js')).runMcpStdio(process.argv.slice(3)),
+  agent: async () => (await import('./agent/run.js')).agentCommand(process.argv.slice(3)),
+  'cli-agent': async () => (await import('./cli-agent/run.js')).cliAgentCommand(process.argv.slice(3)),
+  hook: async () => (await import('./hooks/index.js')).hookCommand(process.argv.slice(3)),
   help: async () => {
     process.stdout.write(HELP);
   },

@@ -3,6 +3,7 @@
 // child processes of the compiled CLI (.test-dist), as a user would start them.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -86,13 +87,23 @@ async function calls(file: string): Promise<Array<Record<string, any>>> {
     .map((l) => JSON.parse(l));
 }
 
+/** Whether a process runs (a zombie, dead but not yet reaped by its new parent, does not). */
 function alive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim();
+    return stat !== '' && !stat.startsWith('Z');
   } catch {
-    return false;
+    return false; // ps exits 1 when there is no such process
   }
+}
+
+/** A port nobody listens on. */
+async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 /** Lines of the process table whose command line contains `marker`. */
@@ -235,9 +246,10 @@ describe('cli-agent', () => {
         child.stderr.on('data', (c: Buffer) => (out += c.toString()));
         child.once('exit', (code) => resolve({ code, out }));
       });
-    const down = await run(['--url', 'http://127.0.0.1:9', '--room', 'r', '--name', 'X', '--preset', 'claude']);
+    const port = await closedPort();
+    const down = await run(['--url', `http://127.0.0.1:${port}`, '--room', 'r', '--name', 'X', '--preset', 'claude']);
     expect(down.code).toBe(1);
-    expect(down.out).toContain('Cannot reach the server at http://127.0.0.1:9 (connection refused)');
+    expect(down.out).toContain(`Cannot reach the server at http://127.0.0.1:${port} (connection refused)`);
     const noRoom = await run(['--url', server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
     expect(noRoom.code).toBe(1);
     expect(noRoom.out).toContain(`There is no room "no-such-room" on ${server.url}`);
