@@ -19,10 +19,10 @@ function configOrExit(): Config {
 }
 
 async function start(): Promise<void> {
-  const { createLogger, flushLogger } = await import('./logger.js');
+  const { createLogger, flushLogger, logFormat } = await import('./logger.js');
   const { startServer } = await import('./server.js');
   const config = configOrExit();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, logFormat());
   // A promise rejection nobody handled is a bug in one call, not a reason to drop every
   // connection: log it and keep serving (Node's default would end the process).
   process.on('unhandledRejection', (reason) => {
