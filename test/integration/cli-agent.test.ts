@@ -237,6 +237,25 @@ describe('cli-agent', () => {
     expect(again.output()).toMatch(/using the saved token of "Sleepy"/);
   });
 
+  it('--mcp: the CLI gets the room as an MCP server and may post itself; its output is then not posted again', async () => {
+    const { person, roomId, log } = await room(10_000, 1);
+    const agent = startAgent('Tooly', roomId, 'claude', { FAKE_CLI_LOG: log, FAKE_CLI_MODE: 'mcp-post' }, ['--mcp']);
+    await waitReady([agent]);
+    await server.ok('send_message', { room_id: roomId, text_content: 'use your tools' }, person.token);
+    await expect.poll(async () => (await messages(roomId, person.token)).length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => agent.output(), { timeout: 10_000 }).toMatch(/answered through the room's tools/);
+    const all = (await messages(roomId, person.token)).filter((m) => m.role !== 'system'); // the guard's notice
+    expect(all.map((m) => [m.sender, m.text_content])).toEqual([
+      [`Mia${counter}`, 'use your tools'],
+      ['Tooly', '[claude] Tooly read 1 messages; last: use your tools (posted through MCP)'],
+    ]);
+    const [run] = await calls(log);
+    expect(run!.argv).toContain('--mcp-config');
+    expect(run!.argv).toContain('--allowedTools');
+    // The token reaches the MCP server through its environment, never a command line.
+    expect(run!.argv.join(' ')).not.toContain('act_');
+  });
+
   it('refuses bad start-up input with one clear line', async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
