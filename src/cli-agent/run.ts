@@ -54,14 +54,19 @@ function selfCommand(): { command: string; args: string[] } {
   return { command: process.execPath, args: [...process.execArgv, process.argv[1]!] };
 }
 
+/**
+ * The MCP server the CLI may start: this package's stdio proxy reading the URL and token from a
+ * private file (`mcp --config`), so the token is on no command line and in no CLI config.
+ */
 async function writeMcpConfig(url: string, token: string): Promise<{ plan: McpPlan; dir: string }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'chatroom-mcp-'));
   const self = selfCommand();
-  const args = [...self.args, 'mcp', '--url', serverBase(url)];
-  const env = { CHATROOM_TOKEN: token };
+  const credentials = path.join(dir, 'chatroom.json');
+  await writeFile(credentials, JSON.stringify({ url: serverBase(url), token }), { mode: 0o600 });
+  const args = [...self.args, 'mcp', '--config', credentials];
   const configPath = path.join(dir, 'mcp.json');
-  await writeFile(configPath, JSON.stringify({ mcpServers: { chatroom: { command: self.command, args, env } } }, null, 2), { mode: 0o600 });
-  return { plan: { configPath, command: self.command, args, env }, dir };
+  await writeFile(configPath, JSON.stringify({ mcpServers: { chatroom: { command: self.command, args } } }, null, 2), { mode: 0o600 });
+  return { plan: { configPath, command: self.command, args, env: {} }, dir };
 }
 
 export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliAgent> {
