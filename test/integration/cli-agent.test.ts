@@ -115,7 +115,7 @@ function processesWith(marker: string): string[] {
 
 describe('cli-agent', () => {
   it('three CLI agents and a person hold a conversation: rotation, a mention and a timeout; the slow CLI is killed, nothing is left running', async () => {
-    const { person, roomId, log, tag } = await room(1500, 1);
+    const { person, roomId, log, tag } = await room(3000, 1); // short turns, with room for a loaded machine
     const env = { FAKE_CLI_LOG: log, FAKE_CLI_TAG: tag };
     // One after the other, so the join order (the rotation) is known.
     await waitReady([startAgent('Cla', roomId, 'claude', env)]);
