@@ -81,7 +81,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     config, logger, store, bus, committer, participants, presence, driver, rooms, messages, turns,
     registry: undefined as unknown as ToolRegistry,
     links: new LinkSigner(config.linkSecret, now),
-    limits: new RateLimits({ perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress }),
+    limits: RateLimits.fromConfig(config),
     metrics,
     now,
     async close() {

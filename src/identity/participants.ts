@@ -1,12 +1,12 @@
 // Agents and people: registration, tokens, login. Holds the token and name indexes.
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
-import { FailureDelay } from '../limits/rate-limits.js';
+import { failureKey, FailureDelay } from '../limits/rate-limits.js';
 import { findRecord, saveRecord } from './records.js';
 import type { Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
-import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
-import { isValidParticipantName, nameKey } from './names.js';
+import { hashPassword, hashToken, newToken, TokenHashCache, verifyPassword } from './secrets.js';
+import { checkParticipantName, confusableKey, nameKey } from './names.js';
 
 export interface RegisterAgentInput {
   name: string;
@@ -50,8 +50,10 @@ export function toPublicUser(record: UserRecord): User {
 export class Participants {
   private readonly byTokenHash = new Map<string, Participant>();
   private readonly byNameKey = new Map<string, Participant>();
+  /** Names by their confusable skeleton (SPEC §3: look-alike names are `name_taken`). */
+  private readonly byConfusableKey = new Map<string, Participant>();
   private readonly loginFailures: FailureDelay;
-  private readonly recentHashes = new Map<string, string>();
+  private readonly recentHashes = new TokenHashCache(RECENT_TOKENS);
   private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
 
   constructor(
@@ -72,17 +74,11 @@ export class Participants {
   }
 
   /**
-   * SHA-256 of a token, remembered for recently seen tokens: agents send the same token on
-   * every call. Safe across revocation, since a revoked hash leaves `byTokenHash`.
+   * SHA-256 of a token, remembered for recently seen valid tokens only: agents send the same
+   * token on every call, while unknown tokens must cost no memory (SPEC §10).
    */
   private hashOf(token: string): string {
-    let hash = this.recentHashes.get(token);
-    if (hash === undefined) {
-      hash = hashToken(token);
-      if (this.recentHashes.size >= RECENT_TOKENS) this.recentHashes.clear();
-      this.recentHashes.set(token, hash);
-    }
-    return hash;
+    return this.recentHashes.hash(token, (hash) => this.byTokenHash.has(hash));
   }
 
   byName(name: string): Participant | undefined {
@@ -98,11 +94,11 @@ export class Participants {
   }
 
   async registerAgent(input: RegisterAgentInput, now: Date): Promise<{ agent_id: string; token: string; agent: Agent }> {
-    this.claimName(input.name);
+    const name = this.claimName(input.name);
     const token = newToken();
     const record: AgentRecord = {
       agent_id: uuidv4(),
-      name: input.name,
+      name,
       introduce: input.introduce ?? '',
       rooms: [],
       status: 'offline',
@@ -127,15 +123,16 @@ export class Participants {
   }
 
   async registerUser(input: RegisterUserInput, now: Date): Promise<{ user_id: string; token: string; user: User }> {
-    this.claimName(input.name);
+    const name = this.claimName(input.name);
     // Reserve the name before the slow hash so a concurrent registration cannot take it.
-    const placeholder: Participant = { kind: 'user', id: uuidv4(), name: input.name, role: 'user' };
-    this.byNameKey.set(nameKey(input.name), placeholder);
+    const placeholder: Participant = { kind: 'user', id: uuidv4(), name, role: 'user' };
+    this.byNameKey.set(nameKey(name), placeholder);
+    this.byConfusableKey.set(confusableKey(name), placeholder);
     try {
       const token = newToken();
       const record: UserRecord = {
         user_id: placeholder.id,
-        name: input.name,
+        name,
         language: input.language ?? this.defaults.language,
         timezone: input.timezone ?? this.defaults.timezone,
         rooms: [],
@@ -148,13 +145,20 @@ export class Participants {
       await this.store.putUser(record);
       return { user_id: record.user_id, token, user: toPublicUser(record) };
     } catch (err) {
-      this.byNameKey.delete(nameKey(input.name));
+      this.byNameKey.delete(nameKey(name));
+      this.byConfusableKey.delete(confusableKey(name));
       throw err;
     }
   }
 
-  /** Login with a token (checks it, returns the same token) or with name + password (new token). */
-  async login(input: { token?: string; name?: string; password?: string }): Promise<{ participant: Caller; token: string }> {
+  /**
+   * Login with a token (checks it, returns the same token) or with name + password (new token).
+   * Password failures are slowed per (name, client address), never per name alone (SPEC §10).
+   */
+  async login(
+    input: { token?: string; name?: string; password?: string },
+    address: string | null = null,
+  ): Promise<{ participant: Caller; token: string }> {
     if (input.token !== undefined) {
       const participant = this.authenticate(input.token);
       if (!participant) throw new AppError('unauthorized', 'Unknown token');
@@ -163,9 +167,9 @@ export class Participants {
     if (input.name === undefined || input.password === undefined) {
       throw new AppError('validation_error', 'Give either token, or name and password');
     }
-    const key = nameKey(input.name);
+    const key = failureKey(nameKey(input.name), address);
     await this.loginFailures.beforeAttempt(key);
-    const participant = this.byNameKey.get(key);
+    const participant = this.byNameKey.get(nameKey(input.name));
     const user = participant?.kind === 'user' ? this.store.getUser(participant.id) : undefined;
     const ok = user?.password_hash ? await verifyPassword(input.password, user.password_hash) : false;
     if (!user || !ok) {
@@ -208,25 +212,27 @@ export class Participants {
     return token;
   }
 
-  private claimName(name: string): void {
-    if (!isValidParticipantName(name)) {
-      throw new AppError(
-        'validation_error',
-        'name must be 1–32 letters, digits, "_", "-" or "." (no spaces, no "@")',
-        { field: 'name' },
-      );
-    }
+  /** The name as stored (NFC); `validation_error` for a bad one, `name_taken` for a taken or look-alike one. */
+  private claimName(raw: string): string {
+    const name = checkParticipantName(raw);
     if (this.byNameKey.has(nameKey(name))) throw new AppError('name_taken', `The name "${name}" is taken`);
+    const lookAlike = this.byConfusableKey.get(confusableKey(name));
+    if (lookAlike) {
+      throw new AppError('name_taken', `The name "${name}" looks like the existing name "${lookAlike.name}"`, { similar_to: lookAlike.name });
+    }
+    return name;
   }
 
   private index(participant: Participant, tokenHashes: readonly string[]): void {
     for (const hash of tokenHashes) this.byTokenHash.set(hash, participant);
     this.byNameKey.set(nameKey(participant.name), participant);
+    this.byConfusableKey.set(confusableKey(participant.name), participant);
   }
 
   private unindex(participant: Participant, tokenHashes: readonly string[]): void {
     for (const hash of tokenHashes) this.byTokenHash.delete(hash);
     this.byNameKey.delete(nameKey(participant.name));
+    this.byConfusableKey.delete(confusableKey(participant.name));
   }
 }
 

@@ -26,7 +26,10 @@ export async function tempDataDir(): Promise<string> {
 
 export async function startTestServer(overrides: Partial<Config> = {}, options: AppOptions = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? (await tempDataDir());
-  const running = await startServer(testConfig({ dataDir, ...overrides }), silentLogger, options);
+  // Suites register many participants and open many MCP sessions from 127.0.0.1: the per-address
+  // limits on unauthenticated calls are set out of reach here (their own tests set them).
+  const unauthenticatedLimits = { rateLimitRegisterPerHour: 1_000_000, rateLimitLoginPerMinute: 1_000_000, rateLimitMcpInitPerMinute: 1_000_000 };
+  const running = await startServer(testConfig({ dataDir, ...unauthenticatedLimits, ...overrides }), silentLogger, options);
   const call = async <T>(tool: string, args: unknown = {}, token?: string | null): Promise<ToolAnswer<T>> => {
     const res = await fetch(`${running.url}/api/v1/tools/${tool}`, {
       method: 'POST',
