@@ -57,11 +57,21 @@ export function skeleton(name: string): string {
 }
 
 /**
- * Two names with the same key look alike: the skeleton, lower-cased (names are unique
- * case-insensitively, so `аlice` with a Cyrillic а collides with `Alice` too), and skeletonised
- * again (a lower-case letter may itself have a prototype). UTS #39 maps `0` to `O` and `1` to
- * `l`, so `bot1` and `botl` collide as well: they look alike in many fonts.
+ * Keys under which a name is looked up for look-alikes: two names sharing any key look alike.
+ * The skeleton is case-sensitive (`I` looks like `l`, `i` does not) while names are unique
+ * case-insensitively, so a name has two keys: its skeleton lower-cased and skeletonised again
+ * (`Il1` ~ `lll`, `Аlice` with a Cyrillic А ~ `alice`), and the skeleton of its lower-cased form
+ * (`аLICE` ~ `Alice`). UTS #39 maps `0` to `O` and `1` to `l`, so `bot1` and `botl` collide as
+ * well: they look alike in many fonts.
  */
-export function confusableKey(name: string): string {
-  return skeleton(skeleton(name).toLocaleLowerCase('und'));
+export function confusableKeys(name: string): string[] {
+  const lower = (s: string) => s.toLocaleLowerCase('und');
+  const keys = new Set([skeleton(lower(skeleton(name))), skeleton(lower(name))]);
+  return [...keys];
+}
+
+/** Whether two names look alike (share a confusable key). */
+export function confusable(a: string, b: string): boolean {
+  const keys = new Set(confusableKeys(a));
+  return confusableKeys(b).some((key) => keys.has(key));
 }

@@ -6,7 +6,7 @@ import { findRecord, saveRecord } from './records.js';
 import type { Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
 import { hashPassword, hashToken, newToken, TokenHashCache, verifyPassword } from './secrets.js';
-import { checkParticipantName, confusableKey, nameKey } from './names.js';
+import { checkParticipantName, confusableKeys, nameKey } from './names.js';
 
 export interface RegisterAgentInput {
   name: string;
@@ -127,7 +127,7 @@ export class Participants {
     // Reserve the name before the slow hash so a concurrent registration cannot take it.
     const placeholder: Participant = { kind: 'user', id: uuidv4(), name, role: 'user' };
     this.byNameKey.set(nameKey(name), placeholder);
-    this.byConfusableKey.set(confusableKey(name), placeholder);
+    for (const key of confusableKeys(name)) this.byConfusableKey.set(key, placeholder);
     try {
       const token = newToken();
       const record: UserRecord = {
@@ -146,7 +146,7 @@ export class Participants {
       return { user_id: record.user_id, token, user: toPublicUser(record) };
     } catch (err) {
       this.byNameKey.delete(nameKey(name));
-      this.byConfusableKey.delete(confusableKey(name));
+      for (const key of confusableKeys(name)) this.byConfusableKey.delete(key);
       throw err;
     }
   }
@@ -216,7 +216,7 @@ export class Participants {
   private claimName(raw: string): string {
     const name = checkParticipantName(raw);
     if (this.byNameKey.has(nameKey(name))) throw new AppError('name_taken', `The name "${name}" is taken`);
-    const lookAlike = this.byConfusableKey.get(confusableKey(name));
+    const lookAlike = confusableKeys(name).map((key) => this.byConfusableKey.get(key)).find((p) => p !== undefined);
     if (lookAlike) {
       throw new AppError('name_taken', `The name "${name}" looks like the existing name "${lookAlike.name}"`, { similar_to: lookAlike.name });
     }
@@ -226,13 +226,13 @@ export class Participants {
   private index(participant: Participant, tokenHashes: readonly string[]): void {
     for (const hash of tokenHashes) this.byTokenHash.set(hash, participant);
     this.byNameKey.set(nameKey(participant.name), participant);
-    this.byConfusableKey.set(confusableKey(participant.name), participant);
+    for (const key of confusableKeys(participant.name)) this.byConfusableKey.set(key, participant);
   }
 
   private unindex(participant: Participant, tokenHashes: readonly string[]): void {
     for (const hash of tokenHashes) this.byTokenHash.delete(hash);
     this.byNameKey.delete(nameKey(participant.name));
-    this.byConfusableKey.delete(confusableKey(participant.name));
+    for (const key of confusableKeys(participant.name)) this.byConfusableKey.delete(key);
   }
 }
 

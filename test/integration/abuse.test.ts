@@ -57,6 +57,25 @@ describe('registration (SPEC §10)', () => {
   });
 });
 
+describe('names (SPEC §3)', () => {
+  it('refuses invisible characters with validation_error and look-alikes with name_taken; stores NFC', async () => {
+    server = await startTestServer();
+    await registerUser(server, 'Alice');
+    for (const name of ['Alice\u034f', 'A\ufe0flice', '\u0301\u0301', '\u0301', '\u3164', 'Ali\u200bce']) {
+      const answer = await server.call('register_agent', { name });
+      expect([JSON.stringify(name), answer.status, code(answer)]).toEqual([JSON.stringify(name), 400, 'validation_error']);
+    }
+    for (const name of ['\u0410lice', '\u0430LICE', 'alice']) {
+      const answer = await server.call('register_user', { name });
+      expect([name, answer.status, code(answer)]).toEqual([name, 409, 'name_taken']);
+    }
+    const decomposed = await server.ok('register_agent', { name: 'E\u0301lodie' });
+    expect(decomposed.agent.name).toBe('\u00c9lodie');
+    expect(code(await server.call('register_user', { name: '\u00c9lodie' }))).toBe('name_taken');
+    expect(code(await server.call('register_agent', { name: 'Alicia' }))).toBe('ok');
+  });
+});
+
 describe('password login (SPEC §10)', () => {
   it('lets the owner log in from another address while one address floods wrong guesses', async () => {
     server = await startTestServer();
