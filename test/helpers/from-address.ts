@@ -5,6 +5,7 @@ import http from 'node:http';
 export interface Answer {
   status: number;
   body: any;
+  headers: http.IncomingHttpHeaders;
 }
 
 export function requestFrom(
@@ -41,7 +42,7 @@ export function requestFrom(
           } catch {
             // not JSON: keep the text
           }
-          resolve({ status: res.statusCode ?? 0, body });
+          resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
         });
         res.on('error', reject);
       },

@@ -1,11 +1,14 @@
 // Limits against abuse (SPEC §10), each tested as the attack that found it (issue 16): the
 // attacker floods from 127.0.0.2 while the victim is served from 127.0.0.1.
+import type http from 'node:http';
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentFrom, toolFrom } from '../helpers/from-address.js';
+import { loadConfig } from '../../src/config.js';
+import { agentFrom, requestFrom, toolFrom } from '../helpers/from-address.js';
+import { connectMcp } from '../helpers/mcp.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
 const ATTACKER = '127.0.0.2';
@@ -200,6 +203,122 @@ describe('connections (SPEC §10)', () => {
       expect(defaults.server.headersTimeout).toBe(10_000);
     } finally {
       await defaults.stop();
+    }
+  });
+});
+
+describe('MCP sessions (SPEC §10)', () => {
+  const INITIALIZE = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
+  };
+  const MCP_HEADERS = { accept: 'application/json, text/event-stream', host: '127.0.0.1' };
+  const initializeFrom = (address: string, agent?: http.Agent) =>
+    requestFrom(server.url, address, 'POST', '/mcp', { body: INITIALIZE, headers: MCP_HEADERS, ...(agent ? { agent } : {}) });
+  const pingSession = (id: string) =>
+    requestFrom(server.url, ATTACKER, 'POST', '/mcp', {
+      body: { jsonrpc: '2.0', id: 2, method: 'ping' },
+      headers: { ...MCP_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': '2025-03-26' },
+    });
+
+  /**
+   * A bound session as a plain agent keeps it: POSTs only, no standing GET stream (an open
+   * stream would protect any session from eviction, bound or not).
+   */
+  async function rawBoundSession(token: string) {
+    const opened = await initializeFrom(VICTIM);
+    const id = String(opened.headers['mcp-session-id']);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': '2025-03-26' };
+    await requestFrom(server.url, VICTIM, 'POST', '/mcp', { body: { jsonrpc: '2.0', method: 'notifications/initialized' }, headers });
+    let next = 10;
+    const call = async (name: string, args: Record<string, unknown> = {}, withToken = false) => {
+      const answer = await requestFrom(server.url, VICTIM, 'POST', '/mcp', {
+        body: { jsonrpc: '2.0', id: next++, method: 'tools/call', params: { name, arguments: args } },
+        headers: withToken ? { ...headers, authorization: `Bearer ${token}` } : headers,
+      });
+      if (answer.status !== 200) return { status: answer.status, result: null };
+      const data = String(answer.body).split('\n').find((line) => line.startsWith('data: '));
+      return { status: answer.status, result: JSON.parse(data!.slice(6)).result };
+    };
+    return { id, call };
+  }
+
+  it('keeps a bound session through 1,000 anonymous initialize calls', async () => {
+    server = await startTestServer();
+    const user = await registerUser(server, 'Bound');
+    const bound = await rawBoundSession(user.token);
+    {
+      const first = await bound.call('list_rooms', {}, true); // the header token binds the session
+      expect([first.status, first.result.isError ?? false]).toEqual([200, false]);
+      const agent = agentFrom(ATTACKER, 32);
+      const statuses: number[] = [];
+      const ids: string[] = [];
+      for (let i = 0; i < 1000; i += 50) {
+        const answers = await Promise.all(Array.from({ length: 50 }, () => initializeFrom(ATTACKER, agent)));
+        for (const a of answers) {
+          statuses.push(a.status);
+          if (a.headers['mcp-session-id']) ids.push(String(a.headers['mcp-session-id']));
+        }
+      }
+      agent.destroy();
+      expect(statuses).toHaveLength(1000);
+      expect(statuses.every((s) => s === 200 || s === 429 || s === 503)).toBe(true);
+      // The bound agent's session is still there and still acts as the agent (no header now).
+      const created = await bound.call('create_room', { room_name: 'Still bound' });
+      expect(created.status).toBe(200);
+      expect(created.result.structuredContent.room.room_name).toBe('Still bound');
+      // The anonymous sessions pushed out only each other: the oldest are gone, the newest live.
+      expect((await pingSession(ids[0]!)).status).toBe(404);
+      expect((await pingSession(ids.at(-1)!)).status).toBe(200);
+    }
+  }, 60_000);
+
+  it('caps unbound sessions without refusing new ones while any unbound session is idle', async () => {
+    server = await startTestServer({ mcpMaxUnboundSessions: 20 });
+    const user = await registerUser(server, 'Kept');
+    const bound = await connectMcp(server.url, { token: user.token });
+    try {
+      await bound.ok('list_rooms');
+      const ids: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        const answer = await initializeFrom(ATTACKER);
+        expect(answer.status).toBe(200);
+        ids.push(String(answer.headers['mcp-session-id']));
+      }
+      const alive = await Promise.all(ids.map(async (id) => (await pingSession(id)).status === 200));
+      expect(alive.filter(Boolean)).toHaveLength(20);
+      expect(alive.slice(-20).every(Boolean)).toBe(true);
+      await bound.ok('list_rooms');
+    } finally {
+      await bound.close();
+    }
+  });
+
+  it('limits initialize per address (RATE_LIMIT_MCP_INIT_PER_MINUTE)', async () => {
+    server = await startTestServer({ rateLimitMcpInitPerMinute: 5 });
+    for (let i = 0; i < 5; i++) expect((await initializeFrom(ATTACKER)).status).toBe(200);
+    const refused = await initializeFrom(ATTACKER);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(/Too many new MCP sessions/);
+    expect((await initializeFrom(VICTIM)).status).toBe(200);
+  });
+
+  it('closes an idle unbound session after its idle time (60 s by default) but keeps an idle bound one', async () => {
+    server = await startTestServer({ mcpUnboundIdleMs: 400 });
+    expect(loadConfig({}).mcpUnboundIdleMs).toBe(60_000);
+    const user = await registerUser(server, 'Idle');
+    const bound = await connectMcp(server.url, { token: user.token });
+    try {
+      await bound.ok('list_rooms');
+      const anonymous = String((await initializeFrom(ATTACKER)).headers['mcp-session-id']);
+      expect((await pingSession(anonymous)).status).toBe(200);
+      // Each look counts as use: look less often than the idle time.
+      await expect.poll(async () => (await pingSession(anonymous)).status, { timeout: 5000, interval: 700 }).toBe(404);
+      await bound.ok('list_rooms');
+    } finally {
+      await bound.close();
     }
   });
 });
