@@ -75,7 +75,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     reads,
     waits,
     links: new LinkSigner(config.linkSecret, now),
-    limits: new RateLimits({ perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress }),
+    limits: RateLimits.fromConfig(config),
     metrics,
   };
   // One object: the server sets config.port once it listens, and the tools must see it.

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { PUBLIC_DIR } from '../paths.js';
-import { fileRoutes } from './files.js';
+import { defaultUploadIo, fileRoutes, type UploadIo } from './files.js';
 import { bodyLimit, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
 
@@ -26,7 +26,12 @@ export const VENDOR_FILES: Record<string, string> = {
   '/vendor/purify.es.mjs': path.join(path.dirname(require.resolve('dompurify')), 'purify.es.mjs'),
 };
 
-export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {
+export interface HttpAppOptions {
+  /** How uploads are written (tests inject a failing disk here). */
+  uploadIo?: UploadIo;
+}
+
+export function createHttpApp(app: App, mounts: readonly Mount[] = [], options: HttpAppOptions = {}): express.Express {
   const http = express();
   http.disable('x-powered-by');
   // API answers are never cached; hashing every body for an ETag is wasted work.
@@ -92,7 +97,7 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
 
   // POST /tools/{name} is served by rest-tools.ts before express sees the request.
 
-  fileRoutes(app, api);
+  fileRoutes(app, api, options.uploadIo ?? defaultUploadIo);
 
   // Transports' own routes (e.g. /mcp) and extra API routes come before the API's 404.
   for (const mount of mounts) mount.routes?.(http, api);
