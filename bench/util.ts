@@ -31,7 +31,9 @@ export async function startBenchServer(env: Record<string, string>): Promise<Ben
   const port = await freePort();
   const child = spawn(process.execPath, args, {
     cwd: PACKAGE_ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port) },
+    // One client address opens thousands of sockets and registers many participants: the
+    // per-address abuse limits (SPEC §10) are lifted for benchmarks.
+    env: { ...process.env, LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: '1000000', RATE_LIMIT_REGISTER_PER_HOUR: '0', ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   let exited = false;

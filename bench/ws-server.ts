@@ -23,7 +23,7 @@ async function startChatroom(): Promise<{ url: string; stop(): Promise<void> }> 
   const dataDir = await mkdtemp(path.join(tmpdir(), 'chatroom-wsbench-'));
   // Every bench subscriber shares one reader token (registering thousands of people would measure
   // registration, not fan-out), so the per-participant socket cap is lifted for this run.
-  const running = await startServer(testConfig({ dataDir, port: 0, maxSocketsPerToken: 100_000 }), silentLogger);
+  const running = await startServer(testConfig({ dataDir, port: 0, maxSocketsPerToken: 100_000, maxConnectionsPerAddress: 1_000_000, rateLimitRegisterPerHour: 0 }), silentLogger);
   return {
     url: running.url,
     async stop() {

@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LinkSigner } from './identity/links.js';
+import { nameKey } from './identity/names.js';
 import { Participants } from './identity/participants.js';
 import { Presence, PRESENCE_WINDOW_MS, realTimers, SOCKET_GRACE_MS, type Timers } from './identity/presence.js';
 import type { Logger } from './logger.js';
@@ -36,7 +37,7 @@ export interface AppOptions {
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const now = options.now ?? Date.now;
   const timers = options.timers ?? realTimers;
-  const rawStore = options.store ?? createStore(config.dataDir, logger);
+  const rawStore = options.store ?? createStore(config.dataDir, logger, nameKey);
   await rawStore.open();
   const metrics = new Metrics(rawStore);
   const store = instrumentStore(rawStore, metrics);
@@ -74,11 +75,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     reads,
     waits,
     links: new LinkSigner(config.linkSecret, now),
-    limits: new RateLimits({ perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress }),
+    limits: RateLimits.fromConfig(config),
     metrics,
   };
-  const app: App = {
-    ...services,
+  // One object: the server sets config.port once it listens, and the tools must see it.
+  const app: App = Object.assign(services, {
     bus,
     timers,
     registry: buildRegistry(services),
@@ -87,7 +88,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       presence.stop();
       await store.close();
     },
-  };
+  });
   await rooms.restoreAll();
   return app;
 }

@@ -1,14 +1,20 @@
 // `backup <dir>`: a consistent copy of a live DATA_DIR, without stopping the server.
 //
 // Why this is consistent: snapshots are only ever replaced by rename, so each copied snapshot
-// is a whole version; logs only grow. Copying every snapshot *before* any log means each log
-// copy holds at least every message the copied snapshots refer to (seqs, processed marks,
-// rounds). A log may also hold later messages and a half-written last line; the copy is cut at
-// its last complete line, so the backup looks exactly like the data after a crash, which the
-// server recovers from by design. Restore = start a server with DATA_DIR pointing at the copy.
-import { copyFile, mkdir, open, readdir, stat } from 'node:fs/promises';
+// is a whole version; the state journal and the logs only grow. While the copy runs, a hold
+// file (journal/backup.hold) asks the server not to delete compacted journal files, so the
+// journal copied after the snapshots holds every change the snapshots may lack (a record's
+// last journal line is its newest version; docs/storage.md). Copying snapshots and journal
+// *before* any log means each log copy holds at least every message the copied state refers to
+// (seqs, processed marks, rounds). A log or journal may also hold later lines and a
+// half-written last line; the copy is cut at its last complete line, so the backup looks
+// exactly like the data after a crash, which the server recovers from by design.
+// Restore = start a server with DATA_DIR pointing at the copy.
+import { createReadStream } from 'node:fs';
+import { copyFile, mkdir, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fsyncPath } from './storage/fs-ops.js';
+import { BACKUP_HOLD, JOURNAL_DIR } from './storage/state-journal.js';
 
 const SNAPSHOTS = ['agents.json', 'users.json', 'rooms.json'];
 
@@ -23,24 +29,29 @@ async function exists(p: string): Promise<boolean> {
   return stat(p).then(() => true, () => false);
 }
 
-/** Copies a log up to its last newline (a torn tail is left behind). */
+/** Copies a log up to its last newline (a torn tail is left behind), streaming: logs may exceed 2 GiB. */
 async function copyCompleteLines(from: string, to: string): Promise<number> {
-  const source = await open(from, 'r');
+  const { size } = await stat(from);
+  const target = await open(to, 'wx');
   try {
-    const { size } = await source.stat();
-    const buffer = Buffer.alloc(size);
-    const { bytesRead } = await source.read(buffer, 0, size, 0);
-    const end = buffer.lastIndexOf(0x0a, bytesRead - 1) + 1;
-    const target = await open(to, 'wx');
-    try {
-      await target.write(buffer, 0, end);
-      await target.sync();
-    } finally {
-      await target.close();
+    let written = 0;
+    let pending: Buffer[] = []; // bytes after the last newline seen so far
+    for await (const chunk of createReadStream(from, { start: 0, end: Math.max(0, size - 1) }) as AsyncIterable<Buffer>) {
+      if (size === 0) break;
+      const nl = chunk.lastIndexOf(0x0a);
+      if (nl < 0) {
+        pending.push(chunk);
+        continue;
+      }
+      const whole = Buffer.concat([...pending, chunk.subarray(0, nl + 1)]);
+      await target.write(whole, 0, whole.length);
+      written += whole.length;
+      pending = [chunk.subarray(nl + 1)];
     }
-    return end;
+    await target.sync();
+    return written;
   } finally {
-    await source.close();
+    await target.close();
   }
 }
 
@@ -49,7 +60,19 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
   await mkdir(targetDir, { recursive: true });
   if ((await readdir(targetDir)).length > 0) throw new Error(`Backup target ${targetDir} is not empty`);
   const result: BackupResult = { snapshots: 0, logs: 0, uploads: 0, bytes: 0 };
+  const journalFrom = path.join(dataDir, JOURNAL_DIR);
+  const hold = path.join(journalFrom, BACKUP_HOLD);
+  const hasJournal = await exists(journalFrom);
+  if (hasJournal) await writeFile(hold, `${process.pid} ${new Date().toISOString()}\n`);
+  try {
+    await copyState(dataDir, targetDir, result, hasJournal);
+  } finally {
+    if (hasJournal) await rm(hold, { force: true });
+  }
+  return result;
+}
 
+async function copyState(dataDir: string, targetDir: string, result: BackupResult, hasJournal: boolean): Promise<void> {
   for (const name of SNAPSHOTS) {
     const from = path.join(dataDir, name);
     if (!(await exists(from))) continue;
@@ -57,6 +80,17 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
     await fsyncPath(path.join(targetDir, name));
     result.snapshots += 1;
     result.bytes += (await stat(from)).size;
+  }
+
+  // The state journal, after the snapshots (see the top of this file).
+  if (hasJournal) {
+    const journalTo = path.join(targetDir, JOURNAL_DIR);
+    await mkdir(journalTo, { recursive: true });
+    for (const name of await readdir(path.join(dataDir, JOURNAL_DIR))) {
+      if (!name.endsWith('.jsonl')) continue;
+      result.bytes += await copyCompleteLines(path.join(dataDir, JOURNAL_DIR, name), path.join(journalTo, name));
+    }
+    await fsyncPath(journalTo);
   }
 
   const logsFrom = path.join(dataDir, 'room_messages');
@@ -89,5 +123,4 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
   for (const dir of [logsTo, path.join(targetDir, 'uploads'), targetDir]) {
     if (await exists(dir)) await fsyncPath(dir);
   }
-  return result;
 }

@@ -1,12 +1,9 @@
 #!/usr/bin/env node
 // Entry point: `start` (default) runs the server; other subcommands are added by their modules.
+// Each command loads only its own modules: a hook or an agent starts in a fraction of the time
+// the server's modules (PDF fonts, express, …) would take.
 import path from 'node:path';
-import { agentCommand } from './agent/run.js';
-import { backupDataDir } from './backup.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger, flushLogger } from './logger.js';
-import { runMcpStdio } from './mcp/stdio.js';
-import { startServer } from './server.js';
 
 /** The environment as Config; an invalid variable ends the process with its one-line error. */
 function configOrExit(): Config {
@@ -22,8 +19,10 @@ function configOrExit(): Config {
 }
 
 async function start(): Promise<void> {
+  const { createLogger, flushLogger, logFormat } = await import('./logger.js');
+  const { startServer } = await import('./server.js');
   const config = configOrExit();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, logFormat());
   // A promise rejection nobody handled is a bug in one call, not a reason to drop every
   // connection: log it and keep serving (Node's default would end the process).
   process.on('unhandledRejection', (reason) => {
@@ -65,6 +64,7 @@ async function backup(): Promise<void> {
     process.exit(2);
   }
   const { dataDir } = configOrExit();
+  const { backupDataDir } = await import('./backup.js');
   try {
     const result = await backupDataDir(dataDir, path.resolve(target));
     process.stdout.write(`Backed up ${dataDir} to ${path.resolve(target)}: ${JSON.stringify(result)}\n`);
@@ -74,11 +74,38 @@ async function backup(): Promise<void> {
   }
 }
 
-const commands: Record<string, () => Promise<void>> = { start, backup, mcp: () => runMcpStdio(process.argv.slice(3)), agent: () => agentCommand(process.argv.slice(3)) };
+const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people in rooms, taking turns)
+
+  start                              run the server (PORT, HOST, DATA_DIR, … from the environment)
+  mcp [--url URL] [--token T]        stdio MCP server for IDE agents, forwarding to a running server
+  agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
+  cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
+                                     an agent CLI run once per turn
+  hook claude-init|claude-session-start|claude-stop|codex-notify
+                                     keep an interactive Claude Code session in a room (docs/agents.md)
+  backup DIR                         copy DATA_DIR
+
+Every command takes --help. The server URL defaults to http://127.0.0.1:3000.
+`;
+
+const commands: Record<string, () => Promise<void>> = {
+  start,
+  backup,
+  mcp: async () => (await import('./mcp/stdio.js')).runMcpStdio(process.argv.slice(3)),
+  agent: async () => (await import('./agent/run.js')).agentCommand(process.argv.slice(3)),
+  'cli-agent': async () => (await import('./cli-agent/run.js')).cliAgentCommand(process.argv.slice(3)),
+  hook: async () => (await import('./hooks/index.js')).hookCommand(process.argv.slice(3)),
+  help: async () => {
+    process.stdout.write(HELP);
+  },
+  '--help': async () => {
+    process.stdout.write(HELP);
+  },
+};
 
 const run = commands[command];
 if (!run) {
-  process.stderr.write(`Unknown command "${command}". Commands: ${Object.keys(commands).join(', ')}\n`);
+  process.stderr.write(`Unknown command "${command}".\n\n${HELP}`);
   process.exit(2);
 }
 await run();

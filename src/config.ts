@@ -34,6 +34,20 @@ export interface Config {
   rateLimitPerAddress: number;
   /** Open WebSockets per participant. */
   maxSocketsPerToken: number;
+  /** Registrations (successful or refused) per hour per client address (0 = off). */
+  rateLimitRegisterPerHour: number;
+  /** Password logins per minute per client address (0 = off). */
+  rateLimitLoginPerMinute: number;
+  /** MCP `initialize` (new sessions) per minute per client address (0 = off). */
+  rateLimitMcpInitPerMinute: number;
+  /** Open TCP connections per client address; the next one is refused. */
+  maxConnectionsPerAddress: number;
+  /** A request's headers must arrive within this many ms of the connection or the previous request. */
+  headersTimeoutMs: number;
+  /** MCP sessions not bound to a participant: at most this many at once. */
+  mcpMaxUnboundSessions: number;
+  /** An unbound MCP session idle this long is closed. */
+  mcpUnboundIdleMs: number;
 }
 
 export class ConfigError extends Error {
@@ -133,6 +147,13 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerToken: intVar(env, 'RATE_LIMIT_PER_TOKEN', 3000, 0, 10_000_000),
     rateLimitPerAddress: intVar(env, 'RATE_LIMIT_PER_ADDRESS', 20_000, 0, 10_000_000),
     maxSocketsPerToken: intVar(env, 'MAX_SOCKETS_PER_TOKEN', 20, 1, 100_000),
+    rateLimitRegisterPerHour: intVar(env, 'RATE_LIMIT_REGISTER_PER_HOUR', 30, 0, 10_000_000),
+    rateLimitLoginPerMinute: intVar(env, 'RATE_LIMIT_LOGIN_PER_MINUTE', 60, 0, 10_000_000),
+    rateLimitMcpInitPerMinute: intVar(env, 'RATE_LIMIT_MCP_INIT_PER_MINUTE', 60, 0, 10_000_000),
+    maxConnectionsPerAddress: intVar(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 1, 1_000_000),
+    headersTimeoutMs: intVar(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    mcpMaxUnboundSessions: intVar(env, 'MCP_MAX_UNBOUND_SESSIONS', 100, 1, 1_000_000),
+    mcpUnboundIdleMs: intVar(env, 'MCP_UNBOUND_IDLE_MS', 60_000, 100, 86_400_000),
   };
 }
 

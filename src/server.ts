@@ -5,7 +5,8 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App, type AppOptions } from './app.js';
 import { withBoundPort, type Config } from './config.js';
-import type { Logger } from './logger.js';
+import { guardConnections } from './limits/connections.js';
+import { announceListening, type Logger } from './logger.js';
 import { createHttpApp } from './transports/http.js';
 import { bodyLimit } from './transports/http-util.js';
 import { isToolCall, serveToolCall } from './transports/rest-tools.js';
@@ -43,9 +44,8 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     config.tlsCert && config.tlsKey
       ? https.createServer({ cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) }, handler)
       : http.createServer(handler);
-  // Clients (agents) reuse connections; a long idle window avoids close-vs-reuse races.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  // Connections per address capped, headers within HEADERS_TIMEOUT_MS, long keep-alive (SPEC §10).
+  guardConnections(server, config);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -59,7 +59,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
   for (const mount of mounts) await mount.attach?.(server);
   const scheme = config.tlsCert ? 'https' : 'http';
   const url = `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ port, host: config.host, url, dataDir: config.dataDir, messages: await app.store.messageCount() }, `listening on ${url}`);
+  announceListening(logger, { port, host: config.host, url, dataDir: config.dataDir, messages: await app.store.messageCount() });
 
   let closing: Promise<void> | null = null;
   return {

@@ -70,7 +70,8 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
   ];
 }
 
-function quote(m: Message & { display_time?: string }, myName: string) {
+/** A message as quoted data: who, role, time and text, never as instructions. */
+export function quote(m: Message & { display_time?: string }, myName: string) {
   const text = m.text_content.length > QUOTE_CHARS ? `${m.text_content.slice(0, QUOTE_CHARS)} …[cut]` : m.text_content;
   return {
     from: m.sender === myName ? `${m.sender} (you)` : m.sender,

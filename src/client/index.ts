@@ -18,6 +18,7 @@ import { TurnRunner, type AgentTurnData, type TurnHandler } from './turns.js';
 export { ChatroomError, restCall } from './rest.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export type { AgentTurnData, TurnAnswer, TurnContext, TurnHandler, TurnInfo } from './turns.js';
+export { skipReason, SKIP_REASON_MAX } from './turns.js';
 export type { ServerFrame } from '../transports/ws-protocol.js';
 export type { RoomEvent, RoomEventName } from '../events/bus.js';
 export type { Message, Participant, Room } from '../types.js';
@@ -37,6 +38,8 @@ export interface ChatroomClientOptions {
   idleTimeoutMs?: number;
   /** Time kept before a turn's deadline; default 10 % of the turn, between 250 ms and 5 s. */
   turnMarginMs?: number;
+  /** Skip reason shown in the room when the turn handler runs out of time. */
+  turnTimeoutReason?: string;
   logger?: ClientLogger;
 }
 
@@ -194,6 +197,22 @@ export class ChatroomClient {
     });
   }
 
+  /**
+   * Shows what the agent is doing (SPEC §7 `set_activity`): `thinking`/`working` make its status
+   * `busy` until `idle`, its next post or the end of its turn. Best effort: resolves false when the
+   * server refused (e.g. a server without the tool), never throws.
+   */
+  async setActivity(roomId: string, activity: 'thinking' | 'working' | 'idle', note?: string): Promise<boolean> {
+    const cut = note === undefined ? undefined : [...note.replace(/\s+/g, ' ').trim()].slice(0, 100).join('');
+    try {
+      await this.call('set_activity', { room_id: roomId, activity, ...(cut ? { note: cut } : {}) }, { timeoutMs: 5000 });
+      return true;
+    } catch (err) {
+      this.log('debug', 'set_activity failed', { room_id: roomId, code: (err as ChatroomError).code });
+      return false;
+    }
+  }
+
   /** Room events; `'*'` receives every event, unknown types included. Returns an unsubscribe. */
   on<E extends RoomEventName>(event: E, handler: (data: RoomEventData<E>, meta: EventMeta) => void): () => void;
   on(event: '*' | (string & {}), handler: (data: unknown, meta: EventMeta) => void): () => void;
@@ -224,7 +243,10 @@ export class ChatroomClient {
         log: this.log,
       },
       handler,
-      this.options.turnMarginMs !== undefined ? { marginMs: this.options.turnMarginMs } : {},
+      {
+        ...(this.options.turnMarginMs !== undefined ? { marginMs: this.options.turnMarginMs } : {}),
+        ...(this.options.turnTimeoutReason ? { timeoutReason: this.options.turnTimeoutReason } : {}),
+      },
     );
     this.turns = runner;
     for (const [roomId, data] of this.heldTurns) {

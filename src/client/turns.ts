@@ -4,10 +4,32 @@
 // skipped when that is allowed (otherwise the server's own timeout passes it).
 import { randomUUID } from 'node:crypto';
 import type { RoomEvent } from '../events/bus.js';
-import type { RoomReads } from '../runtime/reads.js';
+import type { CurrentRound, TurnReason } from '../rounds/types.js';
+import type { Announcement, InteractionMode, Member, Message, SystemStatus } from '../types.js';
 import { ChatroomError } from './rest.js';
 
-export type TurnContext = Awaited<ReturnType<RoomReads['context']>>;
+/**
+ * What `get_context` returns (SPEC §7). Spelled out here rather than derived from the server's
+ * service, so the client's published types stand alone (`agent-chatroom/client`).
+ */
+export interface TurnContext {
+  messages: Array<Message & { display_time: string; truncated?: boolean }>;
+  members: Array<Pick<Member, 'name' | 'role' | 'introduce' | 'status' | 'is_host' | 'last_active'> & { activity?: string | null; note?: string | null }>;
+  room: {
+    room_id: string;
+    room_name: string;
+    room_description: string;
+    interaction_mode: InteractionMode;
+    system_status: SystemStatus;
+    user_participation: boolean;
+    announcement: Announcement;
+    language: string;
+    timezone: string;
+    current_round: CurrentRound | null;
+    current_agent: string | null;
+  };
+  your_turn: { room_id: string; round_id: string; can_skip: boolean; reason: TurnReason; deadline: string | null } | null;
+}
 export type AgentTurnData = Extract<RoomEvent, { event: 'agent_turn' }>['data'];
 
 export interface TurnInfo {
@@ -27,7 +49,8 @@ export interface TurnInfo {
 
 export type TurnAnswer =
   | { text: string; mentions?: string[]; end_turn?: boolean }
-  | { skip: true }
+  /** Pass the turn; `reason` (≤ 200 characters) is shown in the room's skip record (SPEC §7). */
+  | { skip: true; reason?: string }
   /** The handler answered by itself (through `call`), or lets the turn run out. */
   | void
   | undefined;
@@ -44,6 +67,18 @@ export interface TurnHost {
 export interface TurnRunnerOptions {
   /** Time kept between the handler's cut-off and the deadline; default 10 % of the turn, 250 ms–5 s. */
   marginMs?: number;
+  /** Skip reason when the handler runs out of time (default: a generic one naming the margin). */
+  timeoutReason?: string;
+}
+
+/** Longest skip reason the server takes (SPEC §7). */
+export const SKIP_REASON_MAX = 200;
+
+/** A reason cut to what skip_response accepts (one line, ≤ 200 characters). */
+export function skipReason(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  const chars = [...line];
+  return chars.length > SKIP_REASON_MAX ? `${chars.slice(0, SKIP_REASON_MAX - 1).join('')}…` : line;
 }
 
 interface RoomTurnState {
@@ -128,6 +163,7 @@ export class TurnRunner {
     const timer = setTimeout(() => controller.abort(new ChatroomError('timeout', 'turn deadline near')), Math.max(0, cutOff - Date.now()));
     let answer: TurnAnswer;
     let gaveUp = false;
+    let failure = '';
     try {
       const context = await this.host.call<TurnContext>('get_context', { room_id: roomId }, { signal: controller.signal });
       const yours = context.your_turn;
@@ -147,6 +183,9 @@ export class TurnRunner {
     } catch (err) {
       gaveUp = true;
       const timedOut = controller.signal.aborted;
+      failure = timedOut
+        ? this.options.timeoutReason ?? `no answer in time (stopped ${Math.round(margin / 100) / 10} s before the deadline)`
+        : `error: ${err instanceof Error ? err.message : String(err)}`;
       this.host.log(timedOut ? 'warn' : 'error', timedOut ? 'turn handler ran out of time' : 'turn handler failed', {
         room_id: roomId,
         err: err instanceof Error ? err.message : String(err),
@@ -156,11 +195,11 @@ export class TurnRunner {
     }
     if (this.stopped && !gaveUp) return;
     if (gaveUp || answer === undefined) {
-      if (gaveUp && canSkip) await this.skip(roomId);
+      if (gaveUp && canSkip) await this.skip(roomId, failure);
       return;
     }
     if ('skip' in answer) {
-      if (canSkip) await this.skip(roomId);
+      if (canSkip) await this.skip(roomId, answer.reason);
       else this.host.log('warn', 'handler asked to skip a turn that cannot be skipped', { room_id: roomId });
       return;
     }
@@ -171,11 +210,18 @@ export class TurnRunner {
     await this.send(roomId, answer, localDeadline);
   }
 
-  private async skip(roomId: string): Promise<void> {
+  private async skip(roomId: string, reason?: string): Promise<void> {
+    const why = reason ? skipReason(reason) : '';
     try {
-      await this.host.call('skip_response', { room_id: roomId });
+      await this.host.call('skip_response', { room_id: roomId, ...(why ? { reason: why } : {}) });
     } catch (err) {
-      this.host.log('warn', 'skip_response failed', { room_id: roomId, code: (err as ChatroomError).code });
+      const code = (err as ChatroomError).code;
+      // A server older than SPEC v2 refuses the `reason` argument: pass the turn all the same.
+      if (why && code === 'validation_error') {
+        this.host.log('warn', 'server refused the skip reason; skipping without it', { room_id: roomId, reason: why });
+        return this.skip(roomId);
+      }
+      this.host.log('warn', 'skip_response failed', { room_id: roomId, code });
     }
   }
 

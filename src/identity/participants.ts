@@ -1,11 +1,11 @@
 // Agents and people: registration, tokens, login. Holds the token and name indexes.
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
-import { FailureDelay } from '../limits/rate-limits.js';
+import { failureKey, FailureDelay } from '../limits/rate-limits.js';
 import { NameTakenError, type ParticipantRecord, type Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
-import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
-import { isValidParticipantName, nameKey } from './names.js';
+import { hashPassword, hashToken, newToken, TokenHashCache, verifyPassword } from './secrets.js';
+import { checkParticipantName, confusableKeys, nameKey } from './names.js';
 
 export interface RegisterAgentInput {
   name: string;
@@ -55,8 +55,12 @@ export function toPublicUser(record: UserRecord): User {
 export class Participants {
   private readonly byTokenHash = new Map<string, Participant>();
   private readonly byNameKey = new Map<string, Participant>();
+  /** Names by their confusable skeleton (SPEC §3: look-alike names are `name_taken`). */
+  private readonly byConfusableKey = new Map<string, Participant>();
+  /** Names (and `~`look-alike keys) of registrations in flight. */
+  private readonly claimed = new Set<string>();
   private readonly loginFailures: FailureDelay;
-  private readonly recentHashes = new Map<string, string>();
+  private readonly recentHashes = new TokenHashCache(RECENT_TOKENS);
   private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
 
   constructor(
@@ -80,17 +84,11 @@ export class Participants {
   }
 
   /**
-   * SHA-256 of a token, remembered for recently seen tokens: agents send the same token on
-   * every call. Safe across revocation: the store no longer finds a revoked hash.
+   * SHA-256 of a token, remembered for recently seen valid tokens only: agents send the same
+   * token on every call, while unknown tokens must cost no memory (SPEC §10).
    */
   private hashOf(token: string): string {
-    let hash = this.recentHashes.get(token);
-    if (hash === undefined) {
-      hash = hashToken(token);
-      if (this.recentHashes.size >= RECENT_TOKENS) this.recentHashes.clear();
-      this.recentHashes.set(token, hash);
-    }
-    return hash;
+    return this.recentHashes.hash(token, (hash) => this.byTokenHash.has(hash));
   }
 
   byName(name: string): Participant | undefined {
@@ -102,11 +100,11 @@ export class Participants {
   }
 
   async registerAgent(input: RegisterAgentInput, now: Date): Promise<{ agent_id: string; token: string; agent: Agent }> {
-    this.checkNewName(input.name);
+    const name = this.claimName(input.name);
     const token = newToken();
     const record: AgentRecord = {
       agent_id: uuidv4(),
-      name: input.name,
+      name,
       introduce: input.introduce ?? '',
       rooms: [],
       status: 'offline',
@@ -119,41 +117,57 @@ export class Participants {
       created_at: now.toISOString(),
       token_hashes: [hashToken(token)],
     };
-    await this.put({ kind: 'agent', record });
+    try {
+      await this.put({ kind: 'agent', record });
+    } finally {
+      this.release(name);
+    }
     return { agent_id: record.agent_id, token, agent: toPublicAgent(record) };
   }
 
   async registerUser(input: RegisterUserInput, now: Date): Promise<{ user_id: string; token: string; user: User }> {
-    this.checkNewName(input.name);
+    const name = this.claimName(input.name);
     const token = newToken();
     const record: UserRecord = {
       user_id: uuidv4(),
-      name: input.name,
+      name,
       language: input.language ?? this.defaults.language,
       timezone: input.timezone ?? this.defaults.timezone,
       rooms: [],
       last_active: now.toISOString(),
       created_at: now.toISOString(),
       token_hashes: [hashToken(token)],
-      password_hash: input.password ? await hashPassword(input.password) : null,
+      password_hash: null,
     };
-    await this.put({ kind: 'user', record });
+    // The name stays claimed through the slow hash, so a concurrent registration cannot take it.
+    try {
+      if (input.password) record.password_hash = await hashPassword(input.password);
+      await this.put({ kind: 'user', record });
+    } finally {
+      this.release(name);
+    }
     return { user_id: record.user_id, token, user: toPublicUser(record) };
   }
 
-  /** Login with a token (checks it, returns the same token) or with name + password (new token). */
-  async login(input: { token?: string; name?: string; password?: string }): Promise<{ participant: Caller; token: string }> {
+  /**
+   * Login with a token (checks it, returns the same token) or with name + password (new token).
+   * Password failures are slowed per (name, client address), never per name alone (SPEC §10).
+   */
+  async login(
+    input: { token?: string; name?: string; password?: string },
+    address: string | null = null,
+  ): Promise<{ participant: Caller; token: string }> {
     if (input.token !== undefined) {
-      const participant = await this.authenticate(input.token);
+      const participant = this.authenticate(input.token);
       if (!participant) throw new AppError('unauthorized', 'Unknown token');
       return { participant, token: input.token };
     }
     if (input.name === undefined || input.password === undefined) {
       throw new AppError('validation_error', 'Give either token, or name and password');
     }
-    const key = nameKey(input.name);
+    const key = failureKey(nameKey(input.name), address);
     await this.loginFailures.beforeAttempt(key);
-    const participant = this.byNameKey.get(key);
+    const participant = this.byNameKey.get(nameKey(input.name));
     const found = participant?.kind === 'user' ? await this.store.getParticipant(participant.id) : undefined;
     const user = found?.kind === 'user' ? found.record : undefined;
     const ok = user?.password_hash ? await verifyPassword(input.password, user.password_hash) : false;
@@ -219,18 +233,30 @@ export class Participants {
     const participant = participantOf(found);
     for (const hash of found.record.token_hashes) this.byTokenHash.set(hash, participant);
     this.byNameKey.set(nameKey(participant.name), participant);
+    for (const key of confusableKeys(participant.name)) this.byConfusableKey.set(key, participant);
   }
 
-  private checkNewName(name: string): void {
-    if (!isValidParticipantName(name)) {
-      throw new AppError(
-        'validation_error',
-        'name must be 1–32 letters, digits, "_", "-" or "." (no spaces, no "@")',
-        { field: 'name' },
-      );
+  /**
+   * The name as stored (NFC); `validation_error` for a bad one, `name_taken` for a taken or
+   * look-alike one. The name (and its look-alike keys) stays claimed until `release`, so two
+   * registrations in flight cannot take look-alike names; a claim is not stored state.
+   */
+  private claimName(raw: string): string {
+    const name = checkParticipantName(raw);
+    const keys = [nameKey(name), ...confusableKeys(name).map((k) => `~${k}`)];
+    if (this.byNameKey.has(nameKey(name)) || this.claimed.has(keys[0]!)) throw new AppError('name_taken', `The name "${name}" is taken`);
+    const lookAlike = confusableKeys(name).map((key) => this.byConfusableKey.get(key)).find((p) => p !== undefined);
+    if (lookAlike) {
+      throw new AppError('name_taken', `The name "${name}" looks like the existing name "${lookAlike.name}"`, { similar_to: lookAlike.name });
     }
-    // Checked early for a clear answer before slow work; the store checks again atomically.
-    if (this.byNameKey.has(nameKey(name))) throw new AppError('name_taken', `The name "${name}" is taken`);
+    if (keys.slice(1).some((k) => this.claimed.has(k))) throw new AppError('name_taken', `The name "${name}" looks like a name being registered`);
+    for (const key of keys) this.claimed.add(key);
+    return name;
+  }
+
+  private release(name: string): void {
+    this.claimed.delete(nameKey(name));
+    for (const key of confusableKeys(name)) this.claimed.delete(`~${key}`);
   }
 }
 

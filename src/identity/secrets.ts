@@ -42,3 +42,31 @@ export async function verifyPassword(password: string, stored: string): Promise<
   });
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
+
+/**
+ * SHA-256 of tokens that agents send on every call, remembered so the hash is not recomputed
+ * each time. Only tokens that turned out to be valid are remembered: an unknown token is
+ * hashed, looked up and forgotten, so a flood of bogus (or 16 KB) tokens costs no memory
+ * (SPEC §10). Safe across revocation: callers still look the hash up in their own index.
+ */
+export class TokenHashCache {
+  private readonly recent = new Map<string, string>();
+
+  constructor(private readonly max = 10_000) {}
+
+  hash(token: string, isKnown: (tokenHash: string) => boolean): string {
+    const cached = this.recent.get(token);
+    if (cached !== undefined) return cached;
+    const tokenHash = hashToken(token);
+    if (isKnown(tokenHash)) {
+      // Wholesale reset keeps this O(1); the next calls of live agents refill it.
+      if (this.recent.size >= this.max) this.recent.clear();
+      this.recent.set(token, tokenHash);
+    }
+    return tokenHash;
+  }
+
+  get size(): number {
+    return this.recent.size;
+  }
+}

@@ -2,7 +2,9 @@
 // over a sliding 10 s window. Defaults leave a busy agent (long-polling wait_for_turn and
 // posting every turn) far below the limit.
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
+import { addressKey } from './address.js';
 
 export const RATE_WINDOW_S = 10;
 
@@ -11,15 +13,41 @@ export interface RateLimitOptions {
   perToken: number;
   /** Calls per 10 s per client address; 0 disables. */
   perAddress: number;
+  /** Registrations (successful or refused) per hour per address; 0 disables. */
+  registerPerHour?: number;
+  /** Password logins per minute per address; 0 disables. */
+  loginPerMinute?: number;
+  /** MCP sessions opened (`initialize`) per minute per address; 0 disables. */
+  mcpInitPerMinute?: number;
+}
+
+function limiter(points: number | undefined, durationS: number): RateLimiterMemory | null {
+  return points !== undefined && points > 0 ? new RateLimiterMemory({ points, duration: durationS }) : null;
 }
 
 export class RateLimits {
   private readonly byToken: RateLimiterMemory | null;
   private readonly byAddress: RateLimiterMemory | null;
+  private readonly registrations: RateLimiterMemory | null;
+  private readonly logins: RateLimiterMemory | null;
+  private readonly mcpInits: RateLimiterMemory | null;
 
   constructor(options: RateLimitOptions) {
-    this.byToken = options.perToken > 0 ? new RateLimiterMemory({ points: options.perToken, duration: RATE_WINDOW_S }) : null;
-    this.byAddress = options.perAddress > 0 ? new RateLimiterMemory({ points: options.perAddress, duration: RATE_WINDOW_S }) : null;
+    this.byToken = limiter(options.perToken, RATE_WINDOW_S);
+    this.byAddress = limiter(options.perAddress, RATE_WINDOW_S);
+    this.registrations = limiter(options.registerPerHour, 3600);
+    this.logins = limiter(options.loginPerMinute, 60);
+    this.mcpInits = limiter(options.mcpInitPerMinute, 60);
+  }
+
+  static fromConfig(config: Config): RateLimits {
+    return new RateLimits({
+      perToken: config.rateLimitPerToken,
+      perAddress: config.rateLimitPerAddress,
+      registerPerHour: config.rateLimitRegisterPerHour,
+      loginPerMinute: config.rateLimitLoginPerMinute,
+      mcpInitPerMinute: config.rateLimitMcpInitPerMinute,
+    });
   }
 
   /**
@@ -27,7 +55,26 @@ export class RateLimits {
    * tool name or the token, so unknown tools and bad tokens cost the address like any call.
    */
   consumeAddress(address: string | null): Promise<void> {
-    return address && this.byAddress ? take(this.byAddress, address) : Promise.resolve();
+    return keyed(this.byAddress, address);
+  }
+
+  /**
+   * Counts one registration attempt (`register_agent`, `register_user`) against the address,
+   * whatever its outcome: refused names cost like accepted ones, so names cannot be probed
+   * and the participant files cannot be grown faster than this (SPEC §10).
+   */
+  consumeRegistration(address: string | null): Promise<void> {
+    return keyed(this.registrations, address, 'Too many registrations from this address; try again later');
+  }
+
+  /** Counts one password login against the address (guessing many names from one place). */
+  consumeLogin(address: string | null): Promise<void> {
+    return keyed(this.logins, address, 'Too many login attempts from this address; try again later');
+  }
+
+  /** Counts one new MCP session (`initialize`) against the address. */
+  consumeMcpInitialize(address: string | null): Promise<void> {
+    return keyed(this.mcpInits, address, 'Too many new MCP sessions from this address; try again later');
   }
 
   /** Counts one call against the participant (once the token is known to be valid). */
@@ -36,16 +83,30 @@ export class RateLimits {
   }
 }
 
+function keyed(limiter: RateLimiterMemory | null, address: string | null, message?: string): Promise<void> {
+  const key = addressKey(address);
+  return key && limiter ? take(limiter, key, message) : Promise.resolve();
+}
+
 /** Takes a point; throws `rate_limited` (with retry_after_ms) when the key is over its limit. */
-async function take(limiter: RateLimiterMemory, key: string): Promise<void> {
+async function take(limiter: RateLimiterMemory, key: string, message = 'Too many requests; slow down'): Promise<void> {
   try {
     await limiter.consume(key);
   } catch (err) {
     if (err instanceof RateLimiterRes) {
-      throw new AppError('rate_limited', 'Too many requests; slow down', { retry_after_ms: err.msBeforeNext });
+      throw new AppError('rate_limited', message, { retry_after_ms: err.msBeforeNext });
     }
     throw err;
   }
+}
+
+/**
+ * The key a password failure is counted under: the name (or room) together with the guessing
+ * address, never the name alone, so a flood of wrong guesses from one address slows only that
+ * address and the owner logging in from elsewhere is never locked out (SPEC §10).
+ */
+export function failureKey(subject: string, address: string | null | undefined): string {
+  return `${subject}\u0000${addressKey(address) ?? 'local'}`;
 }
 
 /**

@@ -6,6 +6,7 @@
 // it the agent calls register_agent or login; the proxy remembers the token those return (and
 // the one rotate_token returns), so when the upstream session is lost (server restart) it opens a
 // new one as the same participant and retries the call once.
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,7 +29,9 @@ const CALL_TIMEOUT_MS = 120_000;
 const USAGE = `Usage: agent-chatroom mcp [--url ${DEFAULT_SERVER_URL}] [--token <token>]
   Serves MCP on stdin/stdout and forwards every call to a running chatroom server's /mcp.
   --url     the server (default ${DEFAULT_SERVER_URL}; "/mcp" is added when the URL has no path)
-  --token   an agent token, sent as "Authorization: Bearer"; without it, call register_agent or login
+  --token   an agent token, sent as "Authorization: Bearer" (default: env CHATROOM_TOKEN);
+            without one, call register_agent or login
+  --config  a JSON file {url, token} (as "agent-chatroom hook claude-init" writes it)
 `;
 
 export interface StdioOptions {
@@ -36,18 +39,31 @@ export interface StdioOptions {
   token: string | null;
 }
 
-export function parseStdioArgs(argv: string[]): StdioOptions | 'help' {
+export function parseStdioArgs(argv: string[], env: Record<string, string | undefined> = process.env): StdioOptions | 'help' {
   const { values } = parseArgs({
     args: argv,
     options: {
       url: { type: 'string' },
       token: { type: 'string' },
+      config: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
   if (values.help) return 'help';
-  return { url: mcpEndpoint(values.url ?? DEFAULT_SERVER_URL), token: values.token?.trim() || null };
+  if (values.config) {
+    let file: { url?: unknown; token?: unknown };
+    try {
+      file = JSON.parse(readFileSync(values.config, 'utf8')) as typeof file;
+    } catch (err) {
+      throw new Error(`--config: cannot read ${values.config}: ${(err as Error).message}`);
+    }
+    const url = values.url ?? (typeof file.url === 'string' ? file.url : DEFAULT_SERVER_URL);
+    const token = values.token?.trim() || (typeof file.token === 'string' ? file.token.trim() : '') || null;
+    return { url: mcpEndpoint(url), token };
+  }
+  // The token may come from the environment so it never shows in the process list.
+  return { url: mcpEndpoint(values.url ?? DEFAULT_SERVER_URL), token: values.token?.trim() || env.CHATROOM_TOKEN?.trim() || null };
 }
 
 /** The /mcp endpoint of a server URL: `http://host:port` → `http://host:port/mcp`. */
@@ -144,7 +160,7 @@ export class Upstream {
 
 function describeFailure(url: string, err: unknown): string {
   if (unreachable(err)) {
-    return `Cannot reach the chatroom server at ${url}. Start it (npx agent-chatroom start) or pass --url to "agent-chatroom mcp".`;
+    return `Cannot reach the chatroom server at ${url}. Start it (agent-chatroom start) or pass --url to "agent-chatroom mcp".`;
   }
   if (err instanceof StreamableHTTPError && err.code === 403) {
     return `The chatroom server at ${url} refused the request: ${err.message} (check ALLOWED_HOSTS / ALLOWED_ORIGINS on the server).`;

@@ -12,11 +12,19 @@
 // - `current_round` stays stored after the round ends (`completed: true`, `turn: null`) so the
 //   guard counter survives between rounds. A new round copies `guard_count` forward.
 // - Extra optional CurrentRound fields: `answers` (visible agent answers in this round),
-//   `end_reason`, `follow_up` (a follow-up round is due: rule 6.1.1's third trigger, decided
-//   when the round ends — ended `completed` or `mention_chain`, ≥ 1 answer, ≥ 2 agents, default
-//   mode — and re-checked against ≥ 2 agents when it fires), `guard_tripped`. TurnState uses
+//   `answered_by` (the agents that gave them, each once), `end_reason`, `follow_up` (a
+//   follow-up round is due: rule 6.1.1's third trigger, decided when the round ends — ended
+//   `completed` or `mention_chain`, visible answers from ≥ 2 different agents, default mode —
+//   and fired only while ≥ 2 of the room's agents are online), `guard_tripped`. TurnState uses
 //   `extensions`. The follow-up flag persists, so a round that ends while the room is paused
-//   (or while no agent is online) is followed up on resume (or when an agent comes online).
+//   (or while fewer than two agents are online) is followed up on resume (or when the second
+//   agent comes online).
+// - Rooms stored before v2 have no `answered_by`: it loads as [] (who answered is unknown), and
+//   an ended round's stored `follow_up: true` (the v1 rule: ≥ 1 answer) loads as false.
+// - RoundState.paused_mentions (stored as the room's `paused_mentions`, absent = []): agents
+//   mentioned by people while the room was paused and idle (rule 6.1.9), merged in order
+//   without duplicates. Every round start empties it; a mode change empties it; an agent that
+//   leaves is taken out of it.
 // - `history_rounds` gets a round id when the round ends, never twice.
 // - `processed_through_seq` only grows: a round start sets it to view.lastSeq plus the records
 //   and system messages emitted earlier in the same action (the driver numbers those
@@ -24,22 +32,26 @@
 //
 // Guard
 // - A "visible agent answer" is counted once per turn that ends answered (an `end_turn: true`
-//   post, or skip/timeout/pass/leave after ≥ 1 `end_turn: false` post), once for an agent's
-//   message that opens an idle room, and once for each message of a host/admin agent posted
-//   outside a turn in host mode. `end_turn: false` posts are not counted one by one.
+//   post, the 20th post of a turn, or skip/timeout/pass/leave after ≥ 1 `end_turn: false`
+//   post), once for an agent's message that opens an idle room, and once for each message of a
+//   host/admin agent posted outside a turn in host mode. `end_turn: false` posts are not
+//   counted one by one.
 // - It trips when guard_count ≥ max_auto_rounds × number of agents (checked when counting):
 //   a visible `system_message` (zh-*: `已达到自动轮次上限（N 轮），等待用户发言或手动开始新一轮。`,
 //   otherwise English) with the round's id, then `round_end` reason `guard`. Nothing starts
-//   until a person's visible message or start_round resets the counter and the flag. An idle
-//   agent's message that trips the guard starts its round and ends it at once with `guard`.
+//   until a person's visible message or a person's start_round resets the counter and the flag
+//   (SPEC §3: agents never reset it). An idle agent's message that trips the guard starts its
+//   round and ends it at once with `guard`.
 // - With no round ever run in the room (current_round null) nothing is counted.
 //
 // Starting rounds (default mode)
-// - After every successful action: if no round runs, the room is active, has ≥ 1 agent, the
-//   guard has not tripped, and an unanswered person message exists (view.lastPersonSeq >
-//   processed_through_seq) or a follow-up is due, a rotation round starts in join order.
-//   These automatic starts also wait until at least one agent is online (ctx.online); the
-//   driver's `came_online` action re-checks. (Otherwise a round would pass every agent as
+// - After every successful action: if no round runs, the room is active, has ≥ 1 agent and the
+//   guard has not tripped, then, in this order: remembered paused mentions (those of current
+//   agents) start a round with their block first, at once (as a mention in an active room
+//   does, online or not); else an unanswered person message (view.lastPersonSeq >
+//   processed_through_seq) starts a rotation round in join order once ≥ 1 agent is online;
+//   else a due follow-up starts one once ≥ 2 of the room's agents are online. The driver's
+//   `came_online` action re-checks. (Without an agent online a round would pass every agent as
 //   offline and mark the message processed though nobody could answer.)
 // - A person's message mentioning agents in an idle active room starts a round at once (even if
 //   they are offline, they are then passed with `offline` records): queue = the mentioned block
@@ -48,8 +60,10 @@
 // - An agent's message in an idle room (no running round, active, guard not tripped) starts a
 //   round in which it has answered: queue = join order rotated to start with it (its mentioned
 //   agents, if any, inserted right after it as a chain), index 1. `end_turn` is ignored there.
-// - A person's mentions posted into an idle *paused* room are not remembered: on resume the
-//   message starts a plain join-order round.
+// - A person's mentions posted into an idle *paused* room are remembered (paused_mentions); on
+//   resume the round starts with their block first and the block as the pending chain. Agents
+//   cannot post while paused (room_paused), so only people's mentions are remembered. A
+//   person's mentions while paused with a round running change that round's queue at once.
 // - In default mode agents (admins included) get `not_your_turn` outside their turn except in an
 //   idle room. The engine never refuses people (the caller checks user_participation) and never
 //   returns `forbidden`.
@@ -69,7 +83,14 @@
 //
 // Turns
 // - Deadline = ctx.now + view.turnTimeoutMs (ISO). Every issue/re-issue emits `agent_turn` then
-//   `timer`. A round end emits `round_end` then `timer: null`.
+//   `timer`; `agent_turn` carries copies of the round's agent_queue, current_agent_index and
+//   pending_mentions as they are at that moment (SPEC §8). A round end emits `round_end` then
+//   `timer: null`.
+// - Posts per turn: `posted` counts the holder's `end_turn: false` posts; the post that would
+//   be the 20th of the turn ends it as answered whatever `end_turn` says. A mentioned holder's
+//   fresh turn (`mention`) starts counting again from 0.
+// - skip reason: the record's text is `（跳过：<reason>）` with the reason trimmed; blank or
+//   absent → `（跳过）`. A skip after a visible post writes no record, so its reason is not kept.
 // - Paused: status_changed→paused sets the holder's deadline to null and emits `timer: null`.
 //   While paused no turn is issued: when the turn moves on (pass_turn, the holder leaves) the
 //   holder becomes null and the index points at the next agent; the round can still end
@@ -94,19 +115,25 @@
 //   also while paused (its first turn is then issued on resume); a running round ends first with
 //   `superseded`. A person host's message resets the guard as any person's; an agent host's
 //   mentions are ignored once the guard tripped, including when the host's own message is the
-//   answer that trips it. When the host answers its own turn (the floor)
-//   with mentions, that turn counts as answered, the floor round ends `completed`, then the host
-//   round starts; with `end_turn: false` and mentions the floor round is superseded.
+//   answer that trips it. When the host answers its own turn (the floor) with mentions, with
+//   `end_turn` true or false, that post counts as one answer and the floor round ends
+//   `superseded` (rule 6.2.2: the host's message ends any running round), then the host round
+//   starts.
 // - A host round that ended `completed` gives an agent host (online or not: an offline host is
 //   passed) the floor once (`host_floor`, reason `host`, can_skip true); not while paused (given
 //   on resume) and not after `superseded`/`guard`/`room_empty`.
 // - Host and admin agents may post at any time (counted for the guard); other agents only while
-//   holding the turn. People's messages start nothing; unanswered messages start no rounds.
+//   holding the turn. People's messages (other than a person host's with mentions) start
+//   nothing; unanswered messages start no rounds, and nothing is remembered while paused.
 // - start_round in host mode: floor for an agent host; `conflict` for a person host (or none).
 //
 // start_round checks, in order: `room_paused`; `conflict` while a round runs (details:
-// `{ current_round }`, the running round as stored); `conflict` with no agents; then it resets
-// the guard and starts a join-order round (default mode) or the floor (host mode).
+// `{ reason: 'round_running', current_round }`, the running round as stored); `conflict` with
+// no agents (`{ reason: 'no_agents' }`); in host mode `conflict` unless the host is an agent
+// (`{ reason: 'person_host' }`); then, when a person called it, the guard is reset; when an
+// agent called it (the caller has checked it is an admin) and the guard has tripped, `conflict`
+// (`{ reason: 'guard' }`), otherwise the counter carries on. It starts a join-order round
+// (default mode) or the floor (host mode).
 //
 // Mode change
 // - A running round ends with `superseded`; nothing starts, and messages up to view.lastSeq
@@ -263,17 +290,18 @@ function onHostModeAgentMessage(w: Work, a: MessageAction): Refusal | undefined 
   const isHost = a.sender === w.view.host;
   const mentioned = isHost && !guardTripped(w) ? mentionedAgents(w, a) : [];
   if (r && r.turn?.agent === a.sender) {
-    const ends = endsTurn(a, r.turn.posted);
-    if (!ends && mentioned.length === 0) {
-      r.turn.posted += 1;
-      emitTurn(w, r);
+    if (mentioned.length === 0) {
+      if (!endsTurn(a, r.turn.posted)) {
+        r.turn.posted += 1;
+        emitTurn(w, r);
+      } else if (!finishTurn(w, true)) {
+        issueTurn(w);
+      }
       return undefined;
     }
-    if (ends) {
-      if (!finishTurn(w, true)) issueTurn(w);
-    } else {
-      countAnswer(w, a.sender);
-    }
+    // Rule 6.2.2: a host message with mentions ends any running round as `superseded`, the
+    // host's own floor included (whatever `end_turn` says); it counts as one answer.
+    countAnswer(w, a.sender);
   } else {
     if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
     countAnswer(w, a.sender);
@@ -319,6 +347,9 @@ function onJoined(w: Work, name: string, role: 'ai_agent' | 'user'): Refusal | u
 
 function onLeft(w: Work, name: string, role: 'ai_agent' | 'user'): Refusal | undefined {
   if (role !== 'ai_agent') return undefined;
+  // A remembered mention of an agent that left is dropped (it would not be asked anyway, and
+  // must not come back to life if the agent rejoins).
+  w.state.paused_mentions = w.state.paused_mentions.filter((n) => n !== name);
   const r = running(w);
   if (!r) return undefined;
   if (w.view.agents.length === 0) {

@@ -162,7 +162,8 @@ export interface EngineContext {
   now: number;
   /**
    * Agents online right now. Checked when a turn is issued (offline → passed), and for automatic
-   * round starts (unanswered message / follow-up), which wait until some agent is online.
+   * round starts: an unanswered message waits until some agent is online, a follow-up until two
+   * of the room's agents are (rule 6.1.1).
    */
   online: ReadonlySet<string>;
   newRoundId: () => string;

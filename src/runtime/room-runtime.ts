@@ -150,8 +150,8 @@ export class RoomRuntime {
         this.version = await this.deps.store.commitRoom(this.roomId, commit);
       } catch (err) {
         this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
-        const failure = err instanceof AppError ? err : new AppError('internal_error', 'The change could not be stored; nothing was changed');
-        for (const { pending } of done) pending.reject(failure);
+        // The cause stays in the log; callers get internal_error without detail.
+        for (const { pending } of done) pending.reject(err);
         if (done.some(({ pending }) => pending.cmd.type === 'timeout')) this.retryTimeout();
         return;
       }

@@ -1,45 +1,48 @@
-// The embedded file store (SPEC §5) behind the Store seam (store.ts): JSON snapshots for agents,
-// users and rooms, an append-only JSONL log per room.
+// The embedded file store (SPEC §5) behind the Store seam (store.ts). docs/storage.md has the
+// full story; in short:
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots, replaced atomically (snapshot.ts), created
-//                                       as `[]` at first start
-//   room_messages/{room_id}.jsonl       append-only logs with group commit (room-log.ts)
+//   agents.json users.json rooms.json   snapshots (created as `[]` at first start), compacted
+//                                       from memory in the background (snapshot.ts)
+//   journal/state-{gen}.jsonl           every change of a room / agent / user record, one line
+//                                       each, group-committed (state-journal.ts); replayed over
+//                                       the snapshots at start, deleted once compacted
+//   room_messages/{room_id}.jsonl       append-only logs (room-log.ts)
 //   uploads/ exports/                   created here, written by others
 //   server.lock                         one process per directory (lock.ts)
 //
 // The guarantees of store.ts, and how this store gives them:
-// - Durable on resolve: snapshots are temp + fsync + rename + directory fsync, log appends are
-//   write + fsync, all before the promise resolves.
+// - Durable on resolve: journal and log appends are write + fsync (a new file also fsyncs its
+//   directory) before the promise resolves.
 // - No trace on reject: memory (records, indexes, message lists) changes only after the write
-//   is durable, in one synchronous step. A failed snapshot write leaves the old file (or puts it
-//   back); a failed log append is cut back to the log's last durable size. So what is served
-//   after a failure is what a fresh open of the directory loads.
-// - commitRoom appends the messages first, then writes the room state; if the state write fails
-//   the log is cut back before rejecting. A kill between the two writes leaves the messages on
-//   disk with the old state (see docs/storage.md: the runtime tolerates it, as after any crash
-//   between an answer and the next state change).
+//   is durable, in one synchronous step. A failed append is cut back to the file's last durable
+//   size. So what is served after a failure is what a fresh open of the directory loads.
+// - commitRoom appends the messages to the room log first, then the room state to the journal;
+//   if the journal append fails the log is cut back before rejecting. A kill between the two
+//   leaves the messages with the previous state (docs/storage.md, "the crash window").
 // - One writer per room: commits of one room run one after another (a queue per room), each
 //   checked against the version the previous one produced; commits of different rooms run
-//   concurrently and share snapshot writes (coalescing in snapshot.ts).
+//   concurrently and share journal fsyncs.
 // - Reads hand out copies; what callers put in is copied too.
+// - The cost of a change is the size of the changed record: snapshots are rewritten only by a
+//   compaction, once the journal outgrows them (amortised) or periodically, and on close.
 //
 // Start-up is lazy: open scans each log (recovery of a torn tail, message ids, last seq)
 // without parsing it (log-reader.ts); a room's log is parsed on first need. A corrupt line found
 // only then is logged (file and line) and makes that room's reads and commits reject; other
 // rooms are unaffected.
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import { nameKey } from '../identity/names.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { parseRoomLog, scanRoomLog } from './log-reader.js';
+import { metaOf, scanRoomLog } from './log-reader.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
 import { SnapshotFile } from './snapshot.js';
+import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
 import {
   NameTakenError,
@@ -61,8 +64,29 @@ export interface FileStoreOptions {
   /** Room logs scanned at once at open. Default 4. */
   loadConcurrency?: number;
   /**
+   * Compact the state journal into the snapshots once it holds this many bytes, or the size of
+   * the snapshots if that is larger (so a change costs at most about twice its own size,
+   * however many records exist). Default 8 MiB.
+   */
+  compactBytes?: number;
+  /** Compact at least this often while the journal holds changes. Default 60 s; 0 = never (tests). */
+  compactEveryMs?: number;
+  /**
+   * While the snapshots together are smaller than this, every change is also written into them
+   * before it is acknowledged (they stay current for people and tools reading them); larger
+   * snapshots follow the journal in the background. Default 256 KiB; 0 = always background.
+   */
+  syncSnapshotBytes?: number;
+  /**
+   * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
+   * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
+   */
+  cacheMessages?: number;
+  /**
    * The name uniqueness key of a participant loaded from disk (the records do not store the
-   * key the services passed to putParticipant). Must be the function the services use.
+   * key the services passed to putParticipant). Must be the function the services use; it is
+   * passed in because names are a domain rule above the storage layer. Default: NFC and
+   * lower case (enough for stores opened by storage tests).
    */
   nameKeyOf?: (name: string) => string;
 }
@@ -70,8 +94,12 @@ export interface FileStoreOptions {
 export interface FileStoreStats extends IoStats {
   openLogFiles: number;
   messages: number;
-  /** Room logs not parsed yet (lazy start-up). */
-  unparsedLogs: number;
+  /** Messages in the cache. */
+  cachedMessages: number;
+  cacheHits: number;
+  cacheMisses: number;
+  /** Bytes of the per-room message indexes. */
+  indexBytes: number;
 }
 
 export const ROOM_MESSAGES_DIR = 'room_messages';
@@ -79,15 +107,10 @@ const LOG_SUFFIX = '.jsonl';
 // Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
+/** Snapshots below this total size are rewritten with every change (see journalAppend). */
+const SYNC_SNAPSHOT_BYTES = 256 * 1024;
 
-/** A room log found at open and not parsed yet. */
-interface UnparsedLog {
-  ids: ReadonlySet<string>;
-  lastSeq: number;
-  size: number;
-  error?: Error;
-}
+type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
 const copy = <T>(value: T): T => structuredClone(value);
 
@@ -101,7 +124,17 @@ export class FileStore implements Store {
   private readonly users: SnapshotFile<UserRecord>;
   private readonly rooms: SnapshotFile<RoomRecord>;
   private readonly logs: MessageLogs;
+  private readonly journal: StateJournal;
   private readonly loadConcurrency: number;
+  private readonly compactBytes: number;
+  private readonly compactEveryMs: number;
+  private readonly syncSnapshotBytes: number;
+  private compactTimer: NodeJS.Timeout | undefined;
+  private compacting: Promise<void> | undefined;
+  /** Snapshots with changes in the journal that their file does not have yet. */
+  private readonly dirty = new Set<SnapshotFile<object>>();
+  /** Bytes of the snapshots at their last write (the compaction threshold follows it). */
+  private snapshotBytes = 0;
 
   // Participant indexes, over durable records only.
   private readonly idByToken = new Map<string, string>();
@@ -115,13 +148,13 @@ export class FileStore implements Store {
   private readonly versions = new Map<string, number>();
   private readonly roomsByMember = new Map<string, Set<string>>();
   private readonly creating = new Set<string>();
+  /** Journal appends in flight (close waits for them). */
+  private readonly pendingWrites = new Set<Promise<void>>();
   /** The tail of each room's commit queue (one writer per room, in order). */
   private readonly roomQueues = new Map<string, Promise<unknown>>();
 
-  // Messages: parsed rooms, rooms known only from the scan at open, and the room of each id.
-  private readonly parsed = new Map<string, RoomMessages>();
-  private readonly unparsed = new Map<string, UnparsedLog>();
-  private readonly roomOfMessage = new Map<string, string>();
+  // Messages: per-room indexes, the cache, reads from the logs.
+  private readonly messages: RoomMessages;
 
   private state: State = 'new';
   private lock: DataDirLock | undefined;
@@ -133,7 +166,10 @@ export class FileStore implements Store {
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
     this.loadConcurrency = options.loadConcurrency ?? 4;
-    this.nameKeyOf = options.nameKeyOf ?? nameKey;
+    this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
+    this.compactEveryMs = options.compactEveryMs ?? 60_000;
+    this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
+    this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLocaleLowerCase('und'));
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
@@ -146,12 +182,24 @@ export class FileStore implements Store {
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id);
+    this.journal = new StateJournal({
+      dir: join(this.dataDir, JOURNAL_DIR),
+      fsOps: this.fsOps,
+      stats: this.io,
+      logger: this.logger,
+    });
     this.logs = new MessageLogs({
       dir: join(this.dataDir, ROOM_MESSAGES_DIR),
       fsOps: this.fsOps,
       stats: this.io,
       logger: this.logger,
       maxOpen: options.maxOpenLogs ?? 256,
+    });
+    this.messages = new RoomMessages({
+      dir: join(this.dataDir, ROOM_MESSAGES_DIR),
+      logger: this.logger,
+      cacheMessages: options.cacheMessages ?? 50_000,
+      sizeOf: (roomId) => this.logs.sizeOf(roomId),
     });
   }
 
@@ -160,8 +208,20 @@ export class FileStore implements Store {
     if (this.state !== 'new') return Promise.reject(new Error(`FileStore.open: store is already ${this.state}`));
     this.state = 'opening';
     this.openPromise = this.doOpen().then(
-      () => {
+      async () => {
         this.state = 'open';
+        if (this.compactEveryMs > 0) {
+          this.compactTimer = setInterval(() => {
+            if (this.journal.pending) void this.compact();
+          }, this.compactEveryMs);
+          this.compactTimer.unref();
+        }
+        // Changes found in the journal at start go into the snapshots: small ones before open
+        // resolves (see journalAppend), large ones soon, off the start path.
+        if (this.journal.pending) {
+          if (this.snapshotBytes < this.syncSnapshotBytes) await this.compact();
+          else void this.compact();
+        }
       },
       async (err: unknown) => {
         this.state = 'closed';
@@ -177,12 +237,17 @@ export class FileStore implements Store {
     await mkdir(this.dataDir, { recursive: true });
     this.lock = await DataDirLock.acquire(this.dataDir, this.logger);
     const logDir = join(this.dataDir, ROOM_MESSAGES_DIR);
-    for (const dir of [logDir, join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {
+    for (const dir of [logDir, join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {
       await mkdir(dir, { recursive: true });
     }
     // A .tmp is a snapshot write that never got renamed: the real file is still the valid one.
     for (const snap of [this.agents, this.users, this.rooms]) await rm(`${snap.path}.tmp`, { force: true });
-    await Promise.all([this.agents.load(), this.users.load(), this.rooms.load()]);
+    // Missing snapshots are created only once all three loaded: a corrupt one stops open first.
+    const snapshots = [this.agents, this.users, this.rooms];
+    const found = await Promise.all(snapshots.map((snap) => snap.load()));
+    for (const [i, snap] of snapshots.entries()) if (!found[i]) await snap.write();
+    const journaled = await this.journal.replay((entry) => this.snapshotOf(entry).set(entry.r));
+    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
     for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
     for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
     for (const room of this.rooms.records.values()) {
@@ -191,14 +256,14 @@ export class FileStore implements Store {
     }
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
-    let messages = 0;
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const { ids, lastSeq, size } = await scanRoomLog(join(logDir, file), roomId, this.logger);
-      this.unparsed.set(roomId, { ids, lastSeq, size });
+      const path = join(logDir, file);
+      const { index, size } = await scanRoomLog(path, roomId, this.logger, (await stat(path)).size);
+      this.messages.register(roomId, index);
       this.logs.registerExisting(roomId, size);
-      messages += ids.size;
     });
+    const messages = this.messages.count;
     this.logger.info(
       {
         data_dir: this.dataDir,
@@ -206,6 +271,7 @@ export class FileStore implements Store {
         users: this.users.records.size,
         rooms: this.rooms.records.size,
         room_logs: files.length,
+        journal_entries: journaled,
         messages,
         ms: Date.now() - started,
       },
@@ -228,21 +294,96 @@ export class FileStore implements Store {
     this.state = 'closing';
     // Let every write in flight finish (each settles its own caller), then always release fds
     // and the lock: a server shutting down must not leave the directory locked.
-    await Promise.allSettled([...this.roomQueues.values()]);
-    const results = await Promise.allSettled([this.agents.flush(), this.users.flush(), this.rooms.flush()]);
+    if (this.compactTimer) clearInterval(this.compactTimer);
+    await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
+    // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
+    await this.compacting;
+    if (this.journal.pending) await this.compact();
+    await this.journal.close();
     await this.logs.closeAll();
     await this.lock?.release();
     this.state = 'closed';
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
+  }
+
+  /**
+   * Folds the state journal into the snapshot files: starts a new journal file, waits for the
+   * appends to the old ones, writes the snapshots that changed, then deletes the old files.
+   * If a write fails the old journal files stay (they are replayed at start) and the next
+   * compaction tries again. Resolves when done; never rejects (failures are logged).
+   */
+  compact(): Promise<void> {
+    this.compacting ??= this.doCompact().finally(() => {
+      this.compacting = undefined;
+    });
+    return this.compacting;
+  }
+
+  private async doCompact(): Promise<void> {
+    const started = Date.now();
+    const gens = await this.journal.rotate();
+    const files = [...this.dirty];
+    this.dirty.clear();
+    try {
+      for (const file of files) await file.write();
+      if (!(await this.journal.release(gens))) this.logger.info('a backup is running; compacted journal files are kept until it ends');
+      this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
+      this.logger.debug({ files: files.map((f) => f.path), journals: gens.length, ms: Date.now() - started }, 'state journal compacted');
+    } catch (err) {
+      for (const file of files) this.dirty.add(file);
+      this.logger.error({ err }, 'compacting the state journal failed; it is kept and replayed at start');
+    }
+  }
+
+  private snapshotOf(entry: StateEntry): SnapshotFile<object> {
+    const file = (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
+    this.dirty.add(file);
+    return file;
+  }
+
+  /**
+   * Appends state changes to the journal; `apply` runs once they are durable. While the
+   * snapshots are small (below `syncSnapshotBytes`) the change is also compacted into them before
+   * the call resolves, so agents.json, users.json and rooms.json read by a person or a tool
+   * show every acknowledged change; past that size a change costs only its journal line and the
+   * snapshots follow in the background.
+   */
+  private journalAppend(entries: StateEntry[], apply: () => void): Promise<void> {
+    const write = this.journal.append(entries, () => {
+      for (const e of entries) this.snapshotOf(e).set(e.r);
+      apply();
+    });
+    this.pendingWrites.add(write);
+    const done = write.then(
+      async () => {
+        this.pendingWrites.delete(write);
+        if (this.snapshotBytes < this.syncSnapshotBytes) await this.compactAfterCurrent();
+        else if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
+      },
+      (err: unknown) => {
+        this.pendingWrites.delete(write);
+        throw err;
+      },
+    );
+    return done;
+  }
+
+  /** A compaction that starts after any running one, so it covers every change made so far. */
+  private async compactAfterCurrent(): Promise<void> {
+    if (this.compacting) await this.compacting;
+    await this.compact();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
   stats(): FileStoreStats {
-    let messages = 0;
-    for (const r of this.parsed.values()) messages += r.count;
-    for (const u of this.unparsed.values()) messages += u.ids.size;
-    return { ...this.io, openLogFiles: this.logs.openCount, messages, unparsedLogs: this.unparsed.size };
+    return {
+      ...this.io,
+      openLogFiles: this.logs.openCount,
+      messages: this.messages.count,
+      cachedMessages: this.messages.cache.size,
+      cacheHits: this.messages.cache.hits,
+      cacheMisses: this.messages.cache.misses,
+      indexBytes: this.messages.indexBytes,
+    };
   }
 
   // ── participants ──
@@ -285,9 +426,8 @@ export class FileStore implements Store {
     reservation.count++;
     this.reservedKeys.set(key, reservation);
     try {
-      if (participant.kind === 'agent') await this.agents.commit([[id, copy(participant.record)]]);
-      else await this.users.commit([[id, copy(participant.record)]]);
-      this.indexParticipant(id, key, participant.record.token_hashes, true);
+      const entry = { t: participant.kind, r: copy(participant.record) } as StateEntry;
+      await this.journalAppend([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
     } finally {
       if (--reservation.count === 0) this.reservedKeys.delete(key);
     }
@@ -341,9 +481,10 @@ export class FileStore implements Store {
     this.creating.add(roomId);
     try {
       const record = copy(room);
-      await this.rooms.commit([[roomId, record]]);
-      this.versions.set(roomId, 1);
-      this.indexMembers(undefined, record);
+      await this.journalAppend([{ t: 'room', r: record }], () => {
+        this.versions.set(roomId, 1);
+        this.indexMembers(undefined, record);
+      });
       return 1;
     } finally {
       this.creating.delete(roomId);
@@ -373,40 +514,52 @@ export class FileStore implements Store {
     const version = this.versions.get(roomId) ?? 1;
     if (commit.expectedVersion !== version) throw new StaleRoomError(roomId);
     if (commit.room && commit.room.room_id !== roomId) throw new Error(`room state for ${commit.room.room_id} committed to ${roomId}`);
-    const messages = this.messagesOf(roomId); // parses the log first (throws if it is corrupt)
-    checkCommitSeqs(roomId, messages.lastSeq, (seq) => messages.atSeq(seq)?.message_id, commit.messages);
+    const lastSeq = this.messages.lastSeq(roomId);
+    // Updates name stored messages: read their ids (cache or disk) for the seq check.
+    const updated = commit.messages.filter((m) => m.seq <= lastSeq).map((m) => m.seq);
+    const stored = await this.messages.idsAt(roomId, [...new Set(updated)]);
+    checkCommitSeqs(roomId, lastSeq, (seq) => stored.get(seq), commit.messages);
+    // A new message must not reuse the id of one stored in this room. (Ids are UUIDs made by
+    // the server; other rooms are not searched, which would cost a probe per room.)
     for (const m of commit.messages) {
-      const owner = this.roomOfMessage.get(m.message_id) ?? this.unparsedOwner(m.message_id);
-      if (owner !== undefined && owner !== roomId) throw new Error(`message ${m.message_id} belongs to room ${owner}`);
-      if (owner === roomId && messages.get(m.message_id)?.seq !== m.seq) {
-        throw new Error(`message ${m.message_id} is stored at seq ${messages.get(m.message_id)?.seq}, not ${m.seq}`);
+      if (m.seq > lastSeq) {
+        const at = await this.messages.hasId(roomId, m.message_id);
+        if (at !== undefined) throw new Error(`message ${m.message_id} is stored at seq ${at}, not ${m.seq}`);
       }
     }
     // Copies, serialised before anything is written: what is stored is what was committed.
     const added = commit.messages.map(copy);
     const room = commit.room ? copy(commit.room) : undefined;
-    let lines = '';
-    for (const m of added) lines += JSON.stringify(m) + '\n';
+    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
 
+    const next = version + 1;
+    // Once everything is durable: make it visible, all in one synchronous step.
+    const offsets: number[] = [];
+    const apply = (): void => {
+      this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf));
+      if (room) this.indexMembers(current, room);
+      this.versions.set(roomId, next);
+    };
     const sizeBefore = this.logs.sizeOf(roomId);
-    if (added.length > 0) await this.logs.append(roomId, Buffer.from(lines, 'utf8'));
-    if (room) {
-      try {
-        await this.rooms.commit([[roomId, room]]);
-      } catch (err) {
-        // The messages are durable but the commit failed: take them back off the log.
-        if (added.length > 0) await this.logs.cutBack(roomId, sizeBefore);
-        throw err;
+    if (added.length > 0) {
+      const { start } = await this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines));
+      let at = start;
+      for (const l of lines) {
+        offsets.push(at);
+        at += l.length;
       }
     }
-    // Everything is durable: make it visible, all in this one synchronous step.
-    for (const m of added) {
-      messages.apply(m);
-      this.roomOfMessage.set(m.message_id, roomId);
+    if (!room) {
+      apply();
+      return next;
     }
-    if (room) this.indexMembers(current, room);
-    const next = version + 1;
-    this.versions.set(roomId, next);
+    try {
+      await this.journalAppend([{ t: 'room', r: room }], apply);
+    } catch (err) {
+      // The messages are durable but the commit failed: take them back off the log.
+      if (added.length > 0) await this.logs.cutBack(roomId, sizeBefore);
+      throw err;
+    }
     return next;
   }
 
@@ -421,73 +574,37 @@ export class FileStore implements Store {
 
   // ── messages ──
   async getMessage(messageId: string): Promise<Message | undefined> {
-    const roomId = this.roomOfMessage.get(messageId) ?? this.unparsedOwner(messageId);
-    if (roomId === undefined) return undefined;
-    const found = this.messagesOf(roomId).get(messageId);
+    const found = await this.messages.getMessage(messageId);
     return found ? copy(found) : undefined;
   }
 
   async readMessages(roomId: string, page: MessagePage): Promise<Message[]> {
-    return this.existingMessagesOf(roomId)?.page(page.afterSeq, page.beforeSeq, page.limit).map(copy) ?? [];
+    return (await this.messages.page(roomId, page.afterSeq, page.beforeSeq, page.limit)).map(copy);
   }
 
   async searchMessages(roomId: string, query: string, limit: number): Promise<Message[]> {
-    return this.existingMessagesOf(roomId)?.search(query, limit).map(copy) ?? [];
+    return (await this.messages.search(roomId, query, limit)).map(copy);
   }
 
-  async lastSeqBySender(roomId: string, senderId: string): Promise<number> {
-    return this.existingMessagesOf(roomId)?.lastSeqBySender(senderId) ?? 0;
+  lastSeqBySender(roomId: string, senderId: string): Promise<number> {
+    return this.messages.lastSeqBySender(roomId, senderId);
   }
 
   async lastPersonSeq(roomId: string): Promise<number> {
-    return this.existingMessagesOf(roomId)?.lastPersonSeq() ?? 0;
+    return this.messages.lastPersonSeq(roomId);
   }
 
   async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-    const found = this.existingMessagesOf(roomId)?.byClientMsgId(senderId, clientMsgId);
+    const found = await this.messages.findByClientMsgId(roomId, senderId, clientMsgId);
     return found ? copy(found) : undefined;
   }
 
   async messageCount(): Promise<number> {
-    return this.stats().messages;
+    return this.messages.count;
   }
 
   private lastSeqOf(roomId: string): number {
-    return this.unparsed.get(roomId)?.lastSeq ?? this.parsed.get(roomId)?.lastSeq ?? 0;
-  }
-
-  private unparsedOwner(messageId: string): string | undefined {
-    for (const [roomId, log] of this.unparsed) if (log.ids.has(messageId)) return roomId;
-    return undefined;
-  }
-
-  /** The room's messages if it has a log or a state; undefined for a room never seen. */
-  private existingMessagesOf(roomId: string): RoomMessages | undefined {
-    if (!this.parsed.has(roomId) && !this.unparsed.has(roomId) && !this.rooms.records.has(roomId)) return undefined;
-    return this.messagesOf(roomId);
-  }
-
-  /** The room's messages, parsing its log on first need; throws if the log is corrupt. */
-  private messagesOf(roomId: string): RoomMessages {
-    const done = this.parsed.get(roomId);
-    if (done) return done;
-    const log = this.unparsed.get(roomId);
-    const messages = new RoomMessages();
-    if (log) {
-      if (log.error) throw log.error;
-      const file = join(this.dataDir, ROOM_MESSAGES_DIR, MessageLogs.fileName(roomId));
-      try {
-        for (const m of parseRoomLog(file, roomId, log.size)) messages.apply(m);
-      } catch (err) {
-        log.error = err instanceof Error ? err : new Error(String(err));
-        this.logger.error({ err, file, room_id: roomId }, 'room log is corrupt; its room cannot be read');
-        throw log.error;
-      }
-      this.unparsed.delete(roomId);
-      for (const id of messages.ids()) this.roomOfMessage.set(id, roomId);
-    }
-    this.parsed.set(roomId, messages);
-    return messages;
+    return this.messages.lastSeq(roomId);
   }
 
   private assertOpen(): void {

@@ -7,6 +7,7 @@ import type { Store } from './store.js';
 export type { Store } from './store.js';
 export { FileStore, type FileStoreOptions, type FileStoreStats } from './file-store.js';
 
-export function createStore(dataDir: string, logger: Logger): Store {
-  return new FileStore({ dataDir, logger });
+/** `nameKeyOf`: the participants' name uniqueness key (a domain rule, passed down). */
+export function createStore(dataDir: string, logger: Logger, nameKeyOf?: (name: string) => string): Store {
+  return new FileStore({ dataDir, logger, ...(nameKeyOf ? { nameKeyOf } : {}) });
 }

@@ -131,12 +131,28 @@ async function ownerAlive(owner: LockContent): Promise<boolean> {
     if (isCode(err, 'ESRCH')) return false;
     // EPERM: alive, owned by another user. Anything else: assume alive (the safe answer).
   }
+  // A process killed with -9 whose parent has not reaped it yet still answers kill(pid, 0):
+  // it is a zombie, holding nothing, and a restart right after the kill must not wait for it.
+  if (await isZombie(owner.pid)) return false;
   const recorded = Date.parse(owner.process_started_at);
   const actual = await processStartMs(owner.pid);
   if (Number.isFinite(recorded) && actual !== undefined && Math.abs(actual - recorded) > START_TIME_TOLERANCE_MS) {
     return false; // the pid was reused by another process
   }
   return true;
+}
+
+/** Whether the process has exited but not been reaped (Linux /proc state Z, or X while it goes). */
+async function isZombie(pid: number): Promise<boolean> {
+  if (process.platform !== 'linux') return false;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Field 2 (comm) may contain spaces and parentheses; the state follows the last ')'.
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
+  }
 }
 
 async function isFresh(path: string): Promise<boolean> {

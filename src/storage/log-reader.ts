@@ -1,26 +1,22 @@
-// Reads room logs (SPEC §5) in two steps, so that start-up does not parse a million messages:
+// Reads room logs (SPEC §5), always streaming or by position: a log may be larger than 2 GiB
+// (Node's limit for one Buffer read) and larger than memory.
 //
-// 1. scanRoomLog, at open: reads the file once and recovers it — a torn last line (no trailing
-//    newline, or a last non-blank line that does not parse) is cut off the file with a warning.
-//    It learns what the store must know before the room is parsed: the message ids (for
-//    getMessage and messageCount) and the highest seq (for nextSeq). Lines the server wrote
-//    start `{"message_id":"<id>","room_id":<room>,"seq":<n>,` and end with `}`: those are
-//    checked and read from the raw bytes, without decoding or JSON.parse. Any other line is
-//    decoded and parsed in full (hand-edited logs, other key orders), so a line that is clearly
-//    bad — not that shape and not a message — still stops open, naming the file and line. The
-//    last non-blank line is always parsed in full. The raw bytes are dropped when the scan ends.
-// 2. parseRoomLog, on first use of the room (or during background warm-up): reads the recovered
-//    part of the file again and parses every line. A line that passed the cheap shape check at
-//    open but is not valid JSON / not a valid message is only found here; it makes the room
-//    corrupt (the caller decides what that means, see message-index.ts).
-//
-// Decoding goes in chunks of whole lines because V8 strings top out around 512 MB.
-import { readFileSync } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+// scanRoomLog, at open: reads the file once in chunks and recovers it — a torn last line (no
+// trailing newline, or a last non-blank line that does not parse) is cut off the file with a
+// warning — and builds the room's index (room-index.ts): offset and length of each seq's latest
+// line, ids, senders, client ids, flags. Lines the server wrote start
+// `{"message_id":"<id>","room_id":<room>,"seq":<n>,` and end with `}`: their fields are read
+// from the raw bytes without decoding or JSON.parse (a quote inside a JSON string is always
+// escaped, so a key pattern like `"visible":` can only be a key). Any other line is parsed in
+// full (hand-edited logs, other key orders), so a line that is clearly bad stops open, naming
+// the file and line. The last non-blank line is always parsed in full. A line that passed the
+// cheap checks but is not valid JSON is found when it is read (readMessageAt), and reported.
+import { createReadStream } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
+import { RoomIndex, type LineMeta } from './room-index.js';
 
-const CHUNK_BYTES = 64 * 1024 * 1024;
 const NEWLINE = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
@@ -29,19 +25,21 @@ const COMMA = 0x2c;
 const CLOSE_BRACE = 0x7d;
 const ZERO = 0x30;
 const NINE = 0x39;
+/** Read size of the streaming scans. */
+const CHUNK = 1024 * 1024;
 
 const ID_PREFIX = Buffer.from('{"message_id":"', 'latin1');
-/** Length of a server-made message id (a UUID); other lengths take the slow path. */
-const ID_LENGTH = 36;
+const SENDER_ID = Buffer.from('"sender_id":"', 'latin1');
+const ROLE_USER = Buffer.from('"role":"user"', 'latin1');
+const VISIBLE = Buffer.from('"visible":', 'latin1');
+const DELETED = Buffer.from('"deleted":', 'latin1');
+const CLIENT = Buffer.from('"client_msg_id":"', 'latin1');
 
 export interface ScannedLog {
-  /** Distinct message_ids of the log (a re-used id is a new version of that message). */
-  ids: Set<string>;
-  /** Highest seq in the log (0 when empty). */
-  lastSeq: number;
+  index: RoomIndex;
   /** Non-blank lines (messages and versions). */
   lines: number;
-  /** File size after recovery: where the next append lands, and how much parseRoomLog reads. */
+  /** File size after recovery: where the next append lands. */
   size: number;
 }
 
@@ -51,156 +49,182 @@ interface BadLine {
   reason: string;
 }
 
-export async function scanRoomLog(path: string, roomId: string, logger: Logger): Promise<ScannedLog> {
-  const buf = await readFile(path);
-  let end = buf.length;
-  let cutReason: string | undefined;
-  const lastNewline = buf.lastIndexOf(NEWLINE);
-  if (lastNewline !== buf.length - 1) {
-    end = lastNewline + 1;
-    cutReason = 'last line has no trailing newline';
+/** Calls `onLine(bytes, offset, lineNo)` for every complete line of the file's first `size` bytes, streaming. Returns the bytes after the last newline. */
+export async function forEachLine(
+  path: string,
+  size: number,
+  onLine: (line: Buffer, offset: number, lineNo: number) => void,
+): Promise<{ tail: Buffer; lines: number }> {
+  let carry: Buffer = Buffer.alloc(0);
+  let base = 0; // file offset of carry[0]
+  let lineNo = 0;
+  if (size > 0) {
+    for await (const chunk of createReadStream(path, { start: 0, end: size - 1, highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
+      const data = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
+      let start = 0;
+      for (let nl = data.indexOf(NEWLINE); nl >= 0; nl = data.indexOf(NEWLINE, start)) {
+        lineNo++;
+        onLine(data.subarray(start, nl), base + start, lineNo);
+        start = nl + 1;
+      }
+      base += start;
+      carry = Buffer.from(data.subarray(start)); // a copy: the chunk is not kept alive
+    }
   }
+  return { tail: carry, lines: lineNo };
+}
 
-  // What follows the id on a fast-path line: `","room_id":"<room>","seq":`.
+export async function scanRoomLog(path: string, roomId: string, logger: Logger, fileSize: number): Promise<ScannedLog> {
   const afterId = Buffer.from(`","room_id":${JSON.stringify(roomId)},"seq":`, 'utf8');
-  const ids = new Set<string>();
-  let lastSeq = 0;
+  const index = new RoomIndex();
   let lines = 0;
   let bad: BadLine | undefined;
-  // The last non-blank line if it was only shape-checked: it is parsed in full at the end.
-  let lastFast: { start: number; stop: number; lineNo: number; seqBefore: number; id: string | undefined } | undefined;
-  let lineNo = 0;
-  for (let start = 0; start < end; ) {
-    const nl = buf.indexOf(NEWLINE, start);
-    lineNo++;
-    const stop = nl; // exclusive; the line is buf[start, stop)
-    if (stop > start) {
-      const fast = fastLine(buf, start, stop, afterId);
-      if (fast !== undefined) {
-        if (bad) throw corruptLine(path, bad);
-        lastFast = { start, stop, lineNo, seqBefore: lastSeq, id: ids.has(fast.id) ? undefined : fast.id };
-        ids.add(fast.id);
-        if (fast.seq > lastSeq) lastSeq = fast.seq;
-        lines++;
-      } else {
-        const parsed = parseLine(buf.toString('utf8', start, stop), roomId);
-        if (parsed === BLANK) {
-          // whitespace only: ignored like an empty line
-        } else if (bad) {
-          throw corruptLine(path, bad); // a bad line with more lines after it
-        } else if (typeof parsed === 'string') {
-          bad = { lineNo, byteOffset: start, reason: parsed };
-        } else {
-          ids.add(parsed.message_id);
-          if (parsed.seq > lastSeq) lastSeq = parsed.seq;
-          lines++;
-          lastFast = undefined;
-        }
-      }
+  // The last non-blank line if it was only shape-checked: parsed in full at the end (its index
+  // entry is added only then).
+  let lastFast: { offset: number; length: number; lineNo: number; meta: LineMeta } | undefined;
+  let lastLineEnd = 0;
+  const { tail } = await forEachLine(path, fileSize, (line, offset, lineNo) => {
+    lastLineEnd = offset + line.length + 1;
+    if (line.length === 0) return;
+    if (bad) {
+      if (isBlank(line)) return;
+      throw corruptLine(path, bad); // a bad line with more lines after it
     }
-    start = nl + 1;
-  }
+    const fast = fastMeta(line, afterId);
+    if (fast !== undefined) {
+      if (lastFast) index.add(lastFast.meta, lastFast.offset, lastFast.length);
+      lastFast = { offset, length: line.length, lineNo, meta: fast };
+      lines++;
+      return;
+    }
+    const parsed = parseLine(line.toString('utf8'), roomId);
+    if (parsed === BLANK) return;
+    if (typeof parsed === 'string') {
+      bad = { lineNo, byteOffset: offset, reason: parsed };
+      if (lastFast) index.add(lastFast.meta, lastFast.offset, lastFast.length); // not the last line after all
+      lastFast = undefined;
+      return;
+    }
+    if (lastFast) index.add(lastFast.meta, lastFast.offset, lastFast.length);
+    lastFast = undefined;
+    index.add(metaOf(parsed), offset, line.length);
+    lines++;
+  });
 
+  let end = fileSize;
+  let cutReason: string | undefined;
+  if (tail.length > 0) {
+    end = lastLineEnd;
+    cutReason = 'last line has no trailing newline';
+  }
   if (!bad && lastFast) {
     // The last line is where a crash leaves damage: check it for real.
-    const parsed = parseLine(buf.toString('utf8', lastFast.start, lastFast.stop), roomId);
-    if (typeof parsed === 'string') {
-      bad = { lineNo: lastFast.lineNo, byteOffset: lastFast.start, reason: parsed };
-      if (lastFast.id !== undefined) ids.delete(lastFast.id); // unless an earlier line has it too
+    const handle = await open(path, 'r');
+    let bytes: Buffer;
+    try {
+      bytes = await readAt(handle, lastFast.offset, lastFast.length);
+    } finally {
+      await handle.close();
+    }
+    const parsed = parseLine(bytes.toString('utf8'), roomId);
+    if (typeof parsed === 'string' || parsed === BLANK) {
+      bad = { lineNo: lastFast.lineNo, byteOffset: lastFast.offset, reason: typeof parsed === 'string' ? parsed : 'blank' };
       lines--;
-      lastSeq = lastFast.seqBefore;
+    } else {
+      index.add(metaOf(parsed), lastFast.offset, lastFast.length);
     }
   }
   if (bad) {
     end = bad.byteOffset;
     cutReason = `last line ${bad.lineNo} is unreadable (${bad.reason})`;
   }
-
-  if (end < buf.length) {
+  if (end < fileSize) {
     await truncateDurably(path, end);
-    logger.warn(
-      { file: path, reason: cutReason, kept_bytes: end, cut_bytes: buf.length - end },
-      'room log had a torn last line; cut it off',
-    );
+    logger.warn({ file: path, reason: cutReason, kept_bytes: end, cut_bytes: fileSize - end }, 'room log had a torn last line; cut it off');
   }
-  return { ids, lastSeq, lines, size: end };
+  return { index, lines, size: end };
 }
 
-/**
- * The id and seq of a line shaped like the server writes it, read from the bytes; undefined if
- * the line is not exactly that shape (the caller then parses it in full).
- */
-function fastLine(buf: Buffer, start: number, stop: number, afterId: Buffer): { id: string; seq: number } | undefined {
-  const idStart = start + ID_PREFIX.length;
-  const idEnd = idStart + ID_LENGTH;
-  const seqStart = idEnd + afterId.length;
-  if (seqStart + 3 > stop) return undefined; // room for a digit, a comma and the closing brace
+function isBlank(line: Buffer): boolean {
+  for (const b of line) if (b !== 0x20 && b !== 0x09 && b !== CR) return false;
+  return true;
+}
+
+export function metaOf(m: Message): LineMeta {
+  return {
+    messageId: m.message_id,
+    seq: m.seq,
+    senderId: m.sender_id,
+    clientMsgId: m.client_msg_id,
+    visible: m.visible,
+    person: m.role === 'user' && m.visible && !m.deleted,
+  };
+}
+
+/** Index fields of a line shaped like the server writes it, from the bytes; undefined if not that shape. */
+function fastMeta(line: Buffer, afterId: Buffer): LineMeta | undefined {
+  const stop = line.length;
   let last = stop - 1;
-  if (buf[last] === CR) last--;
-  if (buf[last] !== CLOSE_BRACE) return undefined;
-  for (let i = 0; i < ID_PREFIX.length; i++) if (buf[start + i] !== ID_PREFIX[i]) return undefined;
-  for (let i = idStart; i < idEnd; i++) {
-    const b = buf[i]!;
-    // Plain printable ASCII only, so the bytes are the string (no escapes, no multi-byte).
-    if (b < 0x20 || b > 0x7e || b === QUOTE || b === BACKSLASH) return undefined;
-  }
-  for (let i = 0; i < afterId.length; i++) if (buf[idEnd + i] !== afterId[i]) return undefined;
+  if (line[last] === CR) last--;
+  if (line[last] !== CLOSE_BRACE) return undefined;
+  if (line.compare(ID_PREFIX, 0, ID_PREFIX.length, 0, ID_PREFIX.length) !== 0) return undefined;
+  const idStart = ID_PREFIX.length;
+  const idEnd = plainString(line, idStart);
+  if (idEnd < 0 || idEnd === idStart) return undefined;
+  if (line.compare(afterId, 0, afterId.length, idEnd, idEnd + afterId.length) !== 0) return undefined;
+  const seqStart = idEnd + afterId.length;
+  const first = line[seqStart];
+  if (first === undefined || first <= ZERO || first > NINE) return undefined; // seq >= 1, no leading zero
   let seq = 0;
   let i = seqStart;
-  const first = buf[i];
-  if (first === undefined || first <= ZERO || first > NINE) return undefined; // seq >= 1, no leading zero
-  for (; i < stop && i - seqStart < 15; i++) {
-    const b = buf[i]!;
+  for (; i < stop && i - seqStart < 10; i++) {
+    const b = line[i]!;
     if (b < ZERO || b > NINE) break;
     seq = seq * 10 + (b - ZERO);
   }
-  if (buf[i] !== COMMA) return undefined;
-  return { id: buf.toString('latin1', idStart, idEnd), seq };
-}
+  if (line[i] !== COMMA || seq > 2 ** 31 - 1) return undefined;
 
-/**
- * Parses every message of a log already recovered by scanRoomLog, reading its first `size`
- * bytes. Throws an Error naming the file and line if any non-blank line is not a message.
- */
-export function parseRoomLog(path: string, roomId: string, size: number): Message[] {
-  const buf = readFileSync(path);
-  const end = Math.min(size, buf.length);
-  const messages: Message[] = [];
-  let lineNo = 0;
-  for (let start = 0; start < end; ) {
-    const chunkEnd = chunkBoundary(buf, start, end);
-    const text = buf.toString('utf8', start, chunkEnd);
-    for (let pos = 0; pos < text.length; ) {
-      let nl = text.indexOf('\n', pos);
-      if (nl < 0) nl = text.length;
-      const line = text.slice(pos, nl);
-      lineNo++;
-      if (line.length > 0) {
-        const parsed = parseLine(line, roomId);
-        if (typeof parsed === 'string') throw corruptLine(path, { lineNo, byteOffset: -1, reason: parsed });
-        if (parsed !== BLANK) messages.push(parsed);
-      }
-      pos = nl + 1;
-    }
-    start = chunkEnd;
+  const senderAt = line.indexOf(SENDER_ID, i);
+  if (senderAt < 0) return undefined;
+  const senderEnd = plainString(line, senderAt + SENDER_ID.length);
+  if (senderEnd < 0) return undefined;
+  const visibleAt = line.indexOf(VISIBLE, i);
+  const deletedAt = line.indexOf(DELETED, i);
+  if (visibleAt < 0 || deletedAt < 0) return undefined;
+  const visible = line[visibleAt + VISIBLE.length] === 0x74; // t
+  const deleted = line[deletedAt + DELETED.length] === 0x74;
+  let clientMsgId: string | undefined;
+  const clientAt = line.indexOf(CLIENT, i);
+  if (clientAt >= 0) {
+    const clientEnd = plainString(line, clientAt + CLIENT.length);
+    if (clientEnd < 0) return undefined; // escapes: let JSON.parse read it
+    clientMsgId = line.toString('utf8', clientAt + CLIENT.length, clientEnd);
   }
-  return messages;
+  const person = line.indexOf(ROLE_USER, i) >= 0 && visible && !deleted;
+  return {
+    messageId: line.toString('latin1', idStart, idEnd),
+    seq,
+    senderId: line.toString('utf8', senderAt + SENDER_ID.length, senderEnd),
+    clientMsgId,
+    visible,
+    person,
+  };
 }
 
-// The end of a chunk of whole lines starting at `start` (end is a line boundary itself).
-function chunkBoundary(buf: Buffer, start: number, end: number): number {
-  if (end - start <= CHUNK_BYTES) return end;
-  const back = buf.lastIndexOf(NEWLINE, start + CHUNK_BYTES - 1);
-  if (back >= start) return back + 1;
-  const fwd = buf.indexOf(NEWLINE, start + CHUNK_BYTES);
-  return fwd < 0 || fwd >= end ? end : fwd + 1; // one line longer than a chunk
+/** The index of the closing quote of a string starting at `from` with no escapes; -1 otherwise. */
+function plainString(line: Buffer, from: number): number {
+  for (let i = from; i < line.length; i++) {
+    const b = line[i]!;
+    if (b === QUOTE) return i;
+    if (b === BACKSLASH || b < 0x20) return -1;
+  }
+  return -1;
 }
 
 const BLANK = Symbol('blank line');
 
-/** The message, or why the line is not one. Blank lines are checked for only on failure: this
- *  runs a million times during warm-up. */
-function parseLine(line: string, roomId: string): Message | string | typeof BLANK {
+/** The message, or why the line is not one. */
+export function parseLine(line: string, roomId: string): Message | string | typeof BLANK {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -210,7 +234,7 @@ function parseLine(line: string, roomId: string): Message | string | typeof BLAN
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
   const m = value as Partial<Message>;
   if (typeof m.message_id !== 'string' || m.message_id === '') return 'no message_id';
-  if (typeof m.seq !== 'number' || !Number.isInteger(m.seq) || m.seq < 1) return 'no valid seq';
+  if (typeof m.seq !== 'number' || !Number.isInteger(m.seq) || m.seq < 1 || m.seq > 2 ** 31 - 1) return 'no valid seq';
   if (m.room_id !== roomId) return `room_id ${JSON.stringify(m.room_id)} does not match the file`;
   return m as Message;
 }
@@ -222,6 +246,13 @@ function corruptLine(path: string, bad: BadLine): Error {
   );
 }
 
+/** The error for a line found unreadable when it is read (after open). */
+export function corruptAt(path: string, offset: number, reason: string): Error {
+  return new Error(
+    `Room log ${path} is corrupt at byte ${offset} (${reason}); the message there cannot be read. Repair or restore the file.`,
+  );
+}
+
 async function truncateDurably(path: string, length: number): Promise<void> {
   const handle = await open(path, 'r+');
   try {
@@ -230,4 +261,16 @@ async function truncateDurably(path: string, length: number): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/** Reads `length` bytes at `position` (positional read; any file size). */
+export async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(buf, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`unexpected end of file at ${position + done}`);
+    done += bytesRead;
+  }
+  return buf;
 }

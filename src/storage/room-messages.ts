@@ -1,150 +1,249 @@
-// One room's messages in memory, latest version of each, in seq order, with the small indexes
-// the room runtime asks for on every call: last visible seq per sender (get_context), last
-// person seq (turn engine) and the message per (sender, client_msg_id) (idempotent retries).
-// None of them needs a scan on the common path; only a new version that takes a message out of
-// an index (a delete, a message made invisible) looks back for the one before.
+// The messages of all rooms, served from the logs with bounded memory (SPEC §5: memory follows
+// the working set, not the history). Per room a compact index (room-index.ts) says where the
+// latest version of each seq is; one LRU cache (message-cache.ts) holds recent and recently read
+// messages; everything else is read from the log by position, and search streams the log.
 //
-// Objects put in are owned by this class and never handed out (file-store.ts copies on read).
+// Objects returned are the store's own (cached): the caller (file-store.ts) copies them.
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
+import { corruptAt, parseLine, readAt } from './log-reader.js';
+import { MessageCache } from './message-cache.js';
+import { RoomIndex } from './room-index.js';
 
-const clientKey = (senderId: string, clientMsgId: string): string => `${senderId}\u0000${clientMsgId}`;
-const isPerson = (m: Message): boolean => m.role === 'user' && m.visible && !m.deleted;
+/** Reads spanning at most this many bytes are done in one positional read. */
+const SPAN_BYTES = 256 * 1024;
+const SEARCH_CHUNK = 4 * 1024 * 1024;
+// Characters outside Latin-1 whose lower case contains an ASCII letter (İ → i̇, K → k), as UTF-8.
+const ASCII_LOWERING = [Buffer.from('İ', 'utf8'), Buffer.from('\u212a', 'utf8')];
+
+export interface RoomMessagesOptions {
+  dir: string;
+  logger: Logger;
+  cacheMessages: number;
+  /** Durable size of a room's log (reads and search never go past it). */
+  sizeOf: (roomId: string) => number;
+}
 
 export class RoomMessages {
-  /** Latest versions ordered by seq (dense from 1 unless a log was edited by hand). */
-  private readonly list: Message[] = [];
-  private readonly byId = new Map<string, Message>();
-  private readonly lastBySender = new Map<string, number>();
-  private readonly byClient = new Map<string, string>();
-  private lastPerson = 0;
+  readonly cache: MessageCache;
+  private readonly indexes = new Map<string, RoomIndex>();
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly opts: RoomMessagesOptions) {
+    this.cache = new MessageCache(opts.cacheMessages);
+  }
+
+  fileOf(roomId: string): string {
+    return join(this.opts.dir, `${roomId}.jsonl`);
+  }
+
+  register(roomId: string, index: RoomIndex): void {
+    this.indexes.set(roomId, index);
+  }
+
+  /** The room's index, created empty for a room without a log. */
+  index(roomId: string): RoomIndex {
+    let index = this.indexes.get(roomId);
+    if (!index) this.indexes.set(roomId, (index = new RoomIndex()));
+    return index;
+  }
 
   get count(): number {
-    return this.list.length;
+    let n = 0;
+    for (const index of this.indexes.values()) n += index.count;
+    return n;
   }
 
-  get lastSeq(): number {
-    return this.list.length === 0 ? 0 : this.list[this.list.length - 1]!.seq;
+  get indexBytes(): number {
+    let n = 0;
+    for (const index of this.indexes.values()) n += index.bytes;
+    return n;
   }
 
-  get(messageId: string): Message | undefined {
-    return this.byId.get(messageId);
+  lastSeq(roomId: string): number {
+    return this.indexes.get(roomId)?.lastSeq ?? 0;
   }
 
-  has(messageId: string): boolean {
-    return this.byId.has(messageId);
+  /** Makes committed, durable lines visible: index and cache, in one synchronous step. */
+  apply(roomId: string, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: Parameters<RoomIndex['add']>[0][]): void {
+    const index = this.index(roomId);
+    messages.forEach((m, i) => {
+      index.add(metas[i]!, offsets[i]!, lengths[i]!);
+      this.cache.set(m);
+    });
   }
 
-  ids(): IterableIterator<string> {
-    return this.byId.keys();
-  }
-
-  /** The message at a seq, if any. */
-  atSeq(seq: number): Message | undefined {
-    const i = this.positionOf(seq);
-    const m = this.list[i];
-    return m?.seq === seq ? m : undefined;
-  }
-
-  /** Adds a message or replaces its earlier version (messages in file / commit order). */
-  apply(m: Message): void {
-    const prev = this.byId.get(m.message_id);
-    this.byId.set(m.message_id, m);
-    if (prev) {
-      const i = this.positionOf(prev.seq);
-      if (this.list[i]?.message_id === prev.message_id && prev.seq === m.seq) this.list[i] = m;
-      else {
-        // Only a hand-edited log moves a message to another seq.
-        const at = this.list.indexOf(prev);
-        if (at >= 0) this.list.splice(at, 1);
-        this.insert(m);
+  /** The latest versions at the given seqs (present ones only), in the order asked. */
+  async read(roomId: string, seqs: readonly number[]): Promise<Message[]> {
+    const index = this.indexes.get(roomId);
+    if (!index || seqs.length === 0) return [];
+    const out: (Message | undefined)[] = seqs.map((seq) => this.cache.get(roomId, seq));
+    const missing = seqs.map((seq, i) => ({ seq, i, offset: index.offsetOf(seq), length: index.lengthOf(seq) })).filter(
+      (x) => out[x.i] === undefined && index.has(x.seq),
+    );
+    if (missing.length > 0) {
+      const file = this.fileOf(roomId);
+      const handle = await open(file, 'r');
+      try {
+        missing.sort((a, b) => a.offset - b.offset);
+        for (let k = 0; k < missing.length; ) {
+          // Lines close together in the file (a page) are read with one positional read.
+          let j = k + 1;
+          while (j < missing.length && missing[j]!.offset + missing[j]!.length - missing[k]!.offset <= SPAN_BYTES) j++;
+          const from = missing[k]!.offset;
+          const to = missing[j - 1]!.offset + missing[j - 1]!.length;
+          const bytes = await readAt(handle, from, to - from);
+          for (let x = k; x < j; x++) {
+            const { seq, i, offset, length } = missing[x]!;
+            const m = this.decode(roomId, file, bytes.subarray(offset - from, offset - from + length), offset, seq);
+            out[i] = m;
+            // Cache only if no newer version was committed meanwhile.
+            if (index.offsetOf(seq) === offset) this.cache.set(m);
+          }
+          k = j;
+        }
+      } finally {
+        await handle.close();
       }
-    } else {
-      this.insert(m);
     }
-    if (m.client_msg_id !== undefined) this.byClient.set(clientKey(m.sender_id, m.client_msg_id), m.message_id);
-    this.indexSender(m, prev);
-    this.indexPerson(m, prev);
+    return out.filter((m): m is Message => m !== undefined);
   }
 
-  private insert(m: Message): void {
-    if (this.list.length === 0 || this.list[this.list.length - 1]!.seq < m.seq) {
-      this.list.push(m); // the normal case: logs are written in seq order
-      return;
+  private decode(roomId: string, file: string, bytes: Buffer, offset: number, seq: number): Message {
+    const parsed = parseLine(bytes.toString('utf8'), roomId);
+    let reason: string | undefined;
+    if (typeof parsed !== 'object') reason = typeof parsed === 'string' ? parsed : 'blank line';
+    else if (parsed.seq !== seq) reason = `seq ${parsed.seq} where ${seq} was indexed`;
+    if (reason === undefined) return parsed as Message;
+    const err = corruptAt(file, offset, reason);
+    const key = `${file}:${offset}`;
+    if (!this.reported.has(key)) {
+      this.reported.add(key);
+      this.opts.logger.error({ err, file, byte_offset: offset, room_id: roomId, seq }, 'room log is corrupt; that message cannot be read');
     }
-    this.list.splice(this.positionOf(m.seq + 0.5), 0, m);
+    throw err;
   }
 
-  private indexSender(m: Message, prev: Message | undefined): void {
-    const last = this.lastBySender.get(m.sender_id) ?? 0;
-    if (m.visible && m.seq > last) this.lastBySender.set(m.sender_id, m.seq);
-    else if (!m.visible && m.seq === last) this.lastBySender.set(m.sender_id, this.scanBack(m.seq, (x) => x.sender_id === m.sender_id && x.visible));
-    if (prev && prev.sender_id !== m.sender_id && this.lastBySender.get(prev.sender_id) === prev.seq) {
-      this.lastBySender.set(prev.sender_id, this.scanBack(prev.seq + 1, (x) => x.sender_id === prev.sender_id && x.visible));
-    }
+  async page(roomId: string, afterSeq: number | undefined, beforeSeq: number | undefined, limit: number): Promise<Message[]> {
+    const index = this.indexes.get(roomId);
+    return index ? this.read(roomId, index.page(afterSeq, beforeSeq, limit)) : [];
   }
 
-  private indexPerson(m: Message, prev: Message | undefined): void {
-    if (isPerson(m)) {
-      if (m.seq > this.lastPerson) this.lastPerson = m.seq;
-    } else if (m.seq === this.lastPerson || (prev && prev.seq === this.lastPerson)) {
-      this.lastPerson = this.scanBack(this.lastPerson + 1, isPerson);
+  async getMessage(messageId: string): Promise<Message | undefined> {
+    for (const [roomId, index] of this.indexes) {
+      const seqs = index.seqsOfId(messageId);
+      if (seqs.length === 0) continue;
+      for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
     }
+    return undefined;
   }
 
-  /** The highest seq below `beforeSeq` whose message matches, or 0. */
-  private scanBack(beforeSeq: number, match: (m: Message) => boolean): number {
-    for (let i = this.positionOf(beforeSeq) - 1; i >= 0; i--) if (match(this.list[i]!)) return this.list[i]!.seq;
+  /** The stored message id at each seq (undefined where none), for commit checks. */
+  async idsAt(roomId: string, seqs: readonly number[]): Promise<Map<number, string>> {
+    const ids = new Map<number, string>();
+    for (const m of await this.read(roomId, seqs)) ids.set(m.seq, m.message_id);
+    return ids;
+  }
+
+  /** Whether the room already has a message with this id (at any seq). */
+  async hasId(roomId: string, messageId: string): Promise<number | undefined> {
+    const index = this.indexes.get(roomId);
+    if (!index) return undefined;
+    const seqs = index.seqsOfId(messageId);
+    if (seqs.length === 0) return undefined;
+    return (await this.read(roomId, seqs)).find((m) => m.message_id === messageId)?.seq;
+  }
+
+  async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
+    const index = this.indexes.get(roomId);
+    if (!index) return undefined;
+    const seqs = [...new Set(index.seqsOfClient(senderId, clientMsgId))].sort((a, b) => a - b);
+    return (await this.read(roomId, seqs)).find((m) => m.sender_id === senderId && m.client_msg_id === clientMsgId);
+  }
+
+  lastPersonSeq(roomId: string): number {
+    return this.indexes.get(roomId)?.lastPersonSeq() ?? 0;
+  }
+
+  async lastSeqBySender(roomId: string, senderId: string): Promise<number> {
+    const index = this.indexes.get(roomId);
+    if (!index) return 0;
+    if (!index.staleSenders.has(senderId)) return index.lastSeqBySender(senderId);
+    // Rare: the sender's last visible message was replaced by an invisible version. Look back.
+    for (let before = index.lastSeqBySender(senderId); before > 1; ) {
+      const seqs = index.page(undefined, before, 500);
+      if (seqs.length === 0) break;
+      const found = (await this.read(roomId, seqs)).reverse().find((m) => m.sender_id === senderId && m.visible);
+      if (found) return found.seq;
+      before = seqs[0]!;
+    }
     return 0;
   }
 
-  /** Index of the first message with seq >= `seq` (list.length if none). */
-  private positionOf(seq: number): number {
-    const guess = Math.ceil(seq) - (this.list[0]?.seq ?? 1);
-    if (guess >= 0 && guess < this.list.length && this.list[guess]!.seq === seq) return guess;
-    let lo = 0;
-    let hi = this.list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.list[mid]!.seq < seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  /** Messages with seq > afterSeq (ascending), or the newest ones with seq < beforeSeq (or both bounds). */
-  page(afterSeq: number | undefined, beforeSeq: number | undefined, limit: number): Message[] {
-    const n = Math.max(0, Math.floor(limit));
-    const end = beforeSeq !== undefined ? this.positionOf(beforeSeq) : this.list.length;
-    if (afterSeq !== undefined) {
-      const start = this.positionOf(Math.floor(afterSeq) + 1);
-      return this.list.slice(start, Math.max(start, Math.min(end, start + n)));
-    }
-    return this.list.slice(Math.max(0, end - n), end);
-  }
-
-  search(query: string, limit: number): Message[] {
+  /**
+   * Visible, not deleted messages whose text contains the query (case-insensitive), oldest
+   * first: streams the log; a chunk whose text cannot contain the query is skipped undecoded
+   * (for an ASCII query it is scanned as Latin-1, which is exact for ASCII letters).
+   */
+  async search(roomId: string, query: string, limit: number): Promise<Message[]> {
+    const index = this.indexes.get(roomId);
+    const size = this.opts.sizeOf(roomId);
+    if (!index || size === 0 || limit <= 0) return [];
     const needle = query.toLowerCase();
-    const out: Message[] = [];
-    if (limit <= 0) return out;
-    for (const m of this.list) {
-      if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) continue;
-      out.push(m);
-      if (out.length >= limit) break;
+    // A query with a quote, backslash or control character is written escaped in the log: the
+    // raw-text filters would miss it, so every line is parsed then.
+    const rawSafe = !/["\\\u0000-\u001f]/.test(needle);
+    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle);
+    const file = this.fileOf(roomId);
+    let found: Message[] = [];
+    let carry: Buffer = Buffer.alloc(0);
+    let base = 0;
+    const consider = (region: Buffer, regionBase: number): void => {
+      if (rawSafe && !mayContain(region, needle, ascii)) return;
+      for (let start = 0; start < region.length; ) {
+        let nl = region.indexOf(0x0a, start);
+        if (nl < 0) nl = region.length;
+        const line = region.subarray(start, nl);
+        const offset = regionBase + start;
+        start = nl + 1;
+        if (line.length === 0) continue;
+        const text = line.toString('utf8');
+        if (rawSafe && !text.toLowerCase().includes(needle)) continue;
+        const m = parseLine(text, roomId);
+        if (typeof m !== 'object') continue; // reported when read
+        if (index.offsetOf(m.seq) !== offset) continue; // an older version
+        if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) continue;
+        found.push(m);
+        if (found.length > limit * 2) found = keepOldest(found, limit);
+      }
+    };
+    for await (const chunk of createReadStream(file, { start: 0, end: size - 1, highWaterMark: SEARCH_CHUNK }) as AsyncIterable<Buffer>) {
+      const data = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
+      const last = data.lastIndexOf(0x0a);
+      if (last < 0) {
+        carry = Buffer.from(data);
+        continue;
+      }
+      consider(data.subarray(0, last + 1), base);
+      base += last + 1;
+      carry = Buffer.from(data.subarray(last + 1));
     }
-    return out;
+    return keepOldest(found, limit);
   }
+}
 
-  lastSeqBySender(senderId: string): number {
-    return this.lastBySender.get(senderId) ?? 0;
-  }
+function keepOldest(messages: Message[], limit: number): Message[] {
+  return messages.sort((a, b) => a.seq - b.seq).slice(0, limit);
+}
 
-  lastPersonSeq(): number {
-    return this.lastPerson;
+/** False only if no line of the region can contain the needle in its text (a cheap filter). */
+function mayContain(region: Buffer, needle: string, ascii: boolean): boolean {
+  if (needle === '') return true;
+  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) {
+    return region.toString('latin1').toLowerCase().includes(needle);
   }
-
-  byClientMsgId(senderId: string, clientMsgId: string): Message | undefined {
-    const id = this.byClient.get(clientKey(senderId, clientMsgId));
-    const m = id === undefined ? undefined : this.byId.get(id);
-    return m && m.sender_id === senderId && m.client_msg_id === clientMsgId ? m : undefined;
-  }
+  return region.toString('utf8').toLowerCase().includes(needle);
 }

@@ -3,7 +3,11 @@ import { z } from 'zod';
 import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
 import { defineTool } from './registry.js';
-import { language, participantName, password, shortText, stringList, timezone } from './schemas.js';
+import { language, participantName, password, timezone } from './schemas.js';
+
+/** Profile fields stay small (SPEC §10): registration needs no token, so its size is what an outsider can store. */
+const introduce = z.string().max(500);
+const profileList = z.array(z.string().max(50)).max(20);
 
 export function identityTools(app: App) {
   return [
@@ -15,15 +19,18 @@ export function identityTools(app: App) {
       input: z
         .object({
           name: participantName,
-          introduce: shortText.optional(),
-          capabilities: stringList.optional(),
-          skip_list: stringList.optional(),
-          language_support: stringList.optional(),
+          introduce: introduce.optional(),
+          capabilities: profileList.optional(),
+          skip_list: profileList.optional(),
+          language_support: profileList.optional(),
           preferred_language: language.optional(),
           timezone: timezone.optional(),
         })
         .strict(),
-      handler: (args) => app.participants.registerAgent(args, new Date(app.now())),
+      handler: async (args, ctx) => {
+        await app.limits.consumeRegistration(ctx.address ?? null);
+        return app.participants.registerAgent(args, new Date(app.now()));
+      },
     }),
     defineTool({
       name: 'register_user',
@@ -32,7 +39,10 @@ export function identityTools(app: App) {
       input: z
         .object({ name: participantName, password: password.optional(), language: language.optional(), timezone: timezone.optional() })
         .strict(),
-      handler: (args) => app.participants.registerUser(args, new Date(app.now())),
+      handler: async (args, ctx) => {
+        await app.limits.consumeRegistration(ctx.address ?? null);
+        return app.participants.registerUser(args, new Date(app.now()));
+      },
     }),
     defineTool({
       name: 'login',
@@ -41,11 +51,12 @@ export function identityTools(app: App) {
       input: z
         .object({ token: z.string().min(1).max(200).optional(), name: z.string().max(64).optional(), password: password.optional() })
         .strict(),
-      handler: async (args) => {
+      handler: async (args, ctx) => {
         if (args.token === undefined && (args.name === undefined || args.password === undefined)) {
           throw new AppError('validation_error', 'Give either token, or name and password');
         }
-        const { participant, token } = await app.participants.login(args);
+        if (args.token === undefined) await app.limits.consumeLogin(ctx.address ?? null);
+        const { participant, token } = await app.participants.login(args, ctx.address ?? null);
         const { tokenHash: _tokenHash, ...publicParticipant } = participant;
         return { participant: publicParticipant, token };
       },

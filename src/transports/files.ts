@@ -1,10 +1,9 @@
 // Uploads (POST /api/v1/rooms/{room_id}/uploads) and downloads of uploads and exports.
 // Stored names are made by the server; the client's filename only contributes sanitised
 // characters, so no upload can escape its folder.
-import { createWriteStream } from 'node:fs';
-import { mkdir, open, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import type express from 'express';
@@ -19,11 +18,19 @@ import { downloadName, EXPORT_NAME, exportsDir } from '../tools/export.js';
 import type { Caller } from '../types.js';
 import { bearerToken, sendError } from './http-util.js';
 
-/** Characters a stored name keeps: letters with their marks, digits, emoji, `.`, `_`, `-`. */
-const NAME_CHAR = String.raw`\p{L}\p{M}\p{N}\p{Extended_Pictographic}\u200d._-`;
-const NOT_NAME_CHARS = new RegExp(`[^${NAME_CHAR}]+`, 'gu');
-/** What a stored file name may look like: `{timestamp}_{sanitised name}`. */
-const STORED_NAME = new RegExp(`^\\d{13,}_[${NAME_CHAR}]+$`, 'u');
+/**
+ * The filename rule (docs/security.md): a name keeps its characters (any script, spaces,
+ * brackets, emoji: `设计 说明(v2).md` stays as it is) except those that are dangerous in a path,
+ * a header or on another system, which become `_`: path separators `/` `\`, the characters
+ * Windows reserves `< > : " | ? *`, control characters, format characters (bidi overrides that
+ * disguise an extension; the emoji joiner U+200D stays), line and paragraph separators,
+ * private-use, unassigned and lone surrogate code points. Any run of whitespace becomes one
+ * space; leading dots, spaces, `_` and `-` (hidden files, command-line options) and trailing
+ * dots and spaces (dropped by Windows) are removed.
+ */
+const UNSAFE_CHARS = /(?:[/\\<>:"|?*\p{Cc}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]|(?!\u200d)\p{Cf})+/gu;
+/** The `{timestamp}_` prefix of stored names. */
+const STORED_PREFIX = /^\d{13,}_/;
 /**
  * The sanitised name is cut to this many UTF-8 bytes: with the 14-byte `{timestamp}_` prefix it
  * stays far below the 255-byte name limit of ext4 and most other file systems.
@@ -34,8 +41,27 @@ const MAX_EXT_BYTES = 16;
 
 export function sanitiseFilename(raw: string | undefined): string {
   const base = (raw ?? '').split(/[/\\]/).pop() ?? '';
-  const cleaned = base.normalize('NFC').replace(NOT_NAME_CHARS, '_').replace(/^[._]+/, '');
-  return cleaned.length > 0 ? cutToBytes(cleaned, MAX_NAME_BYTES) : 'file';
+  const cleaned = base
+    .normalize('NFC')
+    .replace(UNSAFE_CHARS, '_')
+    .replace(/\s+/gu, ' ')
+    .replace(/^[\s._-]+/u, '')
+    .replace(/[\s.]+$/u, '');
+  const cut = cleaned.length > 0 ? cutToBytes(cleaned, MAX_NAME_BYTES).replace(/[\s.]+$/u, '') : '';
+  return cut.length > 0 ? cut : 'file';
+}
+
+/** Whether `name` is one the server could have made: `{timestamp}_{a sanitised name}`. */
+export function isStoredName(name: string): boolean {
+  const prefix = STORED_PREFIX.exec(name);
+  if (!prefix) return false;
+  const rest = name.slice(prefix[0].length);
+  return rest.length > 0 && sanitiseFilename(rest) === rest;
+}
+
+/** The stored name as a URL path segment: every reserved character escaped, `(`, `)` too (Markdown links). */
+export function encodeStoredName(name: string): string {
+  return encodeURIComponent(name).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 /** Cuts `name` to `maxBytes` of UTF-8 on whole code points, keeping a short extension. */
@@ -92,7 +118,19 @@ function validRoomId(roomId: string): string {
  * per token when one is sent, per client address always, so neither uploads nor guessed signed
  * links can flood the server.
  */
-export function fileRoutes(app: App, api: express.Router): void {
+/**
+ * How an upload is written: a seam for fault injection (a disk that fails mid-write). The file
+ * is already created (exclusively) when this is called; the stream writes its bytes.
+ */
+export interface UploadIo {
+  writeStream(handle: FileHandle, file: string): Writable;
+}
+
+export const defaultUploadIo: UploadIo = {
+  writeStream: (handle) => handle.createWriteStream(),
+};
+
+export function fileRoutes(app: App, api: express.Router, io: UploadIo = defaultUploadIo): void {
   const uploadsRoot = path.join(app.config.dataDir, 'uploads');
   const limited = rateLimited(app);
 
@@ -102,8 +140,8 @@ export function fileRoutes(app: App, api: express.Router): void {
       const roomId = validRoomId(String(req.params.room_id));
       const room = await app.reads.memberRoom(roomId, who);
       if (room.archived) throw new AppError('forbidden', 'This room is archived and read-only');
-      const stored = await receiveUpload(req, path.join(uploadsRoot, roomId), app.config.maxUploadBytes, app.now);
-      const fileUrl = `/api/v1/files/${roomId}/${encodeURIComponent(stored.name)}`;
+      const stored = await receiveUpload(req, path.join(uploadsRoot, roomId), app.config.maxUploadBytes, app.now, io);
+      const fileUrl = `/api/v1/files/${roomId}/${encodeStoredName(stored.name)}`;
       res.status(201).json({
         ok: true,
         data: {
@@ -123,7 +161,7 @@ export function fileRoutes(app: App, api: express.Router): void {
     try {
       const roomId = validRoomId(String(req.params.room_id));
       const name = String(req.params.name);
-      if (!STORED_NAME.test(name)) throw new AppError('not_found', 'No such file');
+      if (!isStoredName(name)) throw new AppError('not_found', 'No such file');
       await authorizeDownload(app, req, roomId, `/api/v1/files/${roomId}/${name}`);
       const file = path.join(uploadsRoot, roomId, name);
       const info = await stat(file).catch(() => null);
@@ -193,9 +231,11 @@ interface StoredUpload {
 
 /**
  * Streams the multipart field `file` to `dir` under a server-made name. Whatever goes wrong
- * (too large, malformed body, client gone) the file is removed before this settles.
+ * (too large, malformed body, client gone, the disk refusing the write) the file is removed
+ * before this settles, and a failed write is answered at once: it does not wait for the rest
+ * of the body, which is then discarded.
  */
-async function receiveUpload(req: Request, dir: string, maxBytes: number, now: () => number): Promise<StoredUpload> {
+async function receiveUpload(req: Request, dir: string, maxBytes: number, now: () => number, io: UploadIo): Promise<StoredUpload> {
   const contentType = req.get('content-type') ?? '';
   if (!contentType.startsWith('multipart/form-data')) {
     throw new AppError('validation_error', 'Send multipart/form-data with a field named "file"');
@@ -209,6 +249,8 @@ async function receiveUpload(req: Request, dir: string, maxBytes: number, now: (
     throw new AppError('validation_error', 'Malformed multipart body');
   }
   let work: Promise<StoredUpload> | null = null;
+  let failWork: (err: unknown) => void = () => undefined;
+  const workFailed = new Promise<never>((_, reject) => (failWork = reject));
   parser.on('file', (field, stream, info) => {
     if (field !== 'file' || work) {
       stream.resume();
@@ -217,13 +259,21 @@ async function receiveUpload(req: Request, dir: string, maxBytes: number, now: (
     // The body may end badly while storeFile is still choosing the name: busboy then fails the
     // file stream before storeFile's pipeline listens. The pipeline still sees the error.
     stream.on('error', () => undefined);
-    work = storeFile(stream, info.filename, dir, maxBytes, now);
-    work.catch(() => undefined); // awaited below; until then a rejection is not "unhandled"
+    work = storeFile(stream, info.filename, dir, maxBytes, now, io);
+    work.catch(failWork); // awaited below; until then a rejection is not "unhandled"
   });
-  try {
-    // A client that goes away mid-body destroys the parser, which destroys the file stream.
-    await pipeline(req, parser);
-  } catch {
+  const body = pipeline(req, parser).then(
+    () => 'read' as const,
+    () => 'broken' as const,
+  );
+  // A client that goes away mid-body destroys the parser, which destroys the file stream.
+  // A write that fails ends the wait at once (the body may never be read to its end).
+  const outcome = await Promise.race([body, workFailed.catch(() => 'write failed' as const)]);
+  if (outcome === 'write failed') {
+    discardBody(req, parser);
+    return work!;
+  }
+  if (outcome === 'broken') {
     await (work as Promise<StoredUpload> | null)?.catch(() => undefined);
     throw new AppError('validation_error', 'Malformed or incomplete multipart body');
   }
@@ -231,26 +281,63 @@ async function receiveUpload(req: Request, dir: string, maxBytes: number, now: (
   return work;
 }
 
-async function storeFile(stream: Readable, clientName: string | undefined, dir: string, maxBytes: number, now: () => number): Promise<StoredUpload> {
-  const originalName = sanitiseFilename(clientName);
-  let target: string | null = null;
-  try {
-    let stamp = now();
-    // Never overwrite: another upload of the same name in the same millisecond gets the next one.
-    while (await stat(path.join(dir, `${stamp}_${originalName}`)).then(() => true, () => false)) stamp += 1;
+/** Stops parsing a body whose upload already failed; the rest is read and dropped (bounded by the request timeout). */
+function discardBody(req: Request, parser: busboy.Busboy): void {
+  req.unpipe(parser);
+  parser.destroy();
+  req.resume();
+}
+
+/** How often a name is tried when uploads of the same name arrive in the same milliseconds. */
+const MAX_NAME_ATTEMPTS = 1000;
+
+/**
+ * Creates `{timestamp}_{name}` exclusively (`wx`): of uploads racing for one name exactly one
+ * wins each stored name, and the others move on to the next timestamp. Only the file this call
+ * created is ever removed by it.
+ */
+async function createExclusive(dir: string, originalName: string, now: () => number): Promise<{ name: string; file: string; handle: FileHandle }> {
+  let stamp = now();
+  for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++, stamp++) {
     const name = `${stamp}_${originalName}`;
-    target = path.join(dir, name);
+    const file = path.join(dir, name);
+    try {
+      return { name, file, handle: await open(file, 'wx') };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  throw new AppError('conflict', 'Too many uploads of this name at once; try again');
+}
+
+async function storeFile(stream: Readable, clientName: string | undefined, dir: string, maxBytes: number, now: () => number, io: UploadIo): Promise<StoredUpload> {
+  const originalName = sanitiseFilename(clientName);
+  let created: { name: string; file: string; handle: FileHandle } | null = null;
+  // The body broke (malformed, client gone) rather than the disk: that is the client's error.
+  // (A failed write also errors the body stream, as the pipeline tears down: the disk comes first.)
+  let bodyBroke = false;
+  let diskFailed = false;
+  stream.once('error', () => (bodyBroke = true));
+  try {
+    created = await createExclusive(dir, originalName, now);
     let truncated = false;
     stream.on('limit', () => (truncated = true));
-    await pipeline(stream, createWriteStream(target, { flags: 'wx' }));
+    const destination = io.writeStream(created.handle, created.file);
+    destination.once('error', () => (diskFailed = !bodyBroke));
+    await pipeline(stream, destination);
+    await created.handle.close().catch(() => undefined);
     if (truncated) throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
-    await fsyncPath(target);
+    await fsyncPath(created.file);
     await fsyncPath(dir);
-    const bytes = (await stat(target)).size;
-    return { name, originalName, type: await detectType(target), bytes };
+    const bytes = (await stat(created.file)).size;
+    return { name: created.name, originalName, type: await detectType(created.file), bytes };
   } catch (err) {
     stream.resume(); // let the parser finish the body
-    if (target) await rm(target, { force: true });
+    if (created) {
+      await created.handle.close().catch(() => undefined);
+      await rm(created.file, { force: true });
+    }
+    if (bodyBroke && !diskFailed && !(err instanceof AppError)) throw new AppError('validation_error', 'Malformed or incomplete multipart body');
     throw err;
   }
 }

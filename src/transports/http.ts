@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { PUBLIC_DIR } from '../paths.js';
-import { fileRoutes } from './files.js';
+import { defaultUploadIo, fileRoutes, type UploadIo } from './files.js';
 import { bodyLimit, hostAllowed, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
 
@@ -29,7 +29,12 @@ export const VENDOR_FILES: Record<string, string> = {
   '/vendor/highlight.min.js': require.resolve('@highlightjs/cdn-assets/es/highlight.min.js'),
 };
 
-export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.Express {
+export interface HttpAppOptions {
+  /** How uploads are written (tests inject a failing disk here). */
+  uploadIo?: UploadIo;
+}
+
+export function createHttpApp(app: App, mounts: readonly Mount[] = [], options: HttpAppOptions = {}): express.Express {
   const http = express();
   http.disable('x-powered-by');
   // API answers are never cached; hashing every body for an ETag is wasted work.
@@ -95,7 +100,7 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = []): express.
 
   // POST /tools/{name} is served by rest-tools.ts before express sees the request.
 
-  fileRoutes(app, api);
+  fileRoutes(app, api, options.uploadIo ?? defaultUploadIo);
 
   // Transports' own routes (e.g. /mcp) and extra API routes come before the API's 404.
   for (const mount of mounts) mount.routes?.(http, api);

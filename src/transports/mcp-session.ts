@@ -291,3 +291,48 @@ export class McpSession {
     this.token = token;
   }
 }
+
+/** What the session table knows of one session (mcp.ts keeps one per session id). */
+export interface SessionSlot {
+  session: McpSession;
+  /** HTTP requests of this session still open. */
+  open: number;
+  lastSeen: number;
+}
+
+export interface SessionLimits {
+  /** All sessions. */
+  maxSessions: number;
+  /** Sessions not bound to a participant (anyone can open one with `initialize`). */
+  maxUnbound: number;
+  /** A bound session idle this long is closed. */
+  idleMs: number;
+  /** An unbound session idle this long is closed (SPEC §10: 60 s). */
+  unboundIdleMs: number;
+}
+
+/**
+ * Room for a new session (which starts unbound), SPEC §10: when the unbound sessions are at
+ * their cap, or all sessions are, the least recently used idle *unbound* session makes room. A
+ * bound session is never evicted for an unbound one: a flood of anonymous `initialize` can
+ * only push out other anonymous sessions. `evict` is the id to close; `ok: false` means refuse.
+ */
+export function roomForNewSession(sessions: ReadonlyMap<string, SessionSlot>, limits: SessionLimits): { ok: boolean; evict?: string } {
+  let unbound = 0;
+  let oldest: [string, SessionSlot] | undefined;
+  for (const pair of sessions) {
+    if (pair[1].session.participant !== null) continue;
+    unbound += 1;
+    if (pair[1].open > 0) continue;
+    if (!oldest || pair[1].lastSeen < oldest[1].lastSeen) oldest = pair;
+  }
+  if (unbound < limits.maxUnbound && sessions.size < limits.maxSessions) return { ok: true };
+  return oldest ? { ok: true, evict: oldest[0] } : { ok: false };
+}
+
+/** Whether an idle session has outlived its idle time (unbound ones live 60 s, bound ones long). */
+export function sessionExpired(slot: SessionSlot, now: number, limits: SessionLimits): boolean {
+  if (slot.open > 0) return false;
+  const idleMs = slot.session.participant === null ? limits.unboundIdleMs : limits.idleMs;
+  return now - slot.lastSeen >= idleMs;
+}

@@ -7,7 +7,8 @@ import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { App } from '../app.js';
 import { hostAllowed } from './http-util.js';
-import { McpSession } from './mcp-session.js';
+import { AppError } from '../errors.js';
+import { McpSession, roomForNewSession, sessionExpired, type SessionLimits } from './mcp-session.js';
 import type { Mount, MountFactory } from './mount.js';
 
 export const MCP_PATH = '/mcp';
@@ -15,8 +16,12 @@ export const MCP_PATH = '/mcp';
 export interface McpMountOptions {
   /** A session with no request and no open stream for this long is closed (default 30 min). */
   idleMs?: number;
-  /** At most this many sessions; the least recently used idle one makes room (default 1000). */
+  /** At most this many sessions; the least recently used idle unbound one makes room (default 1000). */
   maxSessions?: number;
+  /** At most this many unbound sessions (default MCP_MAX_UNBOUND_SESSIONS). */
+  maxUnboundSessions?: number;
+  /** An unbound session idle this long is closed (default MCP_UNBOUND_IDLE_MS, 60 s). */
+  unboundIdleMs?: number;
 }
 
 interface Entry {
@@ -53,8 +58,7 @@ function requestIds(body: unknown): Array<string | number> {
 
 export class McpEndpoint implements Mount {
   private readonly sessions = new Map<string, Entry>();
-  private readonly idleMs: number;
-  private readonly maxSessions: number;
+  private readonly limits: SessionLimits;
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
 
@@ -62,8 +66,12 @@ export class McpEndpoint implements Mount {
     private readonly app: App,
     options: McpMountOptions = {},
   ) {
-    this.idleMs = options.idleMs ?? 30 * 60_000;
-    this.maxSessions = options.maxSessions ?? 1000;
+    this.limits = {
+      idleMs: options.idleMs ?? 30 * 60_000,
+      maxSessions: options.maxSessions ?? 1000,
+      maxUnbound: options.maxUnboundSessions ?? app.config.mcpMaxUnboundSessions,
+      unboundIdleMs: options.unboundIdleMs ?? app.config.mcpUnboundIdleMs,
+    };
   }
 
   /** Open sessions (for tests and health). */
@@ -97,7 +105,8 @@ export class McpEndpoint implements Mount {
   }
 
   attach(): void {
-    this.reaper = setInterval(() => this.reapIdle(), Math.min(60_000, this.idleMs));
+    const { idleMs, unboundIdleMs } = this.limits;
+    this.reaper = setInterval(() => this.reapIdle(), Math.max(50, Math.min(60_000, idleMs, unboundIdleMs / 4)));
     this.reaper.unref();
   }
 
@@ -156,6 +165,12 @@ export class McpEndpoint implements Mount {
         return rpcError(res, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found (expired or closed): start a new session with initialize');
       }
     } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
+      try {
+        await this.app.limits.consumeMcpInitialize(req.socket.remoteAddress ?? null);
+      } catch (err) {
+        if (err instanceof AppError) return rpcError(res, err.status, JSONRPC_SERVER_ERROR, err.message);
+        throw err;
+      }
       if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
       entry = await this.createSession(req.socket.remoteAddress ?? null);
     } else {
@@ -208,26 +223,16 @@ export class McpEndpoint implements Mount {
     await entry.session.close(graceMs);
   }
 
-  private idle(entry: Entry, now: number): boolean {
-    return entry.open <= 0 && now - entry.lastSeen >= this.idleMs;
-  }
-
   private reapIdle(): void {
     const now = Date.now();
-    for (const [id, entry] of this.sessions) if (this.idle(entry, now)) void this.drop(id);
+    for (const [id, entry] of this.sessions) if (sessionExpired(entry, now, this.limits)) void this.drop(id);
   }
 
-  /** Keeps the number of sessions bounded: the least recently used session without open requests goes. */
+  /** Keeps the number of sessions bounded without ever evicting a bound session (mcp-session.ts). */
   private makeRoom(): boolean {
-    if (this.sessions.size < this.maxSessions) return true;
-    let oldest: [string, Entry] | undefined;
-    for (const pair of this.sessions) {
-      if (pair[1].open > 0) continue;
-      if (!oldest || pair[1].lastSeen < oldest[1].lastSeen) oldest = pair;
-    }
-    if (!oldest) return false;
-    void this.drop(oldest[0]);
-    return true;
+    const room = roomForNewSession(this.sessions, this.limits);
+    if (room.evict !== undefined) void this.drop(room.evict);
+    return room.ok;
   }
 }
 

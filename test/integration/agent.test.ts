@@ -4,19 +4,24 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseAgentArgs, runAgent, type AgentOptions, type RunningAgent } from '../../src/agent/run.js';
 import { readReply } from '../../src/agent/prompt.js';
 import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
-type ModelMode = 'answer' | 'skip' | 'hang';
+type ModelMode = 'answer' | 'skip' | 'hang' | 'stream' | 'fail';
 
 interface FakeModel {
   baseUrl: string;
   requests: Array<{ headers: http.IncomingHttpHeaders; body: any }>;
   aborted: number;
   mode: ModelMode;
+  /** Served at GET /v1/models when set (OpenAI list format); 404 otherwise. */
+  models: string[] | null;
   close(): Promise<void>;
 }
 
@@ -28,6 +33,7 @@ async function startFakeModel(mode: ModelMode = 'answer'): Promise<FakeModel> {
     requests: [],
     aborted: 0,
     mode,
+    models: null,
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();
@@ -39,6 +45,11 @@ async function startFakeModel(mode: ModelMode = 'answer'): Promise<FakeModel> {
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
     req.on('end', () => {
+      if (req.method === 'GET' && req.url === '/v1/models' && model.models) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: model.models.map((id) => ({ id, object: 'model', owned_by: 'test' })) }));
+        return;
+      }
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
         res.writeHead(404).end();
         return;
@@ -53,6 +64,21 @@ async function startFakeModel(mode: ModelMode = 'answer'): Promise<FakeModel> {
         });
         return;
       }
+      if (model.mode === 'fail') {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'CUDA out of memory', type: 'server_error' } }));
+        return;
+      }
+      if (model.mode === 'stream' && body.stream === true) {
+        // OpenAI-style server-sent events: role first, then content deltas, then [DONE].
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const pieces = ['Stre', 'amed ', 'answer ', `#${model.requests.length}`];
+        res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { role: 'assistant' } }] })}\n\n`);
+        res.write(': keep-alive\n\n');
+        for (const piece of pieces) res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: piece } }] })}\n\n`);
+        res.end('data: [DONE]\n\n');
+        return;
+      }
       const content = model.mode === 'skip' ? '[SKIP]' : `<think>pondering</think>Model answer #${model.requests.length}`;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content } }] }));
@@ -61,6 +87,18 @@ async function startFakeModel(mode: ModelMode = 'answer'): Promise<FakeModel> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   model.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return model;
+}
+
+// Tokens the agents register are saved here, not in the home directory (child processes inherit it).
+process.env.CHATROOM_STATE_DIR = mkdtempSync(path.join(os.tmpdir(), 'agent-state-'));
+
+/** A port nobody listens on. */
+async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -212,6 +250,59 @@ describe('the agent', () => {
     const all = await messages(server, roomId, person.token);
     expect(all[1]).toMatchObject({ sender: 'Mentioned', visible: false, skip_reason: 'timeout' });
     await eventually(() => model.aborted === 1, 2000, 'the model request to be aborted');
+  });
+
+  it('streams the answer from an endpoint that streams, and shows it is thinking', async () => {
+    const { server, person, roomId, watcher } = await setup();
+    const model = await startFakeModel('stream');
+    model.models = ['other-model', 'qwen2.5:latest'];
+    cleanups.push(() => model.close());
+    await agent(server, { name: 'Streamer', rooms: [roomId], baseUrl: model.baseUrl, model: 'qwen2.5' });
+    await server.ok('send_message', { room_id: roomId, text_content: 'stream it' }, person.token);
+    const answer = await watcher.waitForEvent('message_new', (d) => d.message.sender === 'Streamer', 10_000);
+    expect(answer.data.message.text_content).toBe('Streamed answer #1');
+    expect(model.requests[0]!.body.stream).toBe(true);
+    // SPEC v2 §7/§8: set_activity thinking → member_status_change with the activity.
+    const busy = watcher.events(roomId).find((f) => f.event === 'member_status_change' && f.data.member.name === 'Streamer' && f.data.member.activity === 'thinking');
+    expect(busy?.data.member).toMatchObject({ status: 'busy', activity: 'thinking', note: 'asking qwen2.5' });
+    await server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, person.token);
+  });
+
+  it('a model server error becomes the visible skip reason', async () => {
+    const { server, person, roomId, watcher } = await setup();
+    const model = await startFakeModel('fail');
+    cleanups.push(() => model.close());
+    await agent(server, { name: 'Broken', rooms: [roomId], baseUrl: model.baseUrl, model: 'm' });
+    await server.ok('send_message', { room_id: roomId, text_content: 'hello?' }, person.token);
+    await watcher.waitForEvent('round_end', () => true, 10_000);
+    const all = await messages(server, roomId, person.token);
+    expect(all[1]).toMatchObject({ sender: 'Broken', visible: false, skip_reason: 'skip' });
+    expect(all[1]!.text_content).toBe('（跳过：model error: model server answered HTTP 500: CUDA out of memory）');
+  });
+
+  it('checks the chat server, the model server and the room at start, each with one line naming the URL; a retry reuses the token', async () => {
+    const { server, roomId } = await setup();
+    const port = await closedPort();
+    const start = (o: Partial<AgentOptions>) => agent(server, { name: 'Careful', rooms: [roomId], model: 'm', ...o });
+    await expect(start({ url: `http://127.0.0.1:${port}` })).rejects.toThrow(`Cannot reach the server at http://127.0.0.1:${port} (connection refused)`);
+    await expect(start({ baseUrl: `http://127.0.0.1:${port}/v1` })).rejects.toThrow(
+      `Cannot reach the model server at http://127.0.0.1:${port}/v1 (connection refused); set --base-url`,
+    );
+    const model = await startFakeModel('answer');
+    model.models = ['llama3', 'mistral'];
+    cleanups.push(() => model.close());
+    await expect(start({ baseUrl: model.baseUrl, model: 'qwen2.5' })).rejects.toThrow(`The model server at ${model.baseUrl} does not serve "qwen2.5" (it lists: llama3, mistral)`);
+    const lines: string[] = [];
+    await expect(start({ echo: true, rooms: ['typo-20250101000000-aaaaaaaaaa'], log: (l) => lines.push(l) })).rejects.toThrow(
+      `There is no room "typo-20250101000000-aaaaaaaaaa" on ${server.url}`,
+    );
+    expect(lines.join('\n')).toMatch(/registered "Careful"; its token: act_\S+ \(saved in /);
+    // The retry with the right room gets the same agent back, no name_taken.
+    const lines2: string[] = [];
+    const ok = await start({ echo: true, log: (l) => lines2.push(l) });
+    expect(ok.participant.name).toBe('Careful');
+    expect(ok.registeredToken).toBeNull();
+    expect(lines2.join('\n')).toContain('using the saved token of "Careful"');
   });
 
   it('runs from the CLI: npm run agent -- --echo', async () => {

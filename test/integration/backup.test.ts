@@ -34,7 +34,8 @@ describe('backup and restore', () => {
         if (!backupStarted) ackedBeforeBackup.add(answer.body.data.message.message_id);
       }
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // Some traffic is acknowledged before the backup starts.
+    await expect.poll(() => ackedBeforeBackup.size, { timeout: 10_000 }).toBeGreaterThanOrEqual(40);
     const target = path.join(await mkdtemp(path.join(os.tmpdir(), 'chatroom-backup-')), 'copy');
     backupStarted = true;
     const snapshotOfAcks = new Set(ackedBeforeBackup);

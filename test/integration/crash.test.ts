@@ -108,7 +108,8 @@ describe('crash safety', () => {
       const count = await checkFiles(dataDir, room.room_id, acked);
       checkSnapshots(dataDir, room.room_id, snapshotAcks);
       const next = await restCall(server.url, 'get_messages', { room_id: room.room_id, limit: 1 }, user.token);
-      expect(next.body.data.messages[0].seq).toBe(count);
+      // The newest stored message is the restarted server's newest (none if no send got through).
+      expect(next.body.data.messages.map((m: { seq: number }) => m.seq)).toEqual(count > 0 ? [count] : []);
     }
     server.child.kill('SIGTERM');
     expect((await server.exited).code).toBe(0);

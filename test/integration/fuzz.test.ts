@@ -1,17 +1,24 @@
-// Fuzzing every tool over REST and raw WebSocket frames: no crash, every answer a structured
-// error with a contract code (never internal_error), and the server still healthy after.
+// Fuzzing every tool over REST, WebSocket and MCP with arguments generated from the tools' own
+// JSON Schemas (test/helpers/schema-arbitrary.ts), plus raw WebSocket frames: no crash, every
+// answer a structured error with a contract code (never internal_error: no fault is injected
+// here), and the server still healthy after. ≥ 10,000 schema-driven tool calls per run.
 import http from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { ERROR_STATUS } from '../../src/errors.js';
+import { connectMcp } from '../helpers/mcp.js';
+import { schemaArbitrary, type JsonSchema } from '../helpers/schema-arbitrary.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
-const REST_CASES = Number(process.env.FUZZ_CASES ?? 10_000);
-const WS_CASES = Number(process.env.FUZZ_CASES ?? 10_000);
-// Calls that would end the fuzzing identity or block for seconds are fuzzed separately below.
-const SKIP = new Set(['rotate_token', 'wait_for_turn']);
+const SCALE = Number(process.env.FUZZ_CASES ?? 10_000) / 10_000;
+// Schema-generated tool calls: 10,000 in all. Most go over WebSocket, the cheapest transport to
+// drive; REST and MCP get enough to reach every tool through their own gateways.
+const REST_CASES = Math.round(2500 * SCALE);
+const WS_CALL_CASES = Math.round(7000 * SCALE);
+const MCP_CASES = Math.round(500 * SCALE);
+const WS_FRAME_CASES = Math.round(5000 * SCALE);
 
 let server: TestServer;
 let token: string;
@@ -22,41 +29,76 @@ beforeAll(async () => {
   server = await startTestServer({ rateLimitPerToken: 0, rateLimitPerAddress: 0, turnTimeoutMs: 60_000 });
   const owner = await registerUser(server, 'Fuzzer', 'fuzz-password');
   token = owner.token;
-  roomId = (await server.ok('create_room', { room_name: 'Fuzz' }, token)).room.room_id;
-  const agent = await registerAgent(server, 'FuzzAgent');
-  await server.ok('join_room', { room_id: roomId }, agent.token);
-  messageId = (await server.ok('send_message', { room_id: roomId, text_content: 'seed' }, token)).message.message_id;
+  await freshRoom();
 });
 afterAll(async () => {
   await server.stop();
 });
 
-/** Values that are sometimes right: real ids, names, enums, plus anything at all. */
-function valueArb(): fc.Arbitrary<unknown> {
-  return fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom(roomId, messageId, 'FuzzAgent', 'Fuzzer', 'default', 'host', 'paused', 'active', 'markdown', 'pdf') },
-    { weight: 2, arbitrary: fc.string({ maxLength: 40 }) },
-    { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
-    { weight: 1, arbitrary: fc.integer() },
-    { weight: 1, arbitrary: fc.double() },
-    { weight: 1, arbitrary: fc.boolean() },
-    { weight: 1, arbitrary: fc.constant(null) },
-    { weight: 1, arbitrary: fc.array(fc.string({ maxLength: 10 }), { maxLength: 4 }) },
-    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
-  );
+async function freshRoom() {
+  roomId = (await server.ok('create_room', { room_name: 'Fuzz' }, token)).room.room_id;
+  const agent = await registerAgent(server, `FuzzAgent${Date.now() % 100000}`);
+  await server.ok('join_room', { room_id: roomId }, agent.token);
+  messageId = (await server.ok('send_message', { room_id: roomId, text_content: 'seed @Fuzzer' }, token)).message.message_id;
 }
 
-function argsArb(schema: z.ZodType): fc.Arbitrary<unknown> {
-  const keys = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
-  const shaped =
-    keys.length > 0
-      ? fc.record(Object.fromEntries(keys.map((k) => [k, valueArb()])), { requiredKeys: [] })
-      : fc.constant({});
-  return fc.oneof(
-    { weight: 6, arbitrary: shaped },
-    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-    { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), valueArb(), { maxKeys: 4 }) },
-  );
+/**
+ * Fuzzed calls may archive, leave, lock or pause the fuzz room: between batches the fuzzer gets
+ * a usable room back, so later cases keep reaching the handlers.
+ */
+async function restoreRoom() {
+  const room = await server.call<any>('get_room', { room_id: roomId }, token);
+  if (!room.body.ok || room.body.data.room.archived || room.body.data.room.has_password) return freshRoom();
+  if (room.body.data.room.system_status === 'paused') await server.call('set_room_status', { room_id: roomId, system_status: 'active' }, token);
+}
+
+/** Placeholders resolved at send time, since the fuzz room can change between batches. */
+const ROOM = '$ROOM';
+const MESSAGE = '$MESSAGE';
+const HINTS = {
+  room_id: [ROOM],
+  message_id: [MESSAGE],
+  response_to: [MESSAGE],
+  name: ['Fuzzer', 'fuzzer', 'FuzzAgent'],
+  format: ['markdown', 'json', 'html'],
+};
+
+function resolve_(value: unknown): unknown {
+  if (value === ROOM) return roomId;
+  if (value === MESSAGE) return messageId;
+  if (Array.isArray(value)) return value.map(resolve_);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve_(v)]));
+  return value;
+}
+
+/** Keeps the one blocking tool short: a long `timeout_s` would make a case wait up to 50 s. */
+function bounded(tool: string, args: unknown): unknown {
+  if (tool === 'wait_for_turn' && args && typeof args === 'object' && !Array.isArray(args)) {
+    const timeout = (args as { timeout_s?: unknown }).timeout_s;
+    // Absent, the wait is 25 s.
+    if (timeout === undefined || (typeof timeout === 'number' && timeout > 0.05)) return { ...args, timeout_s: 0 };
+  }
+  return args;
+}
+
+interface Case {
+  tool: string;
+  args: unknown;
+  withToken: boolean;
+}
+
+/** Every tool, arguments from its JSON Schema. rotate_token would end the fuzzing identity: fuzzed at the end. */
+function casesFor(count: number, seed: number, skip: ReadonlySet<string> = new Set(['rotate_token'])): Case[] {
+  const tools = server.app.registry.list().filter((t) => !skip.has(t.name));
+  const arbs = tools.map((tool) => {
+    const schema = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+    return fc.record({
+      tool: fc.constant(tool.name),
+      args: fc.oneof({ weight: 12, arbitrary: schemaArbitrary(schema, HINTS) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) }),
+      withToken: fc.oneof({ weight: 9, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+    });
+  });
+  return fc.sample(fc.oneof(...arbs), { numRuns: count, seed }).map((c) => ({ ...c, args: bounded(c.tool, c.args) }));
 }
 
 function expectStructured(status: number, body: any, label: string) {
@@ -66,35 +108,79 @@ function expectStructured(status: number, body: any, label: string) {
     expect(status, label).toBe(200);
     return;
   }
-  const code = body.error?.code as keyof typeof ERROR_STATUS;
-  expect(Object.keys(ERROR_STATUS), label).toContain(code);
-  expect(code, `${label} → internal_error`).not.toBe('internal_error');
-  expect(status, label).toBe(ERROR_STATUS[code]);
-  expect(typeof body.error.message, label).toBe('string');
+  expectContractError(body.error, label);
+  expect(status, label).toBe(ERROR_STATUS[body.error.code as keyof typeof ERROR_STATUS]);
 }
 
-async function inBatches<T>(items: T[], size: number, run: (item: T) => Promise<void>) {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(run));
+function expectContractError(error: any, label: string) {
+  expect(Object.keys(ERROR_STATUS), label).toContain(error?.code);
+  expect(error.code, `${label} → internal_error`).not.toBe('internal_error');
+  expect(typeof error.message, label).toBe('string');
 }
 
-describe('fuzzing', () => {
-  it(`answers ${REST_CASES} random tool calls over REST with structured results`, async () => {
-    const tools = server.app.registry.list().filter((t) => !SKIP.has(t.name));
-    const cases = fc.sample(
-      fc.tuple(fc.constantFrom(...tools), fc.boolean()).chain(([tool, withToken]) =>
-        argsArb(tool.input).map((args) => ({ tool: tool.name, args, withToken })),
-      ),
-      { numRuns: REST_CASES, seed: 42 },
+/**
+ * Runs the items with `workers` requests in flight (over kept-alive connections): a slow case (a
+ * slowed password guess, an export) holds one worker, not a whole batch. `between` runs every
+ * `every` items, with the workers paused.
+ */
+async function inPool<T>(items: T[], workers: number, run: (item: T) => Promise<void>, between?: () => Promise<void>, every = 250) {
+  for (let start = 0; start < items.length; start += every) {
+    const chunk = items.slice(start, start + every);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        while (next < chunk.length) await run(chunk[next++]!);
+      }),
     );
-    await inBatches(cases, 16, async ({ tool, args, withToken }) => {
-      const answer = await server.call(tool, args, withToken ? token : null);
-      expectStructured(answer.status, answer.body, `${tool} ${JSON.stringify(args).slice(0, 200)}`);
-    });
-    // The blocking tool with short waits, and raw bodies that are not JSON objects.
-    for (const timeout_s of [0, 0.01, -1, 51, 'x']) {
-      const answer = await server.call('wait_for_turn', { room_id: roomId, timeout_s }, token);
-      expectStructured(answer.status, answer.body, `wait_for_turn ${timeout_s}`);
+    if (between) await between();
+  }
+}
+
+const timings = new Map<string, { n: number; ms: number }>();
+async function timed<T>(tool: string, work: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await work();
+  } finally {
+    const t = timings.get(tool) ?? { n: 0, ms: 0 };
+    t.n += 1;
+    t.ms += performance.now() - started;
+    timings.set(tool, t);
+  }
+}
+afterAll(() => {
+  if (process.env.FUZZ_TIMINGS) console.log([...timings].sort((a, b) => b[1].ms - a[1].ms).map(([k, v]) => `${k} ${v.n} ${Math.round(v.ms)}ms`).join('\n'));
+});
+
+const label = (c: Case) => `${c.tool} ${JSON.stringify(c.args)?.slice(0, 200)}`;
+
+describe('fuzzing every tool from its JSON Schema', () => {
+  it('covers every tool and every argument the schemas declare', () => {
+    const cases = casesFor(5000, 42, new Set());
+    const tools = server.app.registry.list();
+    for (const tool of tools) {
+      const mine = cases.filter((c) => c.tool === tool.name);
+      expect(mine.length, tool.name).toBeGreaterThan(0);
+      const schema = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+      for (const key of Object.keys(schema.properties ?? {})) {
+        const used = mine.some((c) => c.args && typeof c.args === 'object' && key in (c.args as object));
+        expect(used, `${tool.name}.${key}`).toBe(true);
+      }
     }
+  });
+
+  it(`answers ${REST_CASES} schema-generated tool calls over REST with structured results`, async () => {
+    const cases = casesFor(REST_CASES, 42);
+    await inPool(
+      cases,
+      24,
+      async (c) => {
+        const answer = await timed(c.tool, () => server.call(c.tool, resolve_(c.args), c.withToken ? token : null));
+        expectStructured(answer.status, answer.body, label(c));
+      },
+      restoreRoom,
+    );
+    // Raw bodies that are not JSON objects.
     for (const raw of ['[]', '"text"', '12', 'null', '{"a":', '\u0000', '{"room_id":{"$gt":""}}']) {
       const res = await fetch(`${server.url}/api/v1/tools/get_room`, {
         method: 'POST',
@@ -106,7 +192,64 @@ describe('fuzzing', () => {
     expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
   }, 300_000);
 
-  it(`answers ${WS_CASES} random WebSocket frames with structured frames and keeps the socket`, async () => {
+  it(`answers ${WS_CALL_CASES} schema-generated tool calls over WebSocket with structured results`, async () => {
+    await restoreRoom();
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/ws`);
+    const waiting = new Map<number, (frame: any) => void>();
+    let authed = false;
+    ws.on('message', (data) => {
+      const frame = JSON.parse(String(data));
+      if (frame.type === 'auth_ok') authed = true;
+      if (frame.type === 'result') waiting.get(frame.id)?.(frame);
+    });
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ type: 'auth', token }));
+    await until(() => authed);
+    // The socket acts as the fuzzer (withToken does not apply).
+    let id = 0;
+    await inPool(casesFor(WS_CALL_CASES, 4242), 32, async (c) => {
+      const callId = id++;
+      const frame = await timed(c.tool, () => new Promise<any>((resolve) => {
+        waiting.set(callId, resolve);
+        ws.send(JSON.stringify({ type: 'call', id: callId, tool: c.tool, args: resolve_(c.args) }));
+      }));
+      waiting.delete(callId);
+      if (!frame.ok) expectContractError(frame.error, label(c));
+    }, restoreRoom);
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    ws.close();
+    expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
+  }, 300_000);
+
+  it(`answers ${MCP_CASES} schema-generated tool calls over MCP with tool results`, async () => {
+    await restoreRoom();
+    const mcp = await connectMcp(server.url, { token });
+    try {
+      await inPool(casesFor(MCP_CASES, 77), 16, async (c) => {
+        const args = resolve_(c.args);
+        // MCP arguments are an object by the protocol; other JSON is the client's problem.
+        const result = await timed(c.tool, () => mcp.call(c.tool, args && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : {}));
+        if (result.isError) expectContractError((result.structuredContent as any)?.error, label(c));
+      }, restoreRoom);
+      await mcp.ok('list_rooms');
+    } finally {
+      await mcp.close();
+    }
+    expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
+  }, 300_000);
+
+  it('fuzzes rotate_token last (its only argument is the token it ends)', async () => {
+    for (const args of [{}, { token }, [], 'x', null]) {
+      const other = await registerUser(server, `Rotator${Math.floor(Math.random() * 1e9)}`);
+      const answer = await server.call('rotate_token', args, other.token);
+      expectStructured(answer.status, answer.body, `rotate_token ${JSON.stringify(args)}`);
+    }
+  });
+});
+
+describe('fuzzing raw frames', () => {
+  it(`answers ${WS_FRAME_CASES} random WebSocket frames with structured frames and keeps the socket`, async () => {
+    await restoreRoom();
     const ws = new WebSocket(`${server.url.replace('http', 'ws')}/ws`);
     const frames: any[] = [];
     ws.on('message', (data) => frames.push(JSON.parse(String(data))));
@@ -114,6 +257,13 @@ describe('fuzzing', () => {
     ws.send(JSON.stringify({ type: 'auth', token }));
     await until(() => frames.some((f) => f.type === 'auth_ok'));
 
+    const valueArb = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(roomId, messageId, 'Fuzzer', 'default', 'host', 'paused', 'active', 'markdown') },
+      { weight: 2, arbitrary: fc.string({ maxLength: 40 }) },
+      { weight: 1, arbitrary: fc.integer() },
+      { weight: 1, arbitrary: fc.constant(null) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    );
     const frameArb = fc.oneof(
       { weight: 2, arbitrary: fc.string({ maxLength: 60 }) },
       { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)) },
@@ -123,18 +273,18 @@ describe('fuzzing', () => {
           .record(
             {
               type: fc.constantFrom('subscribe', 'unsubscribe', 'call', 'ping', 'pong', 'event', 'nope'),
-              id: valueArb(),
-              room_id: valueArb(),
-              after_seq: valueArb(),
+              id: valueArb,
+              room_id: valueArb,
+              after_seq: valueArb,
               tool: fc.constantFrom('get_room', 'get_context', 'send_message', 'list_rooms', 'nope', 'rotate_token_x'),
-              args: fc.oneof(fc.constant({ room_id: roomId }), fc.dictionary(fc.string({ maxLength: 8 }), valueArb(), { maxKeys: 3 }), valueArb()),
+              args: fc.oneof(fc.constant({ room_id: roomId }), fc.dictionary(fc.string({ maxLength: 8 }), valueArb, { maxKeys: 3 }), valueArb),
             },
             { requiredKeys: ['type'] },
           )
           .map((v) => JSON.stringify(v)),
       },
     );
-    const cases = fc.sample(frameArb, { numRuns: WS_CASES, seed: 7 });
+    const cases = fc.sample(frameArb, { numRuns: WS_FRAME_CASES, seed: 7 });
     for (const frame of cases) ws.send(frame);
     ws.send(JSON.stringify({ type: 'ping' }));
     const pongs = () => frames.filter((f) => f.type === 'pong').length;

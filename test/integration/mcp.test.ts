@@ -98,8 +98,9 @@ describe('MCP tools', () => {
   it('registers over MCP, waits for a person, answers the turn', async () => {
     const { agent, name, roomId, person } = await agentInRoom();
     const started = Date.now();
+    const listening = turnListeners();
     const waiting = agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 20 });
-    await new Promise((r) => setTimeout(r, 300));
+    await expect.poll(turnListeners).toBe(listening + 1);
     const posted = await server.ok('send_message', { room_id: roomId, text_content: 'Hello agents, what is 2+2?' }, person.token);
     const turn = await waiting;
     expect(Date.now() - started).toBeLessThan(15_000);
@@ -420,7 +421,7 @@ describe('MCP HTTP endpoint', () => {
       await client.ok('register_agent', { name: unique('shutdownbot') });
       const { room } = await client.ok('create_room', { room_name: unique('Shutdown room ') });
       const waiting = client.call('wait_for_turn', { room_id: room.room_id, timeout_s: 40 });
-      await new Promise((r) => setTimeout(r, 300));
+      await expect.poll(() => own.app.rooms.turnListenerCount).toBe(1);
       const started = Date.now();
       await own.close();
       expect(Date.now() - started).toBeLessThan(5_000);

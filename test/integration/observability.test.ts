@@ -89,7 +89,8 @@ describe('logs', () => {
       const room = (await restCall(proc.url, 'create_room', { room_name: 'Logs' }, token)).body.data.room;
       await restCall(proc.url, 'send_message', { room_id: room.room_id, text_content: 'TOP-SECRET-TEXT-42' }, token);
       await restCall(proc.url, 'send_message', { room_id: 'no-such-room', text_content: 'TOP-SECRET-TEXT-43' }, token);
-      await new Promise((r) => setTimeout(r, 200));
+      // The call log lines are written after the answers: wait for the fourth.
+      await expect.poll(() => proc.output().split('\n').filter((l) => l.includes('"msg":"call"')).length).toBeGreaterThanOrEqual(4);
       const lines = proc.output().trim().split('\n');
       for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
       const calls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'call');

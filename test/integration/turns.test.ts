@@ -1,6 +1,7 @@
 // The turn engine on the real server, over real HTTP, with a ~1 s turn timeout.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
+import { ManualClock } from '../helpers/clock.js';
 import { restCall, spawnServer } from '../helpers/process.js';
 import { registerAgent, registerUser, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
 
@@ -77,11 +78,16 @@ describe('default mode on the real server', () => {
     const turnC = rec.next(isTurn('C'));
     expect(await server.ok('skip_response', { room_id: room.room_id }, b!.token)).toEqual({ skipped: true });
     await turnC;
-    // C stays silent: the timeout passes its turn; the round had an answer and ≥ 2 agents, so
-    // the next round starts with A again.
+    // C stays silent: the timeout passes its turn and the round ends. Only A answered, so no
+    // follow-up round starts (v2: answers from two different agents are needed); the next
+    // person's message starts the next round with A again.
     const end = (await rec.next(isRoundEnd, 3000)) as Extract<RoomEvent, { event: 'round_end' }>;
     expect(end.data.reason).toBe('completed');
-    await rec.next(isTurn('A'), 3000);
+    const { room: ended } = await server.ok('get_room', { room_id: room.room_id }, user.token);
+    expect(ended.current_round).toMatchObject({ round_id: end.data.round_id, completed: true, turn: null });
+    const nextA = rec.next(isTurn('A'), 3000);
+    await server.ok('send_message', { room_id: room.room_id, text_content: '继续' }, user.token);
+    await nextA;
 
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
     expect(messages.map((m: any) => [m.sender, m.visible, m.skip_reason, m.text_content])).toEqual([
@@ -89,6 +95,7 @@ describe('default mode on the real server', () => {
       ['A', true, null, 'A here'],
       ['B', false, 'skip', '（跳过）'],
       ['C', false, 'timeout', '（超时跳过）'],
+      ['U', true, null, '继续'],
     ]);
     expect(messages.every((m: any) => m.round_id === end.data.round_id || m.sender === 'U')).toBe(true);
     expect(messages[0].processed).toBe(true);
@@ -182,7 +189,7 @@ describe('default mode on the real server', () => {
     const empty = await server.ok('wait_for_turn', { room_id: room.room_id, timeout_s: 1 }, a!.token);
     expect(empty.your_turn).toBeNull();
     const waiting = server.ok('wait_for_turn', { room_id: room.room_id, timeout_s: 20 }, a!.token);
-    await new Promise((r) => setTimeout(r, 200));
+    await expect.poll(() => server.app.rooms.turnListenerCount).toBe(1);
     const started = Date.now();
     await server.ok('send_message', { room_id: room.room_id, text_content: '轮到你了' }, user.token);
     const got = await waiting;
@@ -192,25 +199,33 @@ describe('default mode on the real server', () => {
   });
 
   it('runs no timer while paused: past the deadline nothing times out; resuming restarts the clock', async () => {
-    server = await startTestServer({ turnTimeoutMs: 1000 });
+    // The server runs on a manual clock: time passes only when the test advances it.
+    const clock = new ManualClock(Date.now());
+    server = await startTestServer({ turnTimeoutMs: 1000 }, { now: clock.now, timers: clock });
     const { user, room, agents, rec } = await setup('default', ['A', 'B']);
     for (const agent of agents) await server.ok('get_context', { room_id: room.room_id }, agent.token);
     const first = rec.next(isTurn('A'));
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, user.token);
     await first;
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, user.token);
-    // Waiting for something *not* to happen: sleep well past the 1 s deadline.
-    await new Promise((r) => setTimeout(r, 1800));
+    // Well past the 1 s deadline: no timer is armed while paused, so nothing can fire.
+    clock.advance(1800);
     const paused = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
     expect(paused.messages.filter((m: any) => !m.visible)).toEqual([]);
     const { room: stored } = await server.ok('get_room', { room_id: room.room_id }, user.token);
     expect(stored.current_round.turn).toMatchObject({ agent: 'A', deadline: null });
 
-    // Resumed, A gets a fresh turn and its silence now times out.
+    // Resumed, A gets a fresh full deadline; its silence times out once that has passed.
     const resumed = rec.next(isTurn('A'));
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'active' }, user.token);
-    await resumed;
-    await rec.next(isTurn('B'), 3000);
+    const turn = (await resumed) as Extract<RoomEvent, { event: 'agent_turn' }>;
+    expect(Date.parse(turn.data.deadline)).toBe(clock.now() + 1000);
+    const toB = rec.next(isTurn('B'), 3000);
+    clock.advance(999);
+    const early = await server.ok('get_room', { room_id: room.room_id }, user.token);
+    expect(early.room.current_round.turn.agent).toBe('A');
+    clock.advance(1);
+    await toB;
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
     expect(messages.filter((m: any) => !m.visible).map((m: any) => [m.sender, m.skip_reason])).toEqual([['A', 'timeout']]);
   });
@@ -293,7 +308,8 @@ describe('restart in the middle of a turn', () => {
     await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: 'go' }, user.token);
     const before = (await restCall(first.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;
     expect(before.current_round.turn.agent).toBe('A');
-    await new Promise((r) => setTimeout(r, 1100));
+    // Let the clock move (deadlines have millisecond precision) before the kill.
+    await new Promise((r) => setTimeout(r, 20));
     first.child.kill('SIGKILL');
     await first.exited;
 

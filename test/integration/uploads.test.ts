@@ -1,10 +1,16 @@
 // Uploads: names made by the server, size limit, membership, download headers, signed links.
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sanitiseFilename } from '../../src/transports/files.js';
-import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createApp } from '../../src/app.js';
+import { testConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/logger.js';
+import { isStoredName, sanitiseFilename, type UploadIo } from '../../src/transports/files.js';
+import { createHttpApp } from '../../src/transports/http.js';
+import { registerUser, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
 import { eventually } from '../helpers/ws.js';
 
 let server: TestServer;
@@ -90,6 +96,7 @@ describe('uploads', () => {
     const stored = await readdir(uploadsDir());
     expect(stored).toHaveLength(hostile.length);
     for (const name of stored) expect(name).toMatch(/^\d{13,}_[\p{L}\p{N}._-]+$/u);
+    expect(stored.every((name) => isStoredName(name))).toBe(true);
     // Nothing outside uploads/{room_id}/, no sub-folders.
     expect(await readdir(path.join(server.dataDir, 'uploads'))).toEqual([roomId]);
     for (const entry of await readdir(uploadsDir(), { withFileTypes: true })) expect(entry.isFile()).toBe(true);
@@ -101,13 +108,13 @@ describe('uploads', () => {
   it('keeps a Unicode filename as UTF-8 (not latin1) and serves it under that name', async () => {
     const { status, body } = await upload('名字 with spaces.md', '# 标题');
     expect(status).toBe(201);
-    expect(body.data.filename).toBe('名字_with_spaces.md');
-    expect(body.data.file_url).toMatch(new RegExp(`^/api/v1/files/${roomId}/${STAMP}_${encodeURIComponent('名字_with_spaces.md')}$`));
+    expect(body.data.filename).toBe('名字 with spaces.md');
+    expect(body.data.file_url).toMatch(new RegExp(`^/api/v1/files/${roomId}/${STAMP}_${encodeURIComponent('名字 with spaces.md')}$`));
     expect(await readdir(uploadsDir())).toContain(storedName(body.data.file_url));
     const res = await fetch(server.url + body.data.signed_url);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('# 标题');
-    expect(res.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent('名字_with_spaces.md')}`);
+    expect(res.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent('名字 with spaces.md')}`);
   });
 
   it('cuts long names to 200 UTF-8 bytes on whole code points, keeping the extension', async () => {
@@ -215,6 +222,113 @@ describe('uploads', () => {
     expect(res.status).toBe(404);
     const bad = await fetch(`${server.url}/api/v1/rooms/..%2F..%2Fetc/uploads`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('upload names and races (SPEC §10)', () => {
+  it('keeps a name\'s characters and replaces only dangerous ones (the documented rule)', async () => {
+    const { status, body } = await upload('设计 说明(v2).md', '# 设计');
+    expect(status).toBe(201);
+    expect(body.data.filename).toBe('设计 说明(v2).md');
+    expect(storedName(body.data.file_url)).toMatch(new RegExp(`^${STAMP}_设计 说明\\(v2\\)\\.md$`));
+    // Parentheses are escaped in the URL, so the link survives inside Markdown.
+    expect(body.data.file_url).not.toMatch(/[()\s]/);
+    const res = await fetch(server.url + body.data.signed_url);
+    expect([res.status, await res.text()]).toEqual([200, '# 设计']);
+    const rules: Array<[string, string]> = [
+      ['设计 说明(v2).md', '设计 说明(v2).md'],
+      ["Q&A, notes [draft] #1 + 'ok'.txt", "Q&A, notes [draft] #1 + 'ok'.txt"],
+      ['报告😀‍💻.pdf', '报告😀‍💻.pdf'],
+      ['a<b>c:d"e|f?g*h.txt', 'a_b_c_d_e_f_g_h.txt'],
+      ['invoice\u202Etxt.exe', 'invoice_txt.exe'],
+      ['tab\tand\nnewline.txt', 'tab_and_newline.txt'],
+      ['many    spaces\u00a0here.txt', 'many spaces here.txt'],
+      ['  -rf .txt', 'rf .txt'],
+      ['trailing dots... ', 'trailing dots'],
+      ['line\u2028sep.txt', 'line_sep.txt'],
+      ['...', 'file'],
+    ];
+    for (const [raw, expected] of rules) expect(sanitiseFilename(raw), JSON.stringify(raw)).toBe(expected);
+    for (const [, expected] of rules) expect(isStoredName(`1700000000000_${expected}`), expected).toBe(true);
+    for (const bad of ['1700000000000_a/b', '1700000000000_..', '1700000000000_a\u202Eb', 'x_a.txt', '1700000000000_']) {
+      expect(isStoredName(bad), JSON.stringify(bad)).toBe(false);
+    }
+  });
+
+  it('stores 40 concurrent uploads of one name under 40 distinct names, all downloadable with their bytes', async () => {
+    const contents = Array.from({ length: 40 }, (_, i) => `upload number ${i} `.repeat(50 + i));
+    const answers = await Promise.all(contents.map((content) => upload('same name.txt', content)));
+    expect(answers.map((a) => a.status)).toEqual(Array(40).fill(201));
+    const names = answers.map((a) => storedName(a.body.data.file_url));
+    expect(new Set(names).size).toBe(40);
+    for (const name of names) expect(name).toMatch(new RegExp(`^${STAMP}_same name\\.txt$`));
+    const stored = await readdir(uploadsDir());
+    for (const name of names) expect(stored).toContain(name);
+    const downloads = await Promise.all(
+      answers.map(async (a) => {
+        const res = await fetch(`${server.url}${a.body.data.file_url}`, { headers: { authorization: `Bearer ${owner.token}` } });
+        return [res.status, await res.text()];
+      }),
+    );
+    expect(downloads).toEqual(contents.map((content) => [200, content]));
+  });
+});
+
+describe('an upload whose write fails (SPEC §10)', () => {
+  it('is answered internal_error at once, leaves no file, and the server serves on', async () => {
+    const dataDir = await tempDataDir();
+    const app = await createApp(testConfig({ dataDir, maxUploadBytes: 8 * 1024 * 1024 }), silentLogger);
+    let attempts = 0;
+    const failingDisk: UploadIo = {
+      writeStream(handle) {
+        attempts += 1;
+        const real = handle.createWriteStream();
+        let written = 0;
+        return new Writable({
+          write(chunk: Buffer, _encoding, done) {
+            written += chunk.length;
+            // The first 64 KB reach the disk, then it is full.
+            if (written > 64 * 1024) return done(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+            real.write(chunk, done);
+          },
+          final(done) {
+            real.end(done);
+          },
+          destroy(err, done) {
+            real.destroy();
+            done(err);
+          },
+        });
+      },
+    };
+    const faulty = http.createServer(createHttpApp(app, [], { uploadIo: failingDisk }));
+    await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(faulty.address() as AddressInfo).port}`;
+    try {
+      const user = await app.registry.call('register_user', { name: 'Disk' }, { transport: 'internal' }) as { token: string };
+      const room = (await app.registry.call('create_room', { room_name: 'Full' }, { transport: 'internal', token: user.token }) as any).room.room_id;
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(4 * 1024 * 1024).fill(7)]), 'big.bin');
+      const started = Date.now();
+      const res = await fetch(`${base}/api/v1/rooms/${room}/uploads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.token}` },
+        body: form,
+        signal: AbortSignal.timeout(5000),
+      });
+      const body = (await res.json()) as any;
+      expect([res.status, body.error.code]).toEqual([500, 'internal_error']);
+      expect(body.error.message).not.toMatch(/ENOSPC|at .*\.ts/);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(attempts).toBe(1);
+      expect(await readdir(path.join(dataDir, 'uploads', room))).toEqual([]);
+      expect((await fetch(`${base}/api/v1/health`)).status).toBe(200);
+    } finally {
+      faulty.closeAllConnections();
+      await new Promise((resolve) => faulty.close(resolve));
+      await app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -277,4 +277,37 @@ describe('ChatroomClient', () => {
     expect(Date.now() - started).toBeLessThan(2000);
     expect(aborted).toBe(true);
   });
+
+  it('skips with the reason the handler gives, or the error it threw, and shows activity (SPEC v2 §7)', async () => {
+    const s = await server();
+    const person = await registerUser(s, 'Asker');
+    const { room } = await s.ok('create_room', { room_name: 'Reason room' }, person.token);
+    const agent = await registerAgent(s, 'Reasoner');
+    await s.ok('join_room', { room_id: room.room_id }, agent.token);
+    const c = client(s.url, agent.token);
+    const changes: Array<{ name: string; status: string; activity?: string | null; note?: string | null }> = [];
+    c.on('member_status_change', (data) => changes.push(data.member as (typeof changes)[number]));
+    let calls = 0;
+    let activitySet: boolean | null = null;
+    c.onTurn(async (turn) => {
+      calls++;
+      if (calls === 1) {
+        activitySet = await c.setActivity(turn.room_id, 'thinking', 'reading the question');
+        return { skip: true, reason: 'nothing to add\n(really)' };
+      }
+      throw new Error('model exploded');
+    });
+    await c.connect();
+    const skipRecords = async () =>
+      ((await s.ok('get_messages', { room_id: room.room_id }, person.token)).messages as Array<{ sender: string; text_content: string; visible: boolean }>).filter(
+        (m) => m.sender === 'Reasoner' && !m.visible,
+      );
+    await s.ok('send_message', { room_id: room.room_id, text_content: 'first?' }, person.token);
+    await expect.poll(async () => (await skipRecords()).length, { timeout: 5000 }).toBe(1);
+    await s.ok('send_message', { room_id: room.room_id, text_content: 'second?' }, person.token);
+    await expect.poll(async () => (await skipRecords()).length, { timeout: 5000 }).toBe(2);
+    expect((await skipRecords()).map((m) => m.text_content)).toEqual(['（跳过：nothing to add (really)）', '（跳过：error: model exploded）']);
+    expect(activitySet).toBe(true);
+    expect(changes).toContainEqual(expect.objectContaining({ name: 'Reasoner', status: 'busy', activity: 'thinking', note: 'reading the question' }));
+  });
 });

@@ -43,6 +43,12 @@ describe('config', () => {
     ['MAX_FRAME_BYTES', '1023'],
     ['MAX_FRAME_BYTES', '268435457'],
     ['MAX_FRAME_BYTES', '1e6'],
+    ['RATE_LIMIT_REGISTER_PER_HOUR', '-1'],
+    ['RATE_LIMIT_REGISTER_PER_HOUR', 'lots'],
+    ['MAX_CONNECTIONS_PER_ADDRESS', '0'],
+    ['MAX_CONNECTIONS_PER_ADDRESS', '256.5'],
+    ['HEADERS_TIMEOUT_MS', '10'],
+    ['MCP_UNBOUND_IDLE_MS', 'soon'],
   ])('refuses %s=%s with an error naming it', (name, value) => {
     let error: unknown;
     try {
@@ -64,6 +70,17 @@ describe('config', () => {
     ['HOST', 'localhost', 'host'],
   ] as const)('accepts %s=%s', (name, value, key) => {
     expect(loadConfig({ [name]: value })[key]).toBe(value);
+  });
+
+  it('has the abuse-limit defaults of SPEC §10, and 0 turns the registration limit off', () => {
+    expect(loadConfig({})).toMatchObject({
+      rateLimitRegisterPerHour: 30,
+      maxConnectionsPerAddress: 256,
+      headersTimeoutMs: 10_000,
+      mcpUnboundIdleMs: 60_000,
+    });
+    expect(loadConfig({ RATE_LIMIT_REGISTER_PER_HOUR: '0' }).rateLimitRegisterPerHour).toBe(0);
+    expect(loadConfig({ MAX_CONNECTIONS_PER_ADDRESS: '1000' }).maxConnectionsPerAddress).toBe(1000);
   });
 
   it('defaults the allowed origins to https when TLS is configured', () => {

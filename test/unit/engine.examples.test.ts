@@ -25,6 +25,21 @@ describe('docs/turns.md examples', () => {
     expect(last).toContain('round_start r3 rotation [A,B,C]');
   });
 
+  it('pause: mentions posted into a paused idle room start the round on resume, block first', () => {
+    const sim = new Room({ agents: ['A', 'B', 'C'], people: ['U'] });
+    ok(sim.pause(), sim);
+    expect(ok(sim.post('U', { mentions: ['C'] }), sim)).toEqual([]);
+    expect(ok(sim.post('U', { mentions: ['B', 'C'] }), sim)).toEqual([]);
+    const resumed = ok(sim.resume(), sim);
+    expect(resumed).toContain('round_start r1 rotation [C,B,A]');
+    expect(turnOf(resumed)).toEqual(['C mention no-skip']);
+    expect(turnOf(ok(sim.post('C'), sim))).toEqual(['B mention no-skip']);
+    const last = ok(sim.post('B'), sim);
+    expect(last).toContain('round_end r1 mention_chain');
+    expect(last).toContain('round_start r2 rotation [A,B,C]');
+    expect(turnOf(last)).toEqual(['A rotation +180s']);
+  });
+
   it('host mode: mention rounds, the agent host gets the floor once, then the room waits', () => {
     const sim = new Room({ mode: 'host', agents: ['H', 'A', 'B'] });
     expect(sim.host).toBe('H');

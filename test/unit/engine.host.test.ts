@@ -127,10 +127,10 @@ describe('6.2.3 Host floor', () => {
     expect(ok(sim.post('H'), sim)).toEqual([]);
   });
 
-  it('the host answering the floor with mentions ends the floor round and starts a host round', () => {
+  it('the host answering the floor with mentions supersedes the floor round and starts a host round', () => {
     const sim = floor();
     expect(ok(sim.post('H', { mentions: ['B'] }), sim)).toEqual([
-      'round_end r2 completed',
+      'round_end r2 superseded',
       'timer off',
       'round_start r3 host [B]',
       'agent_turn r3 B host no-skip +180s',

@@ -250,6 +250,10 @@ class Checker {
       if (e.type === 'record') {
         check(agents.includes(e.agent), 'records only for agents', e);
         checkRecordMessage(sim, e);
+        if (e.skip_reason === 'skip') {
+          const why = s?.t === 'skip' ? (s.reason ?? '').trim() : '';
+          check(e.text === (why === '' ? '（跳过）' : `（跳过：${why}）`), 'a skip record carries the reason given', { e, s });
+        }
       }
       if (e.type === 'system_message') {
         const m = engineMessage(sim.messageRoom(), e, STAMP);
@@ -291,8 +295,8 @@ class Checker {
     if (state.paused_mentions.length > 0) {
       coverage['paused_mentions'] = (coverage['paused_mentions'] ?? 0) + 1;
       check(
-        sim.mode === 'default' && !r && (sim.status === 'paused' || !state.paused_mentions.some((n) => agents.includes(n)) || !agents.some((a) => sim.online.has(a))),
-        'paused mentions wait only in a paused idle default-mode room',
+        sim.mode === 'default' && !r && sim.status === 'paused' && state.paused_mentions.every((n) => agents.includes(n)),
+        'paused mentions wait only in a paused idle default-mode room, and name agent members',
         { state, status: sim.status },
       );
     }

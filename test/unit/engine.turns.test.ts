@@ -277,7 +277,7 @@ describe('6.1.9 Pause', () => {
     sim.pause();
     sim.post('U', { mentions: ['B', 'D'] });
     sim.leave('B');
-    expect(sim.state.paused_mentions).toEqual(['B', 'D']);
+    expect(sim.state.paused_mentions).toEqual(['D']);
     expect(ok(sim.resume(), sim)).toEqual([
       'round_start r1 rotation [D,A,C]',
       'record r1 D offline （离线跳过）',

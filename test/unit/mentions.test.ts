@@ -1,4 +1,5 @@
 // `@Name` parsing and merging (src/messages/mentions.ts).
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { mergeMentions, parseMentions } from '../../src/messages/mentions.js';
 
@@ -49,5 +50,70 @@ describe('mergeMentions', () => {
     expect(mergeMentions(['B'], ['A', 'b', 'C', 'a'])).toEqual(['B', 'A', 'C']);
     expect(mergeMentions([], ['A'])).toEqual(['A']);
     expect(mergeMentions(['A'], [])).toEqual(['A']);
+  });
+});
+
+/** The earlier quadratic parser, kept as the reference the fast one must agree with. */
+function referenceParse(text: string, memberNames: readonly string[]): string[] {
+  if (!text.includes('@') || memberNames.length === 0) return [];
+  const candidates = [...memberNames].sort((a, b) => b.length - a.length);
+  const found: string[] = [];
+  for (let at = text.indexOf('@'); at !== -1; at = text.indexOf('@', at + 1)) {
+    const name = candidates.find((candidate) => {
+      const end = at + 1 + candidate.length;
+      if (text.slice(at + 1, end).toLowerCase() !== candidate.toLowerCase()) return false;
+      const next = text.codePointAt(end);
+      return next === undefined || /[\s\p{P}\p{S}]/u.test(String.fromCodePoint(next));
+    });
+    if (name !== undefined && !found.includes(name)) found.push(name);
+  }
+  return found;
+}
+
+describe('parseMentions cost (SPEC §10)', () => {
+  const members = Array.from({ length: 200 }, (_, i) => `member_${i}.x-${'y'.repeat(i % 20)}`);
+
+  it('parses 32,000 "@" against 200 member names in milliseconds', () => {
+    const text = '@'.repeat(32_000);
+    parseMentions(text, members); // warm up
+    const started = performance.now();
+    expect(parseMentions(text, members)).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(50);
+  });
+
+  it('stays fast on texts built to make every "@" look far ahead', () => {
+    const texts = [
+      `@${'a.'.repeat(40)}`.repeat(400).slice(0, 32_000),
+      `@member_1.x-${'y'.repeat(30)}`.repeat(1000).slice(0, 32_000),
+      '@a'.repeat(16_000),
+      `@${'İ'.repeat(31)} `.repeat(1000).slice(0, 32_000),
+    ];
+    for (const text of texts) {
+      const started = performance.now();
+      parseMentions(text, members);
+      expect(performance.now() - started, text.slice(0, 20)).toBeLessThan(100);
+    }
+  });
+
+  it('finds mentions among 200 members as before', () => {
+    const text = members.map((m, i) => (i % 7 === 0 ? `@${m.toUpperCase()}，` : `@${m}x `)).join('');
+    expect(parseMentions(text, members)).toEqual(referenceParse(text, members));
+    expect(parseMentions(text, members)).toHaveLength(Math.ceil(200 / 7));
+  });
+
+  it('agrees with the reference parser on random texts and names', () => {
+    const nameChar = fc.constantFrom('a', 'B', 'b', '.', '-', '_', 'İ', 'i', 'ß', 'Σ', 'σ', '小', 'é', 'e\u0301', '1');
+    const textChar = fc.oneof(nameChar, fc.constantFrom('@', ' ', '，', '!', '\n', '\u200d', '😀'));
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(nameChar, { minLength: 1, maxLength: 6 }).map((cs) => cs.join('')), { maxLength: 6 }),
+        fc.array(textChar, { maxLength: 60 }).map((cs) => cs.join('')),
+        (names, text) => {
+          const unique = [...new Map(names.map((n) => [n.toLowerCase(), n])).values()];
+          expect(parseMentions(text, unique)).toEqual(referenceParse(text, unique));
+        },
+      ),
+      { numRuns: 3000, seed: 16 },
+    );
   });
 });

@@ -20,10 +20,15 @@ storeContract('MemoryStore', async () => {
   };
 }, { reopen: false });
 
-storeContract('FileStore', async () => {
+for (const [name, cacheMessages] of [
+  ['FileStore', undefined],
+  // Every message read comes from the logs: the cold paths must answer exactly the same.
+  ['FileStore without a message cache', 0],
+] as const) {
+storeContract(name, async () => {
   const { dir, cleanup } = await tempDir();
   const faults = faultyFsOps();
-  const make = () => new FileStore({ dataDir: dir, logger: silentLogger, fsOps: faults.ops });
+  const make = () => new FileStore({ dataDir: dir, logger: silentLogger, fsOps: faults.ops, cacheMessages, compactEveryMs: 0 });
   const harness = {
     store: make(),
     async reopen() {
@@ -38,3 +43,4 @@ storeContract('FileStore', async () => {
   await harness.store.open();
   return harness;
 });
+}

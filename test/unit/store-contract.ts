@@ -575,7 +575,7 @@ export function storeContract(
     failDescribe('no trace on reject (guarantee 2)', () => {
       // Each write, made to fail in each way the harness knows; every read afterwards, and a
       // reopened store, equal the state before; the same write succeeds once the fault is gone.
-      type Setup = { roomId: string; version: number; messages: Message[] };
+      type Setup = { roomId: string; version: number; lastSeq: number; messages: Message[] };
       const writes: { name: string; run: (s: Store, setup: Setup) => Promise<unknown> }[] = [
         { name: 'putParticipant (new)', run: (s) => s.putParticipant(user('u-new', { name: 'Newbie' }), 'newbie') },
         {
@@ -585,12 +585,12 @@ export function storeContract(
         { name: 'createRoom', run: (s) => s.createRoom(makeRoom(newRoomId(), { members: [member('a1', 'a')] })) },
         {
           name: 'commitRoom (messages and state)',
-          run: (s, { roomId, version }) =>
+          run: (s, { roomId, version, lastSeq }) =>
             s.commitRoom(roomId, {
               room: makeRoom(roomId, { room_description: 'failed', members: [member('u-x', 'x')] }),
               messages: [
-                makeMessage(roomId, 4, { client_msg_id: 'retry-me', role: 'user' }),
-                makeMessage(roomId, 5, { sender_id: 'a1', role: 'ai_agent' }),
+                makeMessage(roomId, lastSeq + 1, { client_msg_id: `retry-${lastSeq}`, role: 'user' }),
+                makeMessage(roomId, lastSeq + 2, { sender_id: 'a1', role: 'ai_agent' }),
               ],
               expectedVersion: version,
             }),
@@ -611,7 +611,7 @@ export function storeContract(
         it(`${write.name}: rejects under every fault, leaves no trace, succeeds on retry`, async () => {
           if (!h.faults) throw new Error('no faults in the harness');
           await put(agent('a1', { name: 'Agent1', token_hashes: ['t-a1'] }));
-          const setup = await roomWith(3, { members: [member('a1', 'a')] }, (seq) => ({ client_msg_id: `c${seq}` }));
+          const setup = { ...(await roomWith(3, { members: [member('a1', 'a')] }, (seq) => ({ client_msg_id: `c${seq}` }))), lastSeq: 3 };
           // Another room with a log, so failures are seen next to untouched data.
           await roomWith(2);
           const extra = {
@@ -621,7 +621,10 @@ export function storeContract(
           };
           const before = await dumpStore(store, extra);
           // Versions are opaque and need not survive a reopen: take the current one each time.
-          const current = async (): Promise<Setup> => ({ ...setup, version: (await store.loadRoom(setup.roomId))!.version });
+          const current = async (): Promise<Setup> => {
+            const loaded = (await store.loadRoom(setup.roomId))!;
+            return { ...setup, version: loaded.version, lastSeq: loaded.lastSeq };
+          };
           let rejected = 0;
           for (const kind of h.faults.kinds) {
             const now = await current();

@@ -1,0 +1,334 @@
+// `agent-chatroom cli-agent --room R --name N [--preset claude|codex|gemini] -- <command…>`:
+// an agent CLI as a room member. On each of its turns the CLI runs once, headless, with the room
+// as its prompt; its answer is posted, and a crash, a non-zero exit, silence or the deadline
+// becomes a skip whose reason people see. One child at a time; the CLI's session id is kept per
+// room so the next turn resumes the same conversation.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { checkServer, joinRoom, obtainIdentity, serverBase, StartError, stateDir } from '../agent/connect.js';
+import { readReply } from '../agent/prompt.js';
+import { ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import type { Message, Participant } from '../types.js';
+import { lastLine, runChild, type ChildResult } from './child.js';
+import { PRESETS, parsePlainOutput, type McpPlan, type Preset, type PresetName } from './presets.js';
+import { buildCliPrompt } from './prompt.js';
+
+export interface CliAgentOptions {
+  url: string;
+  rooms: string[];
+  name?: string;
+  token?: string;
+  introduce?: string;
+  roomPassword?: string;
+  preset: PresetName | null;
+  /** Program and its own arguments (the preset's flags are appended). */
+  command: string[];
+  /** Let the CLI call the room's tools through `agent-chatroom mcp` (claude, codex). */
+  mcp: boolean;
+  /** Messages of history quoted in the prompt. */
+  history: number;
+  maxChars: number;
+  /** Working directory of the CLI (default: the current one). */
+  cwd?: string;
+  marginMs?: number;
+  /** Where a registered token is kept (default: stateDir()). */
+  stateDir: string;
+  log?: (line: string) => void;
+}
+
+export interface RunningCliAgent {
+  client: ChatroomClient;
+  participant: Participant;
+  /** Session id kept per room (for --resume). */
+  sessions: Map<string, string>;
+  /** Kills the running child, skips the turn it held (with the reason), sets activity idle, closes. */
+  stop(reason?: string): Promise<void>;
+}
+
+const CLI_DEFAULTS = { url: 'http://127.0.0.1:3000', history: 30, maxChars: 8000 } as const;
+
+/** The command that starts this package's stdio MCP proxy, however this process was started. */
+function selfCommand(): { command: string; args: string[] } {
+  return { command: process.execPath, args: [...process.execArgv, process.argv[1]!] };
+}
+
+/**
+ * The MCP server the CLI may start: this package's stdio proxy reading the URL and token from a
+ * private file (`mcp --config`), so the token is on no command line and in no CLI config.
+ */
+async function writeMcpConfig(url: string, token: string): Promise<{ plan: McpPlan; dir: string }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'chatroom-mcp-'));
+  const self = selfCommand();
+  const credentials = path.join(dir, 'chatroom.json');
+  await writeFile(credentials, JSON.stringify({ url: serverBase(url), token }), { mode: 0o600 });
+  const args = [...self.args, 'mcp', '--config', credentials];
+  const configPath = path.join(dir, 'mcp.json');
+  await writeFile(configPath, JSON.stringify({ mcpServers: { chatroom: { command: self.command, args } } }, null, 2), { mode: 0o600 });
+  return { plan: { configPath, command: self.command, args, env: {} }, dir };
+}
+
+export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliAgent> {
+  const log = options.log ?? (() => undefined);
+  const preset: Preset | null = options.preset ? PRESETS[options.preset] : null;
+  const command = options.command.length ? options.command : preset ? [preset.program] : [];
+  if (command.length === 0) throw new StartError('Give the command to run after "--", or a --preset');
+  const program = path.basename(command[0]!);
+
+  await checkServer(options.url);
+  const base = serverBase(options.url);
+  const identity = await obtainIdentity({
+    url: base,
+    stateDir: options.stateDir,
+    log,
+    ...(options.name ? { name: options.name } : {}),
+    ...(options.token ? { token: options.token } : {}),
+    ...(options.introduce ? { introduce: options.introduce } : {}),
+  });
+  for (const roomId of options.rooms) {
+    const room = await joinRoom(base, identity.token, roomId, options.roomPassword);
+    log(`in room "${room.room_name}" (${roomId}) as ${identity.participant.name}`);
+  }
+  const mcp = options.mcp ? await writeMcpConfig(base, identity.token) : null;
+
+  const client = new ChatroomClient({
+    url: base,
+    token: identity.token,
+    ...(options.marginMs !== undefined ? { turnMarginMs: options.marginMs } : {}),
+    turnTimeoutReason: `${program} did not answer before the deadline and was stopped`,
+    logger: (level, message, details) => {
+      if (level !== 'debug') log(`${level}: ${message}${details ? ` ${JSON.stringify(details)}` : ''}`);
+    },
+  });
+  client.onStatus((status, error) => log(`connection ${status}${error ? ` (${error.message})` : ''}`));
+  const participant = await client.connect();
+  const me = { name: participant.name, ...(options.introduce ? { introduce: options.introduce } : {}) };
+  const sessions = new Map<string, string>();
+
+  // One child at a time, whatever the number of rooms: turns queue here.
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = queue.then(work, work);
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  let stopping = false;
+  const shutdown = new AbortController();
+  /** Rooms whose turn is being worked on, with whether it may be skipped. */
+  const working = new Map<string, boolean>();
+
+  const takeTurn = async (turn: TurnInfo): Promise<TurnAnswer> => {
+    if (stopping || turn.signal.aborted) return undefined;
+    working.set(turn.room_id, turn.can_skip);
+    try {
+      void client.setActivity(turn.room_id, 'thinking', `running ${program}`);
+      const page = await client.call<{ messages: Message[] }>(
+        'get_messages',
+        { room_id: turn.room_id, limit: Math.min(200, Math.max(1, options.history)) },
+        { signal: turn.signal },
+      );
+      const history = page.messages.filter((m) => m.visible && !m.deleted);
+      const prompt = buildCliPrompt(me, turn, history, { mcp: mcp !== null });
+      const sessionId = preset?.resumes ? (sessions.get(turn.room_id) ?? null) : null;
+      const args = [...command.slice(1), ...(preset ? preset.plan({ sessionId, mcp: mcp?.plan ?? null }).args : [])];
+      log(`turn in ${turn.room_id} (${turn.reason}${turn.can_skip ? '' : ', must answer'}): running ${program}${sessionId ? ` (resuming ${sessionId})` : ''}`);
+      const result = await runChild({
+        command: command[0]!,
+        args,
+        stdin: prompt,
+        signal: AbortSignal.any([turn.signal, shutdown.signal]),
+        ...(options.cwd ? { cwd: options.cwd } : {}),
+        env: {
+          ...process.env,
+          CHATROOM_URL: base,
+          CHATROOM_ROOM_ID: turn.room_id,
+          CHATROOM_AGENT_NAME: participant.name,
+        },
+      });
+      if (stopping) return undefined; // stop() passes the turn with its own reason
+      const parsed = preset ? preset.parse(result.stdout) : parsePlainOutput(result.stdout);
+      if (parsed.sessionId && preset?.resumes) sessions.set(turn.room_id, parsed.sessionId);
+      const failure = describeFailure(program, result, parsed.error);
+      log(`${program} finished in ${result.durationMs} ms${failure ? `: ${failure}` : ''}`);
+      if (failure) return failed(turn, failure);
+      if (mcp) {
+        // The CLI may have posted with send_message itself: then the turn has moved on.
+        const now = await client.call<{ your_turn: { round_id: string } | null }>('get_context', { room_id: turn.room_id, limit: 1 }, { signal: turn.signal });
+        if (!now.your_turn || now.your_turn.round_id !== turn.round_id) {
+          log(`${program} answered through the room's tools`);
+          return undefined;
+        }
+      }
+      if (!parsed.text.trim()) return failed(turn, `${program} printed no answer`);
+      return readReply(parsed.text, me, { canSkip: turn.can_skip, maxChars: options.maxChars, language: turn.context.room.language });
+    } finally {
+      working.delete(turn.room_id);
+    }
+  };
+
+  /** A failed run: a visible skip reason, or (must answer) the reason as the activity note. */
+  const failed = (turn: TurnInfo, reason: string): TurnAnswer => {
+    if (turn.can_skip) return { skip: true, reason };
+    void client.setActivity(turn.room_id, 'idle', reason);
+    return undefined;
+  };
+
+  client.onTurn((turn) => exclusive(() => takeTurn(turn)));
+
+  return {
+    client,
+    participant,
+    sessions,
+    async stop(reason = 'agent stopped') {
+      if (stopping) return;
+      stopping = true;
+      const held = [...working.entries()];
+      shutdown.abort();
+      await queue; // the child is dead once its turn's work has settled
+      for (const [roomId, canSkip] of held) {
+        if (!canSkip) continue;
+        // A server without skip reasons (before SPEC v2) refuses the argument: skip without it.
+        await client
+          .call('skip_response', { room_id: roomId, reason: skipReason(reason) }, { timeoutMs: 3000 })
+          .catch((err: ChatroomError) => (err.code === 'validation_error' ? client.call('skip_response', { room_id: roomId }, { timeoutMs: 3000 }) : undefined))
+          .catch(() => undefined);
+      }
+      await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
+      await client.close();
+      if (mcp) await rm(mcp.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Why a run gave no answer, or null when it did. */
+export function describeFailure(program: string, result: ChildResult, reported?: string): string | null {
+  if (result.spawnError) return `cannot start ${program}: ${result.spawnError}`;
+  if (result.killed) return `${program} did not finish before the deadline and was stopped`;
+  if (result.code !== 0) {
+    const why = reported ?? (lastLine(result.stderr) || lastLine(result.stdout));
+    const how = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.code}`;
+    return `${program} ${how}${why ? `: ${why}` : ''}`;
+  }
+  if (reported) return `${program} reported an error: ${reported}`;
+  return null;
+}
+
+const USAGE = `Usage: agent-chatroom cli-agent --room <room_id> (--name <name> | --token <token>) [--preset claude|codex|gemini] [options] [-- <command…>]
+
+Runs an agent CLI once per turn with the room as its prompt and posts its answer.
+  --url <url>            chat server (default ${CLI_DEFAULTS.url})
+  --room <room_id>       room to join; repeat for several rooms
+  --name <name>          agent name; registers it (the token is saved and reused) when no token is given
+  --token <token>        an existing agent token (or env CHATROOM_TOKEN)
+  --preset <p>           claude (claude -p --output-format json, --resume),
+                         codex (codex exec --json, resume), gemini (gemini -p, --output-format json)
+  --mcp                  let the CLI call the room's tools itself (claude, codex)
+  --introduce <text>     a line about the agent, for registration and the prompt
+  --room-password <pw>   password of a protected room
+  --history <n>          messages quoted in the prompt (default ${CLI_DEFAULTS.history})
+  --cwd <dir>            working directory of the CLI
+  --margin-ms <n>        stop the CLI this long before the turn's deadline
+  -- <command…>          the program and its own flags (default: the preset's program);
+                         without a preset it gets the prompt on stdin and its stdout is the answer`;
+
+export function parseCliAgentArgs(argv: string[], env: Record<string, string | undefined> = process.env): CliAgentOptions | 'help' {
+  const dash = argv.indexOf('--');
+  const own = dash === -1 ? argv : argv.slice(0, dash);
+  const command = dash === -1 ? [] : argv.slice(dash + 1);
+  const { values } = parseArgs({
+    args: own,
+    strict: true,
+    options: {
+      url: { type: 'string' },
+      room: { type: 'string', multiple: true },
+      name: { type: 'string' },
+      token: { type: 'string' },
+      preset: { type: 'string' },
+      mcp: { type: 'boolean' },
+      introduce: { type: 'string' },
+      'room-password': { type: 'string' },
+      history: { type: 'string' },
+      cwd: { type: 'string' },
+      'margin-ms': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  const rooms = values.room ?? [];
+  if (rooms.length === 0) throw new Error('--room <room_id> is required');
+  const token = values.token ?? env.CHATROOM_TOKEN;
+  if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+  let preset: PresetName | null = null;
+  if (values.preset !== undefined) {
+    if (!(values.preset in PRESETS)) throw new Error(`--preset must be one of ${Object.keys(PRESETS).join(', ')}`);
+    preset = values.preset as PresetName;
+  }
+  if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
+  if (values.mcp && preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
+  const number = (flag: string, raw: string | undefined, min: number, max: number): number | undefined => {
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be a whole number between ${min} and ${max}`);
+    return n;
+  };
+  const marginMs = number('margin-ms', values['margin-ms'], 0, 600_000);
+  return {
+    url: values.url ?? env.CHATROOM_URL ?? CLI_DEFAULTS.url,
+    rooms,
+    preset,
+    command,
+    mcp: values.mcp ?? false,
+    history: number('history', values.history, 1, 200) ?? CLI_DEFAULTS.history,
+    maxChars: CLI_DEFAULTS.maxChars,
+    stateDir: stateDir(env),
+    ...(values.name ? { name: values.name } : {}),
+    ...(token ? { token } : {}),
+    ...(values.introduce ? { introduce: values.introduce } : {}),
+    ...(values['room-password'] ? { roomPassword: values['room-password'] } : {}),
+    ...(values.cwd ? { cwd: path.resolve(values.cwd) } : {}),
+    ...(marginMs !== undefined ? { marginMs } : {}),
+  };
+}
+
+/** `agent-chatroom cli-agent …` (src/cli.ts). Runs until SIGINT/SIGTERM. */
+export async function cliAgentCommand(argv: string[] = process.argv.slice(3)): Promise<void> {
+  let options: CliAgentOptions | 'help';
+  try {
+    options = parseCliAgentArgs(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (options === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const tag = options.name ?? options.preset ?? 'cli-agent';
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${tag}] ${line}\n`);
+  let agent: RunningCliAgent;
+  try {
+    agent = await runCliAgent({ ...options, log });
+  } catch (err) {
+    process.stderr.write(`Cannot start the agent: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  log(`ready: waiting for turns (Ctrl-C leaves)`);
+  const stop = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping`);
+    // A second signal while stopping ends at once.
+    process.once(signal, () => process.exit(1));
+    agent.stop(`agent stopped (${signal})`).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  agent.client.onStatus((status, error) => {
+    if (status === 'closed' && error) {
+      log(`stopped: ${error.message}`);
+      process.exit(1);
+    }
+  });
+}

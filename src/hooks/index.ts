@@ -1,0 +1,112 @@
+// `agent-chatroom hook <name>`: commands that IDE agents run as hooks (see docs/agents.md).
+// A hook never fails its IDE: problems go to stderr and the exit code is 0.
+import { parseArgs } from 'node:util';
+import { stateDir } from '../agent/connect.js';
+import { claudeSessionStart, claudeStop, type HookIo } from './claude.js';
+import { codexNotify } from './codex.js';
+import { claudeInit } from './setup.js';
+
+const DEFAULT_MAX_WAIT_S = 3300;
+
+const USAGE = `Usage: agent-chatroom hook <name>
+
+  claude-init --room R (--name N | --token T) [--url URL] [--dir DIR] [--max-wait S]
+        put the Claude Code project in DIR (default: here) into room R: writes .agent-chatroom.json,
+        the hooks below in .claude/settings.local.json and the room's MCP server in .mcp.json
+  claude-session-start     SessionStart hook: prints the room's context for the session
+  claude-stop [--max-wait S]
+        Stop hook: waits (default ${DEFAULT_MAX_WAIT_S} s) for the session's next turn and hands it
+        over as {"decision":"block","reason":…}; lets the session stop when there is none
+  codex-notify '<json>'    Codex notify program: posts Codex's last message when it holds the turn
+
+The room comes from the session's state, CHATROOM_URL/CHATROOM_TOKEN/CHATROOM_ROOM_ID, or
+.agent-chatroom.json in the project (see docs/agents.md).`;
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return '';
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function maxWait(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_MAX_WAIT_S;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 1 || n > 86_400) throw new Error('--max-wait must be a number of seconds between 1 and 86400');
+  return n;
+}
+
+export async function hookCommand(argv: string[]): Promise<void> {
+  const [name, ...rest] = argv;
+  const io = (stdin: string): HookIo => ({
+    stdin,
+    env: process.env,
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+  });
+  let code = 0;
+  try {
+    switch (name) {
+      case 'claude-session-start':
+        code = await claudeSessionStart(io(await readStdin()));
+        break;
+      case 'claude-stop': {
+        const { values } = parseArgs({ args: rest, options: { 'max-wait': { type: 'string' } }, strict: true });
+        code = await claudeStop(io(await readStdin()), { maxWaitS: maxWait(values['max-wait']) });
+        break;
+      }
+      case 'codex-notify':
+        code = await codexNotify(io(rest.length ? '' : await readStdin()), rest);
+        break;
+      case 'claude-init': {
+        const { values } = parseArgs({
+          args: rest,
+          strict: true,
+          options: {
+            url: { type: 'string' },
+            room: { type: 'string' },
+            name: { type: 'string' },
+            token: { type: 'string' },
+            introduce: { type: 'string' },
+            'room-password': { type: 'string' },
+            dir: { type: 'string' },
+            'max-wait': { type: 'string' },
+          },
+        });
+        if (!values.room) throw new Error('--room <room_id> is required');
+        const token = values.token ?? process.env.CHATROOM_TOKEN;
+        if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+        const log = (line: string) => process.stderr.write(`${line}\n`);
+        const done = await claudeInit({
+          url: values.url ?? process.env.CHATROOM_URL ?? 'http://127.0.0.1:3000',
+          room: values.room,
+          dir: values.dir ?? process.cwd(),
+          stateDir: stateDir(),
+          maxWaitS: maxWait(values['max-wait']),
+          log,
+          ...(values.name ? { name: values.name } : {}),
+          ...(token ? { token } : {}),
+          ...(values.introduce ? { introduce: values.introduce } : {}),
+          ...(values['room-password'] ? { roomPassword: values['room-password'] } : {}),
+        });
+        process.stdout.write(
+          `"${done.name}" is in room ${values.room}.\n  room + token: ${done.projectFile} (keep it private)\n  hooks:        ${done.settingsFile}\n  MCP server:   ${done.mcpFile}\nStart (or restart) Claude Code in this directory; approve the "chatroom" MCP server when asked.\n`,
+        );
+        break;
+      }
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(`${USAGE}\n`);
+        break;
+      default:
+        process.stderr.write(`Unknown hook "${name}".\n\n${USAGE}\n`);
+        code = 2;
+    }
+  } catch (err) {
+    process.stderr.write(`agent-chatroom hook ${name ?? ''}: ${(err as Error).message}\n`);
+    code = name === 'claude-init' ? 1 : 0;
+  }
+  process.exitCode = code;
+}

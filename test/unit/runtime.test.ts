@@ -1,0 +1,179 @@
+// The room runtime on the in-memory store with a manual clock: commands of one room run one
+// after the other and share commits; a failed commit changes nothing and publishes nothing; a
+// failing command does not disturb the others of its batch; deadlines fire from the injected
+// timers; presence changes become member status.
+import { afterEach, describe, expect, it } from 'vitest';
+import { InProcessBus } from '../../src/events/bus.js';
+import { Presence } from '../../src/identity/presence.js';
+import { silentLogger } from '../../src/logger.js';
+import type { RoomEvent } from '../../src/protocol/events.js';
+import { Rooms } from '../../src/runtime/rooms.js';
+import { MemoryStore, type WriteKind } from '../../src/storage/memory-store.js';
+import type { Caller, Member, Message, Room } from '../../src/types.js';
+import { ManualClock } from '../helpers/clock.js';
+
+const TURN_MS = 60_000;
+
+function caller(name: string, role: 'user' | 'ai_agent'): Caller {
+  return { kind: role === 'user' ? 'user' : 'agent', id: `id-${name}`, name, role, tokenHash: 'h' };
+}
+
+function member(c: Caller, clock: ManualClock): Member {
+  return {
+    name: c.name,
+    role: c.role,
+    introduce: '',
+    status: 'online',
+    last_active: new Date(clock.now()).toISOString(),
+    is_host: false,
+    skip_list: [],
+    language_preference: 'zh-CN',
+    timezone_preference: 'Asia/Shanghai',
+    participant_id: c.id,
+    joined_at: new Date(clock.now()).toISOString(),
+  };
+}
+
+let rooms: Rooms | undefined;
+afterEach(() => rooms?.stop());
+
+async function world(options: { failWrites?: () => boolean } = {}) {
+  const clock = new ManualClock();
+  const commits: string[] = [];
+  const store = new MemoryStore({
+    beforeWrite: (kind: WriteKind) => {
+      if (options.failWrites?.()) throw Object.assign(new Error('injected'), { code: 'EIO' });
+      commits.push(kind);
+    },
+  });
+  const bus = new InProcessBus();
+  const events: RoomEvent[] = [];
+  bus.subscribe((e) => events.push(e));
+  const presence = new Presence(clock.now, clock);
+  rooms = new Rooms({
+    store,
+    bus,
+    presence,
+    logger: silentLogger,
+    now: clock.now,
+    timers: clock,
+    turnTimeoutMs: TURN_MS,
+    maxMessageChars: 32_000,
+    defaults: { language: 'zh-CN', timezone: 'Asia/Shanghai' },
+  });
+  const person = caller('Ann', 'user');
+  const a = caller('Alpha', 'ai_agent');
+  const b = caller('Beta', 'ai_agent');
+  for (const c of [person, a, b]) presence.touch(c.id);
+  const room: Room = await rooms.create(person, { room_name: 'Runtime room' }, member(person, clock));
+  for (const c of [a, b]) await rooms.execute(room.room_id, { type: 'join', caller: c, member: member(c, clock), passwordHash: null });
+  commits.length = 0;
+  events.length = 0;
+  return { clock, store, events, commits, presence, rooms, roomId: room.room_id, person, a, b };
+}
+
+const post = (text: string, extra: Record<string, unknown> = {}) => ({ text_content: text, ...extra });
+
+describe('room runtime', () => {
+  it('runs concurrent commands of one room in order and commits them together', async () => {
+    const w = await world();
+    const sends = Array.from({ length: 20 }, (_, i) => w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post(`m${i}`) }));
+    const sent = (await Promise.all(sends)) as Message[];
+    expect(sent.map((m) => m.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // The first command commits alone; the 19 queued meanwhile share the next commit.
+    expect(w.commits.filter((c) => c === 'commitRoom').length).toBeLessThanOrEqual(2);
+    const stored = await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 100 });
+    expect(stored.filter((m) => m.visible).map((m) => m.text_content)).toEqual(sent.map((m) => m.text_content));
+    const published = w.events.filter((e) => e.event === 'message_new').map((e) => (e.data as { message: Message }).message.seq);
+    expect(published).toEqual([...published].sort((x, y) => x - y));
+  });
+
+  it('a command that throws leaves the others of its batch untouched', async () => {
+    const w = await world();
+    const first = w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('hello') });
+    // Queued behind the first commit: an empty text (refused) between two good posts.
+    const good1 = w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('one') });
+    const bad = w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('   ') });
+    const good2 = w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('two') });
+    await first;
+    await expect(bad).rejects.toMatchObject({ code: 'validation_error' });
+    const [m1, m2] = (await Promise.all([good1, good2])) as Message[];
+    expect(m2!.seq).toBe(m1!.seq + 1);
+  });
+
+  it('a failed commit changes nothing, publishes nothing, and the retry writes anew', async () => {
+    let failing = false;
+    const w = await world({ failWrites: () => failing });
+    const runtime = await w.rooms.require(w.roomId);
+    const before = structuredClone(runtime.room);
+    failing = true;
+    await expect(
+      w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('lost?', { client_msg_id: 'k' }) }),
+    ).rejects.toMatchObject({ code: 'EIO' });
+    expect(w.events).toEqual([]);
+    expect(runtime.room).toEqual(before);
+    expect(runtime.committedSeq).toBe(0);
+    failing = false;
+    const retry = (await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('lost?', { client_msg_id: 'k' }) })) as Message;
+    expect(retry.seq).toBe(1);
+    // The repeat of a durable message is answered with it and writes nothing.
+    const commits = w.commits.length;
+    const repeat = (await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('lost?', { client_msg_id: 'k' }) })) as Message;
+    expect(repeat.message_id).toBe(retry.message_id);
+    expect(w.commits.length).toBe(commits);
+  });
+
+  it('times a silent agent out from the injected timers, with one record, and only once', async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
+    const runtime = await w.rooms.require(w.roomId);
+    expect(runtime.room.current_round?.turn?.agent).toBe('Alpha');
+    w.clock.advance(TURN_MS - 1);
+    expect(runtime.room.current_round?.turn?.agent).toBe('Alpha');
+    w.clock.advance(1);
+    await expect.poll(() => runtime.room.current_round?.turn?.agent).toBe('Beta');
+    const records = (await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 10 })).filter((m) => m.skip_reason === 'timeout');
+    expect(records.map((m) => m.sender)).toEqual(['Alpha']);
+    const turns = w.events.filter((e) => e.event === 'agent_turn');
+    expect(turns.at(-1)!.data).toMatchObject({ agent_name: 'Beta', agent_queue: ['Alpha', 'Beta'], current_agent_index: 1, pending_mentions: [] });
+  });
+
+  it('turns presence changes into member status, stored with the room', async () => {
+    const w = await world();
+    w.clock.advance(90_001); // nobody called: everyone goes offline
+    const runtime = await w.rooms.require(w.roomId);
+    await expect.poll(() => runtime.room.members.map((m) => m.status)).toEqual(['offline', 'offline', 'offline']);
+    const stored = await w.store.loadRoom(w.roomId);
+    expect(stored!.room.members.map((m) => m.status)).toEqual(['offline', 'offline', 'offline']);
+    const changes = w.events.filter((e) => e.event === 'member_status_change');
+    expect(changes).toHaveLength(3);
+    expect(changes[0]!.data).toMatchObject({ member: { status: 'offline', activity: null, note: null } });
+  });
+
+  it('set_activity shows an agent busy until its turn ends', async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
+    await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'thinking', note: 'reading the thread' });
+    const runtime = await w.rooms.require(w.roomId);
+    expect(runtime.room.members.find((m) => m.name === 'Alpha')).toMatchObject({ status: 'busy', activity: 'thinking', activity_note: 'reading the thread' });
+    await w.rooms.execute(w.roomId, { type: 'skip', caller: w.a, reason: 'model returned 500' });
+    expect(runtime.room.members.find((m) => m.name === 'Alpha')).toMatchObject({ status: 'online', activity: null });
+    const record = (await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 10 })).find((m) => m.skip_reason === 'skip');
+    expect(record?.text_content).toBe('（跳过：model returned 500）');
+    const statuses = w.events.filter((e) => e.event === 'member_status_change').map((e) => (e.data as { member: { status: string } }).member.status);
+    expect(statuses).toEqual(['busy', 'online']);
+  });
+
+  it('refuses a 201st member with room_full', async () => {
+    const w = await world();
+    for (let i = 0; i < 197; i++) {
+      const c = caller(`p${i}`, 'user');
+      await w.rooms.execute(w.roomId, { type: 'join', caller: c, member: member(c, w.clock), passwordHash: null });
+    }
+    const late = caller('late', 'user');
+    await expect(
+      w.rooms.execute(w.roomId, { type: 'join', caller: late, member: member(late, w.clock), passwordHash: null }),
+    ).rejects.toMatchObject({ code: 'room_full' });
+    expect((await w.rooms.require(w.roomId)).room.members).toHaveLength(200);
+  });
+});

@@ -1,0 +1,171 @@
+// Room logs are indexed at open (offsets, ids, senders; recovery of a torn tail) and messages
+// are read from them on demand, with the recent ones cached.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger, type Logger } from '../../src/logger.js';
+import { FileStore } from '../../src/storage/file-store.js';
+import type { Message } from '../../src/types.js';
+import { makeMessage, makeRoom, memoryLogger, tempDir } from './storage-helpers.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let logDir: string;
+const stores: FileStore[] = [];
+
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+  logDir = join(dir, 'room_messages');
+  await mkdir(logDir, { recursive: true });
+});
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
+  await cleanup();
+});
+
+function store(opts: { logger?: Logger } = {}): FileStore {
+  const s = new FileStore({ dataDir: dir, logger: opts.logger ?? silentLogger });
+  stores.push(s);
+  return s;
+}
+
+const jsonl = (messages: Message[]) => messages.map((m) => JSON.stringify(m) + '\n').join('');
+
+async function writeRoom(roomId: string, count: number): Promise<Message[]> {
+  const messages = Array.from({ length: count }, (_, i) => makeMessage(roomId, i + 1));
+  await writeFile(join(logDir, `${roomId}.jsonl`), jsonl(messages));
+  return messages;
+}
+
+const all = (s: FileStore, roomId: string) => s.readMessages(roomId, { afterSeq: 0, limit: 10_000 });
+const lastSeq = async (s: FileStore, roomId: string) => (await s.loadRoom(roomId))?.lastSeq;
+
+beforeEach(async () => {
+  // Room states for the logs written by hand below.
+  await writeFile(join(dir, 'rooms.json'), JSON.stringify(['r1', 'r2', 'r3'].map((r) => makeRoom(r))));
+});
+
+describe('logs indexed at open, messages read on demand', () => {
+  it('knows counts and last seqs after open without holding a message in memory; reads go to the log', async () => {
+    const r1 = await writeRoom('r1', 5);
+    await writeRoom('r2', 3);
+    const s = store();
+    await s.open();
+    expect(s.stats()).toMatchObject({ messages: 8, cachedMessages: 0 });
+    expect(await s.messageCount()).toBe(8);
+    expect(await lastSeq(s, 'r1')).toBe(5);
+    expect(await lastSeq(s, 'r2')).toBe(3);
+    expect(s.stats().cachedMessages).toBe(0);
+
+    expect(await all(s, 'r1')).toEqual(r1);
+    expect(s.stats()).toMatchObject({ cachedMessages: 5, cacheMisses: 5 });
+    expect(await all(s, 'r1')).toEqual(r1); // now from the cache
+    expect(s.stats().cacheHits).toBe(5);
+  });
+
+  it('getMessage finds a message of any room, from the log', async () => {
+    const r1 = await writeRoom('r1', 4);
+    const r2 = await writeRoom('r2', 4);
+    const s = store();
+    await s.open();
+    expect(await s.getMessage(r1[2]!.message_id)).toEqual(r1[2]);
+    expect(await s.getMessage(r2[0]!.message_id)).toEqual(r2[0]);
+    expect(await s.getMessage('no-such-id')).toBeUndefined();
+  });
+
+  it('a commit to a room indexed at open continues its seqs, in memory and after a reopen', async () => {
+    const r1 = await writeRoom('r1', 3);
+    const s = store();
+    await s.open();
+    const loaded = await s.loadRoom('r1');
+    const next = makeMessage('r1', 4);
+    await s.commitRoom('r1', { messages: [next], expectedVersion: loaded!.version });
+    expect(await all(s, 'r1')).toEqual([...r1, next]);
+    expect(await lastSeq(s, 'r1')).toBe(4);
+    await s.close();
+
+    const again = store();
+    await again.open();
+    expect((await all(again, 'r1')).map((m) => m.seq)).toEqual([1, 2, 3, 4]);
+    expect(await again.messageCount()).toBe(4);
+  });
+
+  it('serves the latest version of an edited message, in its original position', async () => {
+    const [m1, m2, m3] = [makeMessage('r1', 1), makeMessage('r1', 2), makeMessage('r1', 3)];
+    const m2v2 = { ...m2!, text_content: 'edited 编辑' };
+    const m2v3 = { ...m2!, text_content: 'edited again', deleted: true };
+    await writeFile(join(logDir, 'r1.jsonl'), jsonl([m1!, m2!, m3!, m2v2, m2v3]));
+    const s = store();
+    await s.open();
+    expect(await s.messageCount()).toBe(3); // distinct messages
+    expect(await s.getMessage(m2!.message_id)).toEqual(m2v3);
+    expect(await all(s, 'r1')).toEqual([m1, m2v3, m3]);
+    expect(await s.searchMessages('r1', 'edited', 10)).toEqual([]); // the latest version is deleted
+  });
+
+  it('indexes lines the server did not write (other key order, CRLF, escapes) through the full parser', async () => {
+    const m1 = makeMessage('r1', 1, { client_msg_id: 'with "quotes" \\ and \n newline' });
+    const { seq, room_id, ...rest } = makeMessage('r1', 7, { sender_id: 'u-reordered', role: 'user' });
+    const reordered = JSON.stringify({ seq, room_id, ...rest });
+    await writeFile(join(logDir, 'r1.jsonl'), JSON.stringify(m1) + '\r\n' + reordered + '\n');
+    const s = store();
+    await s.open();
+    expect(await lastSeq(s, 'r1')).toBe(7);
+    expect((await s.getMessage(rest.message_id))?.seq).toBe(7);
+    expect((await all(s, 'r1')).map((m) => m.seq)).toEqual([1, 7]);
+    expect(await s.lastSeqBySender('r1', 'u-reordered')).toBe(7);
+    expect(await s.lastPersonSeq('r1')).toBe(7);
+    expect((await s.findByClientMsgId('r1', m1.sender_id, m1.client_msg_id!))?.message_id).toBe(m1.message_id);
+  });
+
+  it('cuts a torn last line that looks like a server line but does not parse', async () => {
+    const good = jsonl([makeMessage('r1', 1), makeMessage('r1', 2)]);
+    const torn = JSON.stringify(makeMessage('r1', 3)).slice(0, 80) + '}\n';
+    const file = join(logDir, 'r1.jsonl');
+    await writeFile(file, good + torn);
+    const { logger, warnings } = memoryLogger();
+    const s = store({ logger });
+    await s.open();
+    expect(await readFile(file, 'utf8')).toBe(good);
+    expect(warnings().some((w) => w.file === file && /line 3/.test(String(w.reason)))).toBe(true);
+    expect(await lastSeq(s, 'r1')).toBe(2);
+    expect(await s.messageCount()).toBe(2);
+  });
+});
+
+describe('a malformed middle line', () => {
+  it('that is clearly not a message line still makes open reject, naming file and line', async () => {
+    const [a, b] = [makeMessage('r1', 1), makeMessage('r1', 2)];
+    await writeFile(join(logDir, 'r1.jsonl'), JSON.stringify(a) + '\n{"message_id": truncated\n' + JSON.stringify(b) + '\n');
+    await expect(store().open()).rejects.toThrow(/r1\.jsonl.*line 2/);
+  });
+
+  it('that looks like a server line is reported when it is read: logged once, naming file and byte; the rest works', async () => {
+    const [a, b, c] = [makeMessage('r1', 1), makeMessage('r1', 2), makeMessage('r1', 3)];
+    // Right shape (prefix, seq, keys, closing brace) but not JSON: only a full parse notices.
+    const broken = JSON.stringify(b).replace('"sender":', '"sender"');
+    const file = join(logDir, 'r1.jsonl');
+    const content = JSON.stringify(a) + '\n' + broken + '\n' + JSON.stringify(c) + '\n';
+    await writeFile(file, content);
+    const ok = await writeRoom('r2', 2);
+    const { logger, lines } = memoryLogger();
+    const s = store({ logger });
+    await s.open(); // the cheap scan at open does not see it
+    expect(await lastSeq(s, 'r1')).toBe(3);
+
+    const at = Buffer.byteLength(JSON.stringify(a)) + 1;
+    await expect(all(s, 'r1')).rejects.toThrow(new RegExp(`r1\\.jsonl is corrupt at byte ${at}`));
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ file, byte_offset: at, seq: 2 });
+    await expect(s.getMessage(b.message_id)).rejects.toThrow(/corrupt at byte/);
+    expect(lines.filter((l) => l.level === 50)).toHaveLength(1); // reported once
+    // Other messages of the room, commits, and other rooms work; the file is left alone.
+    expect(await s.readMessages('r1', { afterSeq: 2, limit: 5 })).toEqual([c]);
+    expect(await s.getMessage(a.message_id)).toEqual(a);
+    const loaded = await s.loadRoom('r1');
+    await s.commitRoom('r1', { messages: [makeMessage('r1', 4)], expectedVersion: loaded!.version });
+    expect(await readFile(file, 'utf8')).toBe(content + (await readFile(file, 'utf8')).slice(content.length));
+    expect(await all(s, 'r2')).toEqual(ok);
+  });
+});
