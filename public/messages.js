@@ -514,7 +514,7 @@ function quoteFor(/** @type {string} */ id, /** @type {MessageList} */ list, /**
   const target = list.store.byId(id);
   const btn = h(
     'button',
-    { type: 'button', class: 'msg-quote', 'aria-label': t('msg.quoteJump') },
+    { type: 'button', class: 'msg-quote', title: t('msg.quoteJump') },
     target
       ? [h('strong', {}, target.sender), ' ', h('span', { class: 'msg-quote-text' }, target.deleted ? t('msg.deleted') : plainText(target.text_content, 100))]
       : h('span', { class: 'msg-quote-text muted' }, t('msg.quoteOlder')),
