@@ -1,0 +1,81 @@
+// PgStore on a real, throwaway PostgreSQL: the seam's guarantees (run on MemoryStore too, which
+// checks the checks), migrations, and what only a database can get wrong.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/storage/memory-store.js';
+import { migrate, loadMigrations } from '../../src/storage/postgres/migrations.js';
+import { PgStore } from '../../src/storage/postgres/pg-store.js';
+import type { Store } from '../../src/storage/store.js';
+import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { describeStoreGuarantees } from './store-guarantees.js';
+
+describeStoreGuarantees('MemoryStore (reference)', async () => new MemoryStore(), async (s) => s.close());
+
+const enabled = pgTestsEnabled();
+let server: PgServer;
+
+describe.skipIf(!enabled)('PgStore', () => {
+  beforeAll(async () => {
+    server = await startPgServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  const openStore = async (): Promise<PgStore> => {
+    const store = new PgStore({ connectionString: await server.createDatabase(), poolSize: 4 });
+    await store.open();
+    return store;
+  };
+
+  describeStoreGuarantees('PgStore', openStore, async (s: Store) => s.close());
+
+  it('applies migrations once, also when nodes open together, and refuses a newer schema', async () => {
+    const url = await server.createDatabase();
+    const stores = [1, 2, 3].map(() => new PgStore({ connectionString: url, poolSize: 2 }));
+    await Promise.all(stores.map((s) => s.open()));
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ version: number }>('SELECT version FROM chatroom_migrations ORDER BY version');
+      expect(rows.map((r) => r.version)).toEqual((await loadMigrations()).map((m) => m.version));
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      expect(await migrate(pool)).toEqual([]);
+      await client.query("INSERT INTO chatroom_migrations (version, name) VALUES (999, '999_future')");
+      await expect(migrate(pool)).rejects.toThrow(/newer than this server knows/);
+      await pool.end();
+    } finally {
+      await client.end();
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('keeps data across a reopen (another process on the same database)', async () => {
+    const url = await server.createDatabase();
+    const first = new PgStore({ connectionString: url });
+    await first.open();
+    const v = await first.createRoom(makeRoom('r'));
+    const m = makeMessage('r', 1);
+    await first.commitRoom('r', { messages: [m], expectedVersion: v });
+    await first.close();
+    await first.close(); // idempotent
+    const second = new PgStore({ connectionString: url });
+    await second.open();
+    expect(await second.readMessages('r', { afterSeq: 0, limit: 5 })).toEqual([m]);
+    await second.close();
+  });
+
+  it('search uses the trigram index for Chinese text (the cluster is UTF-8)', async () => {
+    const store = await openStore();
+    try {
+      const client = new pg.Client({ connectionString: (store as unknown as { options: { connectionString: string } }).options.connectionString });
+      await client.connect();
+      const { rows } = await client.query<{ t: string[] }>("SELECT show_trgm('你好世界') AS t");
+      expect(rows[0]!.t.length).toBeGreaterThan(0);
+      await client.end();
+    } finally {
+      await store.close();
+    }
+  });
+});
