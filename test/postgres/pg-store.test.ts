@@ -8,6 +8,7 @@ import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import type { Store } from '../../src/storage/store.js';
 import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
 import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { startCutProxy } from './cut-proxy.js';
 import { describeStoreGuarantees } from './store-guarantees.js';
 
 describeStoreGuarantees('MemoryStore (reference)', async () => new MemoryStore(), async (s) => s.close());
@@ -76,6 +77,43 @@ describe.skipIf(!enabled)('PgStore', () => {
       await client.end();
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
+  let pgServer: PgServer;
+  beforeAll(async () => {
+    pgServer = await startPgServer();
+  });
+  afterAll(async () => {
+    await pgServer?.stop();
+  });
+
+  it('resolves when the commit landed but its answer was lost, rejects without a trace when it never ran', async () => {
+    await pgServer.createDatabase('indoubt');
+    const proxy = await startCutProxy(pgServer.port, 'indoubt');
+    const store = new PgStore({ connectionString: proxy.url, poolSize: 2 });
+    try {
+      await store.open();
+      const v1 = await store.createRoom(makeRoom('r'));
+      // Warm a pooled connection so the armed cut hits the commit's query, not a handshake.
+      await store.loadRoom('r');
+
+      const m1 = makeMessage('r', 1);
+      proxy.cutNext('after-server');
+      const v2 = await store.commitRoom('r', { messages: [m1], expectedVersion: v1 });
+      expect(v2).toBe(v1 + 1);
+      expect(await store.readMessages('r', { afterSeq: 0, limit: 5 })).toEqual([m1]);
+
+      await store.loadRoom('r');
+      proxy.cutNext('before-server');
+      await expect(store.commitRoom('r', { messages: [makeMessage('r', 2)], expectedVersion: v2 })).rejects.toThrow();
+      expect(await store.loadRoom('r')).toMatchObject({ lastSeq: 1, version: v2 });
+      expect(await store.readMessages('r', { afterSeq: 0, limit: 5 })).toEqual([m1]);
+    } finally {
+      await store.close();
+      await proxy.close();
     }
   });
 });

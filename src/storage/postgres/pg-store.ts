@@ -66,8 +66,20 @@ function isServerError(err: unknown): err is pg.DatabaseError {
   return err instanceof pg.DatabaseError;
 }
 
+/**
+ * A statement error that certainly rolled the commit back. A FATAL/PANIC error (the backend
+ * was terminated, the server is shutting down) may arrive around COMMIT, so it counts as in
+ * doubt like a lost connection.
+ */
+function isDefiniteFailure(err: unknown): err is pg.DatabaseError {
+  return isServerError(err) && err.severity !== 'FATAL' && err.severity !== 'PANIC';
+}
+
 const toParticipant = (row: ParticipantRow): ParticipantRecord =>
   ({ kind: row.kind, record: row.record }) as ParticipantRecord;
+
+/** The server process serving a connection (pg knows it but does not type it). */
+const backendPid = (client: pg.PoolClient): number | null => (client as unknown as { processID: number | null }).processID;
 
 /** PostgreSQL text cannot hold U+0000; columns beside a record drop it (the record keeps it). */
 const column = (text: string): string => text.replaceAll('\0', '');
@@ -238,33 +250,47 @@ export class PgStore implements Store {
       ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
       ms.map((m) => searchText(m.text_content)),
     ];
+    const client = await this.pool.connect();
+    // A connection that dies while checked out emits 'error' on the client (not the pool);
+    // the query's own rejection below is what handles it.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let broken = false;
     try {
-      const { rows } = await this.pool.query<{ version: string }>(
+      const { rows } = await client.query<{ version: string }>(
         `SELECT chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16) AS version`,
         params,
       );
       return Number(rows[0]!.version);
     } catch (err) {
-      if (isServerError(err)) {
+      if (isDefiniteFailure(err)) {
         if (err.code === STALE) throw new StaleRoomError(roomId);
         if (err.code === NO_SUCH_ROOM || err.code === BAD_SEQ) throw new Error(err.message);
         throw err;
       }
-      return this.settleInDoubt(roomId, commitId, err);
+      broken = true;
+      return await this.settleInDoubt(roomId, commitId, backendPid(client), err);
+    } finally {
+      client.off('error', ignore);
+      client.release(broken);
     }
   }
 
   /**
    * The connection failed while a commit was in flight: it may or may not have committed.
-   * Asks the database (on a fresh connection, for up to ~5 s) whether this commit's id is among
+   * First makes the outcome final: the backend that ran it is terminated and waited for (a
+   * statement still running there rolls back). Then asks whether this commit's id is among
    * the room's recent commits. Resolves with the version it produced when it committed (if
    * another node has committed on top since, the caller's next commit is simply stale), and
-   * rejects with the original error when it did not.
+   * rejects with the original error when it did not. Tries for ~5 s while the database is
+   * unreachable, then rejects with the original error: the outcome is then unknown, which the
+   * docs (scale-out.md) name as the one case a reject may still have committed.
    */
-  private async settleInDoubt(roomId: string, commitId: string, original: unknown): Promise<number> {
+  private async settleInDoubt(roomId: string, commitId: string, backendPid: number | null, original: unknown): Promise<number> {
     for (let attempt = 0; attempt < 10; attempt++) {
       let rows: { version: string }[];
       try {
+        if (backendPid) await this.pool.query('SELECT pg_terminate_backend($1, 5000)', [backendPid]);
         ({ rows } = await this.pool.query<{ version: string }>(
           'SELECT version FROM room_commits WHERE room_id = $1 AND commit_id = $2',
           [roomId, commitId],
