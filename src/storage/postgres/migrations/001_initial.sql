@@ -52,6 +52,9 @@ CREATE TABLE messages (
   message_id text NOT NULL CONSTRAINT messages_message_id_unique UNIQUE,
   -- The latest version of the message (edits and deletes replace it in place).
   record json NOT NULL,
+  -- The room version whose commit wrote this row last: a node that has seen version V reads
+  -- the edits it missed as `written_version > V` (RoomFollower, feed.ts).
+  written_version bigint NOT NULL,
   sender_id text NOT NULL,
   role text NOT NULL,
   visible boolean NOT NULL,
@@ -66,6 +69,8 @@ CREATE TABLE messages (
 CREATE INDEX messages_by_sender ON messages (room_id, sender_id, seq DESC) WHERE visible;
 -- Turn engine: the last visible, live person message.
 CREATE INDEX messages_by_person ON messages (room_id, seq DESC) WHERE role = 'user' AND visible AND NOT deleted;
+-- Catching up on edits and deletes since a version.
+CREATE INDEX messages_by_written_version ON messages (room_id, written_version);
 -- Idempotent retries.
 CREATE INDEX messages_by_client_msg_id ON messages (room_id, sender_id, client_msg_id) WHERE client_msg_id IS NOT NULL;
 -- search_messages: LIKE '%…%' substring match served by trigrams.
@@ -101,9 +106,10 @@ BEGIN
   END IF;
   FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
     IF p_seqs[i] = next_seq THEN
-      INSERT INTO messages (room_id, seq, message_id, record, sender_id, role, visible, deleted, client_msg_id, search_text)
-        VALUES (p_room_id, p_seqs[i], p_ids[i], p_records[i], p_sender_ids[i], p_roles[i], p_visible[i], p_deleted[i],
-                p_client_msg_ids[i], p_search[i]);
+      INSERT INTO messages (room_id, seq, message_id, record, written_version, sender_id, role, visible, deleted,
+                            client_msg_id, search_text)
+        VALUES (p_room_id, p_seqs[i], p_ids[i], p_records[i], cur_version + 1, p_sender_ids[i], p_roles[i], p_visible[i],
+                p_deleted[i], p_client_msg_ids[i], p_search[i]);
       next_seq := next_seq + 1;
     ELSE
       SELECT message_id INTO existing FROM messages WHERE room_id = p_room_id AND seq = p_seqs[i];
@@ -111,7 +117,7 @@ BEGIN
         RAISE EXCEPTION 'message % has seq %; the next new seq is %', p_ids[i], p_seqs[i], next_seq USING ERRCODE = 'CRSEQ';
       END IF;
       UPDATE messages
-        SET record = p_records[i], sender_id = p_sender_ids[i], role = p_roles[i], visible = p_visible[i],
+        SET record = p_records[i], written_version = cur_version + 1, sender_id = p_sender_ids[i], role = p_roles[i], visible = p_visible[i],
             deleted = p_deleted[i], client_msg_id = p_client_msg_ids[i], search_text = p_search[i]
         WHERE room_id = p_room_id AND seq = p_seqs[i];
     END IF;
