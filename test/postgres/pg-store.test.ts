@@ -6,7 +6,7 @@ import { MemoryStore } from '../../src/storage/memory-store.js';
 import { migrate, loadMigrations } from '../../src/storage/postgres/migrations.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import type { Store } from '../../src/storage/store.js';
-import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
+import { makeAgent, makeMessage, makeRoom } from '../unit/storage-helpers.js';
 import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
 import { startCutProxy } from './cut-proxy.js';
 import { describeStoreGuarantees } from './store-guarantees.js';
@@ -96,8 +96,15 @@ describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
     const store = new PgStore({ connectionString: proxy.url, poolSize: 2 });
     try {
       await store.open();
+      // Participants and room creation repeat their idempotent statement after a lost answer.
+      await store.loadRoom('x'); // warm a pooled connection so the cut hits the write, not a handshake
+      proxy.cutNext('after-server');
+      await store.putParticipant({ kind: 'agent', record: makeAgent('a1', { name: 'Alpha' }) }, 'alpha');
+      expect((await store.getParticipant('a1'))?.record.name).toBe('Alpha');
+      proxy.cutNext('after-server');
       const v1 = await store.createRoom(makeRoom('r'));
-      // Warm a pooled connection so the armed cut hits the commit's query, not a handshake.
+      expect(v1).toBe(1);
+      await expect(store.createRoom(makeRoom('r'))).rejects.toThrow(/exists/);
       await store.loadRoom('r');
 
       const m1 = makeMessage('r', 1);

@@ -151,7 +151,8 @@ export class PgStore implements Store {
 
   async putParticipant(participant: ParticipantRecord, nameKey: string): Promise<void> {
     try {
-      await this.pool.query(
+      // An upsert of the same values is idempotent: repeating it settles a lost answer.
+      await this.retryInDoubt(() => this.pool.query(
         `INSERT INTO participants (id, kind, name, name_key, token_hashes, record) VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (id) DO UPDATE
            SET kind = EXCLUDED.kind, name = EXCLUDED.name, name_key = EXCLUDED.name_key,
@@ -164,7 +165,7 @@ export class PgStore implements Store {
           participant.record.token_hashes.map(column),
           JSON.stringify(participant.record),
         ],
-      );
+      ));
     } catch (err) {
       if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'participants_name_key_unique') {
         throw new NameTakenError(participant.record.name);
@@ -210,17 +211,27 @@ export class PgStore implements Store {
   }
 
   async createRoom(room: RoomRecord): Promise<number> {
+    const state = JSON.stringify(room);
+    let attempts = 0;
     try {
-      await this.pool.query(
-        `WITH created AS (
-           INSERT INTO rooms (room_id, version, last_seq, state, summary, archived, member_ids)
-             VALUES ($1, 1, 0, $2, $3, $4, $5) RETURNING room_id
-         )
-         SELECT pg_notify('room_changes', room_id || ':1:0') FROM created`,
-        [column(room.room_id), JSON.stringify(room), ...roomColumns(room)],
-      );
+      await this.retryInDoubt(() => {
+        attempts++;
+        return this.pool.query(
+          `WITH created AS (
+             INSERT INTO rooms (room_id, version, last_seq, state, summary, archived, member_ids)
+               VALUES ($1, 1, 0, $2, $3, $4, $5) RETURNING room_id
+           )
+           SELECT pg_notify('room_changes', room_id || ':1:0') FROM created`,
+          [column(room.room_id), state, ...roomColumns(room)],
+        );
+      });
     } catch (err) {
       if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'rooms_pkey') {
+        // A repeat after a lost answer finds the room the first try created: ours if it holds
+        // exactly the state we wrote.
+        if (attempts > 1 && (await this.pool.query('SELECT 1 FROM rooms WHERE room_id = $1 AND state::text = $2', [room.room_id, state])).rowCount) {
+          return 1;
+        }
         throw new Error(`room ${room.room_id} exists`);
       }
       throw err;
@@ -273,6 +284,22 @@ export class PgStore implements Store {
     } finally {
       client.off('error', ignore);
       client.release(broken);
+    }
+  }
+
+  /**
+   * Runs an idempotent write; when the connection fails before its answer arrives (outcome
+   * unknown), runs it again on a fresh connection, for up to ~5 s, so that a reject means it
+   * did not happen (Store guarantee 2) as far as the database can still be asked.
+   */
+  private async retryInDoubt<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (isDefiniteFailure(err) || attempt >= 10) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
 
