@@ -22,6 +22,9 @@
 // 6. Gapless seqs: the function accepts only lastSeq+1, +2, … for new messages; a new version
 //    of a message replaces its row (same seq, same message_id).
 //
+// Each commit with a new state also sets the room's row in `deadlines` from the running turn
+// (./deadlines.ts claims due ones across nodes).
+//
 // Every commit (and room creation) NOTIFYs `room_changes` with `<room_id>:<version>:<last_seq>`
 // inside its transaction; `RoomFeed` (./feed.ts) is the listening side.
 import { randomUUID } from 'node:crypto';
@@ -37,6 +40,7 @@ import {
   type RoomCommit,
   type Store,
 } from '../store.js';
+import { turnDeadlineOf } from './deadlines.js';
 import { migrate } from './migrations.js';
 
 export interface PgStoreOptions {
@@ -86,6 +90,12 @@ const column = (text: string): string => text.replaceAll('\0', '');
 
 /** What search matches against: lower-cased like the reference store. */
 const searchText = (text: string): string => column(text.toLowerCase());
+
+/** The turn deadline the commit function stores for the deadlines table (002_deadlines.sql). */
+function deadlineParams(room: RoomRecord | undefined): [deadline: string | null, turnKey: string | null] {
+  const turn = room ? turnDeadlineOf(room) : null;
+  return turn ? [turn.deadline, turn.turnKey] : [null, null];
+}
 
 /** The columns a room row keeps beside its state. */
 function roomColumns(room: RoomRecord): [summary: string, archived: boolean, memberIds: string[]] {
@@ -220,9 +230,12 @@ export class PgStore implements Store {
           `WITH created AS (
              INSERT INTO rooms (room_id, version, last_seq, state, summary, archived, member_ids)
                VALUES ($1, 1, 0, $2, $3, $4, $5) RETURNING room_id
+           ), timer AS (
+             INSERT INTO deadlines (room_id, deadline, turn_key)
+               SELECT room_id, $6, $7 FROM created WHERE $6::timestamptz IS NOT NULL
            )
            SELECT pg_notify('room_changes', room_id || ':1:0') FROM created`,
-          [column(room.room_id), state, ...roomColumns(room)],
+          [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room)],
         );
       });
     } catch (err) {
@@ -260,6 +273,7 @@ export class PgStore implements Store {
       ms.map((m) => m.deleted),
       ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
       ms.map((m) => searchText(m.text_content)),
+      ...deadlineParams(commit.room),
     ];
     const client = await this.pool.connect();
     // A connection that dies while checked out emits 'error' on the client (not the pool);
@@ -269,7 +283,7 @@ export class PgStore implements Store {
     let broken = false;
     try {
       const { rows } = await client.query<{ version: string }>(
-        `SELECT chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16) AS version`,
+        `SELECT chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18) AS version`,
         params,
       );
       return Number(rows[0]!.version);
