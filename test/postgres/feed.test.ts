@@ -20,13 +20,14 @@ interface Node {
   followers: Map<string, RoomFollower>;
 }
 
-async function startNode(url: string): Promise<Node> {
-  const store = new PgStore({ connectionString: url, poolSize: 8 });
+async function startNode(url: string, notify: 'after-commit' | 'in-commit' = 'after-commit', pollMs?: number): Promise<Node> {
+  const store = new PgStore({ connectionString: url, poolSize: 8, notify });
   await store.open();
   const node: Node = { store, feed: undefined as never, changes: [], followers: new Map() };
   node.feed = new RoomFeed({
     connectionString: url,
     reconnectDelayMs: 20,
+    ...(pollMs ? { poll: { pool: store.connectionPool, everyMs: pollMs, rooms: () => node.followers.keys() } } : {}),
     onChange: (change) => {
       node.changes.push(change);
       void node.followers.get(change.roomId)?.notify(change.version);
@@ -92,42 +93,71 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
     await server?.stop();
   });
 
-  it('2 × 16 concurrent committers into one room: gapless seqs, nothing lost, notifications in order on both nodes', async () => {
-    const url = await server.createDatabase();
-    const [a, b] = [await startNode(url), await startNode(url)];
-    try {
-      const seenA = follow(a, 'r');
-      const seenB = follow(b, 'r');
-      await a.store.createRoom(makeRoom('r'));
-      const perWriter = 4;
-      const writers = range(1, 32).map(async (w) => {
-        const node = w % 2 === 0 ? a : b;
-        const ids: string[] = [];
-        for (let i = 0; i < perWriter; i++) ids.push((await append(node.store, 'r', `writer ${w} message ${i}`)).id);
-        return ids;
-      });
-      const ids = (await Promise.all(writers)).flat();
-      const total = 32 * perWriter;
+  it.each(['in-commit', 'after-commit'] as const)(
+    '2 × 16 concurrent committers into one room (NOTIFY %s): gapless seqs, nothing lost, every notification on both nodes',
+    async (notify) => {
+      const url = await server.createDatabase();
+      const [a, b] = [await startNode(url, notify), await startNode(url, notify)];
+      try {
+        const seenA = follow(a, 'r');
+        const seenB = follow(b, 'r');
+        await a.store.createRoom(makeRoom('r'));
+        const perWriter = 4;
+        const writers = range(1, 32).map(async (w) => {
+          const node = w % 2 === 0 ? a : b;
+          const ids: string[] = [];
+          for (let i = 0; i < perWriter; i++) ids.push((await append(node.store, 'r', `writer ${w} message ${i}`)).id);
+          return ids;
+        });
+        const ids = (await Promise.all(writers)).flat();
+        const total = 32 * perWriter;
 
-      const loaded = (await b.store.loadRoom('r'))!;
-      expect(loaded).toMatchObject({ lastSeq: total, version: total + 1 });
-      expect(loaded.room.processed_through_seq).toBe(total);
-      const stored = await a.store.readMessages('r', { afterSeq: 0, limit: 1000 });
-      expect(stored.map((m) => m.seq)).toEqual(range(1, total));
-      expect(new Set(stored.map((m) => m.message_id))).toEqual(new Set(ids));
+        const loaded = (await b.store.loadRoom('r'))!;
+        expect(loaded).toMatchObject({ lastSeq: total, version: total + 1 });
+        expect(loaded.room.processed_through_seq).toBe(total);
+        const stored = await a.store.readMessages('r', { afterSeq: 0, limit: 1000 });
+        expect(stored.map((m) => m.seq)).toEqual(range(1, total));
+        expect(new Set(stored.map((m) => m.message_id))).toEqual(new Set(ids));
 
-      for (const [node, seen] of [[a, seenA], [b, seenB]] as const) {
-        await expect.poll(() => seen.added.length, { timeout: 10_000 }).toBe(total);
-        expect(seen.added).toEqual(range(1, total));
-        expect(seen.updated).toEqual([]);
-        await expect.poll(() => node.changes.at(-1)?.version, { timeout: 10_000 }).toBe(total + 1);
-        // Every commit's notification, each once, in commit order, with its own last seq.
-        expect(node.changes.map((c) => c.version)).toEqual(range(1, total + 1));
-        expect(node.changes.map((c) => c.lastSeq)).toEqual(range(0, total));
-        await expect.poll(() => seen.versions.at(-1)).toBe(total + 1);
+        for (const [node, seen] of [[a, seenA], [b, seenB]] as const) {
+          // Followers hand on every message once, in seq order, whatever order hints arrive in.
+          await expect.poll(() => seen.added.length, { timeout: 10_000 }).toBe(total);
+          expect(seen.added).toEqual(range(1, total));
+          expect(seen.updated).toEqual([]);
+          await expect.poll(() => seen.versions.at(-1)).toBe(total + 1);
+          // Every commit's notification reaches every node, once, naming its own last seq.
+          await expect.poll(() => node.changes.length, { timeout: 10_000 }).toBe(total + 1);
+          const versions = node.changes.map((c) => c.version);
+          if (notify === 'in-commit') expect(versions).toEqual(range(1, total + 1)); // in commit order
+          else expect([...versions].sort((x, y) => x - y)).toEqual(range(1, total + 1));
+          for (const c of node.changes) expect(c.lastSeq).toBe(c.version - 1);
+        }
+      } finally {
+        await stopNode(a);
+        await stopNode(b);
       }
+    },
+  );
+
+  it('a notification lost with its node: the feed\'s poll still brings the commit to followers', async () => {
+    const url = await server.createDatabase();
+    const b = await startNode(url, 'after-commit', 100);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const seenB = follow(b, 'r');
+      const v = await b.store.createRoom(makeRoom('r'));
+      const m = makeMessage('r', 1);
+      // A commit from a node that died before its after-commit NOTIFY: p_notify false, no send.
+      await admin.query(
+        `SELECT * FROM chatroom_commit_room($1, $2, gen_random_uuid(), NULL, NULL, NULL, NULL,
+           ARRAY[1]::bigint[], ARRAY[$3], ARRAY[$4]::json[], ARRAY[$5], ARRAY['user'], ARRAY[true], ARRAY[false],
+           ARRAY[NULL]::text[], ARRAY['x'], NULL, NULL, false)`,
+        ['r', v, m.message_id, JSON.stringify(m), m.sender_id],
+      );
+      await expect.poll(() => seenB.added, { timeout: 5_000 }).toEqual([1]);
     } finally {
-      await stopNode(a);
+      await admin.end();
       await stopNode(b);
     }
   });

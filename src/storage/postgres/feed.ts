@@ -3,13 +3,16 @@
 //
 // Two pieces:
 //
-// • RoomFeed — one per node. Every room commit (and room creation) runs
-//   `NOTIFY room_changes, '<room_id>:<version>:<last_seq>'` inside its own transaction
-//   (chatroom_commit_room in 001_initial.sql), so PostgreSQL delivers it only if it commits, and
-//   in commit order. The feed LISTENs on a dedicated connection (not the pool) and hands each
+// • RoomFeed — one per node. Every room commit (and room creation) is followed by
+//   `NOTIFY room_changes, '<room_id>:<version>:<last_seq>'` — sent right after it committed,
+//   batched (./notifier.ts), or with PgStore's `notify: 'in-commit'` inside its transaction
+//   (then delivered in commit order even across nodes). Either way only committed changes are
+//   announced. The feed LISTENs on a dedicated connection (not the pool) and hands each
 //   `RoomChange` to `onChange`. When that connection drops it reconnects (backoff up to 2 s)
 //   and calls `onResync`: notifications sent while it was away are lost, so everything
-//   interested must re-read from the tables.
+//   interested must re-read from the tables. Its optional `poll` re-reads the followed rooms'
+//   versions every few seconds, for a notification lost with a node that died right after
+//   committing.
 //
 //       const feed = new RoomFeed({ connectionString, onChange: (c) => followers.get(c.roomId)?.notify(c.version),
 //                                   onResync: () => followers.forEach((f) => f.resync()) });
@@ -52,6 +55,12 @@ export interface RoomFeedOptions {
   onResync?: () => void;
   /** Told about connection errors the feed recovers from by reconnecting. */
   onError?: (err: Error) => void;
+  /**
+   * Safety net for notifications that never came (a node died between its commit and its
+   * after-commit NOTIFY): every `everyMs`, reads the versions of `rooms()` and reports them
+   * through onChange like notifications (followers ignore versions they have seen).
+   */
+  poll?: { pool: pg.Pool; everyMs: number; rooms: () => Iterable<string> };
   /** First reconnect delay (doubles up to maxReconnectDelayMs). */
   reconnectDelayMs?: number;
   maxReconnectDelayMs?: number;
@@ -61,6 +70,7 @@ export class RoomFeed {
   private client: pg.Client | undefined;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
   private delay: number;
   private connects = 0;
 
@@ -72,11 +82,13 @@ export class RoomFeed {
   async start(): Promise<void> {
     this.stopped = false;
     await this.connect();
+    if (this.options.poll) this.schedulePoll();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.pollTimer);
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
@@ -129,6 +141,28 @@ export class RoomFeed {
     this.connects++;
     this.delay = this.options.reconnectDelayMs ?? 100;
     if (this.connects > 1) this.options.onResync?.();
+  }
+
+  private schedulePoll(): void {
+    const poll = this.options.poll!;
+    this.pollTimer = setTimeout(async () => {
+      const rooms = [...poll.rooms()];
+      if (rooms.length > 0) {
+        try {
+          const { rows } = await poll.pool.query<{ room_id: string; version: string; last_seq: string }>(
+            'SELECT room_id, version, last_seq FROM rooms WHERE room_id = ANY($1::text[])',
+            [rooms],
+          );
+          for (const r of rows) {
+            if (!this.stopped) this.options.onChange({ roomId: r.room_id, version: Number(r.version), lastSeq: Number(r.last_seq) });
+          }
+        } catch (err) {
+          this.options.onError?.(err as Error);
+        }
+      }
+      if (!this.stopped) this.schedulePoll();
+    }, poll.everyMs);
+    this.pollTimer.unref?.();
   }
 
   private scheduleReconnect(): void {

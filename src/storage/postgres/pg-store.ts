@@ -25,8 +25,9 @@
 // Each commit with a new state also sets the room's row in `deadlines` from the running turn
 // (./deadlines.ts claims due ones across nodes).
 //
-// Every commit (and room creation) NOTIFYs `room_changes` with `<room_id>:<version>:<last_seq>`
-// inside its transaction; `RoomFeed` (./feed.ts) is the listening side.
+// Every commit (and room creation) NOTIFYs `room_changes` with `<room_id>:<version>:<last_seq>`:
+// by default right after the commit, batched (./notifier.ts says why), or with
+// `notify: 'in-commit'` inside its transaction. `RoomFeed` (./feed.ts) is the listening side.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
@@ -42,6 +43,7 @@ import {
 } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
 import { migrate } from './migrations.js';
+import { CommitNotifier } from './notifier.js';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database (DATABASE_URL). */
@@ -52,6 +54,12 @@ export interface PgStoreOptions {
   onPoolError?: (err: Error) => void;
   /** Tags this node's connections in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * When commits NOTIFY room_changes: 'after-commit' (default) right after, batched
+   * (./notifier.ts), or 'in-commit' inside the commit's transaction (commit order, survives a
+   * crash, but serialises commits on the WAL flush: see 002_deadlines.sql).
+   */
+  notify?: 'after-commit' | 'in-commit';
 }
 
 /** SQLSTATEs raised by chatroom_commit_room. */
@@ -107,6 +115,7 @@ const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c
 
 export class PgStore implements Store {
   private readonly pool: pg.Pool;
+  private readonly notifier: CommitNotifier | undefined;
   private opened = false;
   private closed = false;
 
@@ -119,6 +128,7 @@ export class PgStore implements Store {
     // An idle client whose connection drops emits 'error' on the pool; unhandled, it would
     // crash the process. The pool replaces the client on its own.
     this.pool.on('error', (err) => options.onPoolError?.(err));
+    if (options.notify !== 'in-commit') this.notifier = new CommitNotifier(this.pool, options.onPoolError);
   }
 
   /** The node's pool, for components that share it (deadlines, rate limits). */
@@ -135,6 +145,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.notifier?.drain();
     await this.pool.end();
   }
 
@@ -274,6 +285,7 @@ export class PgStore implements Store {
       ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
       ms.map((m) => searchText(m.text_content)),
       ...deadlineParams(commit.room),
+      this.notifier === undefined,
     ];
     const client = await this.pool.connect();
     // A connection that dies while checked out emits 'error' on the client (not the pool);
@@ -282,11 +294,14 @@ export class PgStore implements Store {
     client.on('error', ignore);
     let broken = false;
     try {
-      const { rows } = await client.query<{ version: string }>(
-        `SELECT chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18) AS version`,
+      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>(
+        `SELECT new_version, new_last_seq
+         FROM chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
         params,
       );
-      return Number(rows[0]!.version);
+      const version = Number(rows[0]!.new_version);
+      this.notifier?.push(`${roomId}:${version}:${rows[0]!.new_last_seq}`);
+      return version;
     } catch (err) {
       if (isDefiniteFailure(err)) {
         if (err.code === STALE) throw new StaleRoomError(roomId);
@@ -340,8 +355,15 @@ export class PgStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, 500));
         continue;
       }
-      if (rows[0]) return Number(rows[0].version);
-      throw original;
+      if (!rows[0]) throw original;
+      const version = Number(rows[0].version);
+      // The last seq is not recorded per commit; the room's current one is a safe hint (the
+      // follower reads from the tables whatever the payload says).
+      if (this.notifier) {
+        const room = await this.pool.query<{ last_seq: string }>('SELECT last_seq FROM rooms WHERE room_id = $1', [roomId]).catch(() => undefined);
+        if (room?.rows[0]) this.notifier.push(`${roomId}:${version}:${room.rows[0].last_seq}`);
+      }
+      return version;
     }
     throw original;
   }

@@ -34,7 +34,11 @@ BEGIN
 END
 $$;
 
--- The room commit of 001, now also keeping the room's deadline row.
+-- The room commit of 001, now also keeping the room's deadline row, returning the new last
+-- seq with the version, and with NOTIFY optional: inside the commit (p_notify) it is delivered
+-- in commit order and only if committed, but PostgreSQL holds a database-wide lock from NOTIFY
+-- to the end of COMMIT, so notifying commits cannot share a WAL flush. PgStore's default sends
+-- the notification right after the commit instead, batched (see pg-store.ts).
 DROP FUNCTION chatroom_commit_room(text, bigint, uuid, json, json, boolean, text[], bigint[], text[], json[], text[], text[],
   boolean[], boolean[], text[], text[]);
 
@@ -43,8 +47,9 @@ CREATE FUNCTION chatroom_commit_room(
   p_state json, p_summary json, p_archived boolean, p_member_ids text[],
   p_seqs bigint[], p_ids text[], p_records json[], p_sender_ids text[], p_roles text[],
   p_visible boolean[], p_deleted boolean[], p_client_msg_ids text[], p_search text[],
-  p_deadline timestamptz, p_turn_key text
-) RETURNS bigint LANGUAGE plpgsql AS $$
+  p_deadline timestamptz, p_turn_key text, p_notify boolean,
+  OUT new_version bigint, OUT new_last_seq bigint
+) LANGUAGE plpgsql AS $$
 DECLARE
   cur_version bigint;
   next_seq bigint;
@@ -86,7 +91,10 @@ BEGIN
   END IF;
   INSERT INTO room_commits (room_id, version, commit_id) VALUES (p_room_id, cur_version + 1, p_commit);
   DELETE FROM room_commits WHERE room_id = p_room_id AND version <= cur_version + 1 - 64;
-  PERFORM pg_notify('room_changes', p_room_id || ':' || (cur_version + 1) || ':' || (next_seq - 1));
-  RETURN cur_version + 1;
+  IF p_notify THEN
+    PERFORM pg_notify('room_changes', p_room_id || ':' || (cur_version + 1) || ':' || (next_seq - 1));
+  END IF;
+  new_version := cur_version + 1;
+  new_last_seq := next_seq - 1;
 END
 $$;
