@@ -33,18 +33,19 @@ CREATE TABLE rooms (
   summary json NOT NULL,
   archived boolean NOT NULL,
   member_ids text[] NOT NULL
-);
+) WITH (fillfactor = 50); -- room rows are rewritten on every commit: room for HOT updates
 CREATE INDEX rooms_member_ids ON rooms USING gin (member_ids);
 
--- The ids of each room's recent commits, so a commit whose answer was lost with the
--- connection can be told apart from one that never happened. Each commit prunes its room's
--- entries older than the last 64.
+-- The ids of each room's last 64 commits, so a commit whose answer was lost with the
+-- connection can be told apart from one that never happened: a ring per room, slot =
+-- version % 64, overwritten in place.
 CREATE TABLE room_commits (
   room_id text NOT NULL REFERENCES rooms (room_id),
+  slot integer NOT NULL,
   version bigint NOT NULL,
   commit_id uuid NOT NULL,
-  PRIMARY KEY (room_id, version)
-);
+  PRIMARY KEY (room_id, slot)
+) WITH (fillfactor = 70);
 
 CREATE TABLE messages (
   room_id text NOT NULL REFERENCES rooms (room_id),
@@ -130,8 +131,8 @@ BEGIN
           archived = p_archived, member_ids = p_member_ids
       WHERE room_id = p_room_id;
   END IF;
-  INSERT INTO room_commits (room_id, version, commit_id) VALUES (p_room_id, cur_version + 1, p_commit);
-  DELETE FROM room_commits WHERE room_id = p_room_id AND version <= cur_version + 1 - 64;
+  INSERT INTO room_commits (room_id, slot, version, commit_id) VALUES (p_room_id, (cur_version + 1) % 64, cur_version + 1, p_commit)
+    ON CONFLICT (room_id, slot) DO UPDATE SET version = EXCLUDED.version, commit_id = EXCLUDED.commit_id;
   PERFORM pg_notify('room_changes', p_room_id || ':' || (cur_version + 1) || ':' || (next_seq - 1));
   RETURN cur_version + 1;
 END

@@ -89,8 +89,8 @@ BEGIN
       WHERE room_id = p_room_id;
     PERFORM chatroom_set_deadline(p_room_id, p_deadline, p_turn_key);
   END IF;
-  INSERT INTO room_commits (room_id, version, commit_id) VALUES (p_room_id, cur_version + 1, p_commit);
-  DELETE FROM room_commits WHERE room_id = p_room_id AND version <= cur_version + 1 - 64;
+  INSERT INTO room_commits (room_id, slot, version, commit_id) VALUES (p_room_id, (cur_version + 1) % 64, cur_version + 1, p_commit)
+    ON CONFLICT (room_id, slot) DO UPDATE SET version = EXCLUDED.version, commit_id = EXCLUDED.commit_id;
   IF p_notify THEN
     PERFORM pg_notify('room_changes', p_room_id || ':' || (cur_version + 1) || ':' || (next_seq - 1));
   END IF;
