@@ -8,6 +8,8 @@
 //
 //   npx tsx bench/pg-commits.ts            # 10 s per run
 //   BENCH_QUICK=1 npx tsx bench/pg-commits.ts
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PgStore } from '../src/storage/postgres/pg-store.js';
 import { commitWithRetry } from '../src/storage/postgres/stale-retry.js';
@@ -28,9 +30,32 @@ export interface PgCommitResult {
   staleRetries: number;
   /** CPU time this process (the three nodes' JavaScript) spent per commit. */
   nodeCpuMsPerCommit: number;
+  /** CPU time the PostgreSQL cluster's processes spent per commit. */
+  pgCpuMsPerCommit: number;
+}
+
+const TICKS_PER_MS = 100 / 1000; // USER_HZ = 100 on Linux
+
+/** CPU ms used so far by the postmaster, its reaped children and its live children (Linux /proc). */
+function clusterCpuMs(dataDir: string): number {
+  const postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const fields = (pid: number | string) => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const own = fields(postmaster); // state ppid … utime(11) stime(12) cutime(13) cstime(14), counted after ")"
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const f = fields(entry);
+      if (Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // the process ended meanwhile; the postmaster's cutime has it now
+    }
+  }
+  return ticks / TICKS_PER_MS;
 }
 
 async function run(
+  dataDir: string,
   stores: PgStore[],
   notify: PgCommitResult['notify'],
   committers: number,
@@ -45,6 +70,7 @@ async function run(
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
+  const pgBefore = clusterCpuMs(dataDir);
   await Promise.all(
     Array.from({ length: committers }, async (_, c) => {
       const store = stores[c % stores.length]!;
@@ -73,6 +99,7 @@ async function run(
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
+  const pgCpu = clusterCpuMs(dataDir) - pgBefore;
   return {
     notify,
     committers,
@@ -85,6 +112,7 @@ async function run(
     p99Ms: Math.round(percentile(latencies, 99) * 10) / 10,
     staleRetries,
     nodeCpuMsPerCommit: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length)) * 100) / 100,
+    pgCpuMsPerCommit: Math.round((pgCpu / Math.max(1, latencies.length)) * 100) / 100,
   };
 }
 
@@ -102,7 +130,7 @@ export async function runPgCommitBench(seconds = 10): Promise<PgCommitResult[]> 
       const stores = [1, 2, 3].map(() => new PgStore({ connectionString: url, poolSize: 22, notify }));
       await Promise.all(stores.map((s) => s.open()));
       try {
-        const result = await run(stores, notify, 64, rooms, seconds, tag);
+        const result = await run(server.dataDir, stores, notify, 64, rooms, seconds, tag);
         // Every commit landed: seqs are gapless and add up to the commits counted.
         const stored = await stores[1]!.messageCount();
         if (stored !== result.commits) throw new Error(`stored ${stored} messages, counted ${result.commits} commits`);

@@ -221,3 +221,53 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
     }
   });
 });
+
+describe.skipIf(!enabled)('RoomFollower when a catch-up fails part-way', () => {
+  let server: PgServer;
+  beforeAll(async () => {
+    server = await startPgServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('hands on the rest and the edits it missed, without repeating what it already handed on', async () => {
+    const url = await server.createDatabase();
+    const store = new PgStore({ connectionString: url, poolSize: 4 });
+    await store.open();
+    try {
+      let v = await store.createRoom(makeRoom('r'));
+      const first = Array.from({ length: 600 }, (_, i) => makeMessage('r', i + 1));
+      v = await store.commitRoom('r', { messages: first, expectedVersion: v });
+      const added: number[] = [];
+      const updated: string[] = [];
+      const errors: string[] = [];
+      let failAfter = 550; // the connection "breaks" after 550 messages were handed on
+      const follower = new RoomFollower(store.connectionPool, 'r', { seq: 0, version: 1 }, {
+        added: (m) => {
+          added.push(m.seq);
+          if (added.length === failAfter) throw new Error('connection lost');
+        },
+        updated: (m) => updated.push(`${m.seq}:${m.text_content}`),
+        error: (err) => errors.push(err.message),
+      });
+      await follower.notify(v);
+      expect(errors).toEqual(['connection lost']);
+      expect(added).toHaveLength(550);
+      expect(follower.position).toEqual({ seq: 550, version: 1 });
+
+      // Meanwhile: an edit of a message handed on in the failed attempt, one of a message it
+      // did not reach, and new messages.
+      failAfter = -1;
+      const edits = [{ ...first[9]!, text_content: 'edited 10' }, { ...first[579]!, text_content: 'edited 580' }];
+      v = await store.commitRoom('r', { messages: [...edits, makeMessage('r', 601)], expectedVersion: v });
+      await follower.notify(v);
+      expect(added).toEqual(range(1, 601));
+      // 580 was handed on in its edited form; 10 comes as an update, once.
+      expect(updated).toEqual(['10:edited 10']);
+      expect(follower.position).toEqual({ seq: 601, version: v });
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -196,6 +196,12 @@ const PAGE = 500;
 export class RoomFollower {
   private seq: number;
   private version: number;
+  /**
+   * After a catch-up that failed part-way: messages up to `seq` were handed on as of snapshot
+   * `version`, those up to `fromSeq` as of the follower's version. The next catch-up asks for
+   * newer versions of each range against its own snapshot, so nothing is handed on twice.
+   */
+  private partial: { fromSeq: number; version: number } | undefined;
   private wanted = 0;
   private running: Promise<void> | undefined;
   private closed = false;
@@ -273,11 +279,16 @@ export class RoomFollower {
       }
       const seenSeq = this.seq;
       // New versions of messages handed on before, in commit order.
+      const fromSeq = this.partial?.fromSeq ?? seenSeq;
       const updates = await client.query<{ record: Message }>(
-        `SELECT record FROM messages WHERE room_id = $1 AND seq <= $2 AND written_version > $3
+        `SELECT record FROM messages
+         WHERE room_id = $1 AND seq <= $2 AND written_version > CASE WHEN seq <= $3::bigint THEN $4::bigint ELSE $5::bigint END
          ORDER BY written_version, seq`,
-        [this.roomId, seenSeq, this.version],
+        [this.roomId, seenSeq, fromSeq, this.version, this.partial?.version ?? this.version],
       );
+      // Kept from the first failed attempt if several fail in a row: at worst an edit is then
+      // handed on twice, never missed.
+      if (seenSeq < lastSeq) this.partial ??= { fromSeq, version };
       // New messages, gapless by seq, paged within the same snapshot.
       let after = seenSeq;
       while (after < lastSeq) {
@@ -293,8 +304,10 @@ export class RoomFollower {
           this.handler.added(record);
         }
       }
-      await client.query('COMMIT');
+      // Everything was read; a failing COMMIT of a read-only snapshot changes nothing.
+      await client.query('COMMIT').catch(() => undefined);
       for (const { record } of updates.rows) this.handler.updated?.(record);
+      this.partial = undefined;
       this.version = version;
       this.handler.version?.(version, lastSeq);
     } catch (err) {

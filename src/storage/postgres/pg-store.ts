@@ -202,10 +202,11 @@ export class PgStore implements Store {
 
   // ── rooms ──
   async loadRoom(roomId: string): Promise<LoadedRoom | undefined> {
-    const { rows } = await this.pool.query<{ state: RoomRecord; last_seq: string; version: string }>(
-      'SELECT state, last_seq, version FROM rooms WHERE room_id = $1',
-      [roomId],
-    );
+    const { rows } = await this.pool.query<{ state: RoomRecord; last_seq: string; version: string }>({
+      name: 'chatroom-load-room',
+      text: 'SELECT state, last_seq, version FROM rooms WHERE room_id = $1',
+      values: [roomId],
+    });
     const row = rows[0];
     return row && { room: row.state, lastSeq: Number(row.last_seq), version: Number(row.version) };
   }
@@ -294,11 +295,13 @@ export class PgStore implements Store {
     client.on('error', ignore);
     let broken = false;
     try {
-      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>(
-        `SELECT new_version, new_last_seq
-         FROM chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-        params,
-      );
+      // Named: each connection parses and plans it once.
+      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
+        name: 'chatroom-commit-room',
+        text: `SELECT new_version, new_last_seq
+               FROM chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+        values: params,
+      });
       const version = Number(rows[0]!.new_version);
       this.notifier?.push(`${roomId}:${version}:${rows[0]!.new_last_seq}`);
       return version;
