@@ -17,23 +17,6 @@ CREATE TABLE deadlines (
 );
 CREATE INDEX deadlines_due ON deadlines (deadline);
 
--- Sets (or with a NULL deadline, removes) a room's deadline. Re-setting the same turn key
--- keeps a running claim: a commit that does not change the turn must not hand its deadline
--- to a second node while the first is firing it.
-CREATE FUNCTION chatroom_set_deadline(p_room_id text, p_deadline timestamptz, p_turn_key text)
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-  IF p_deadline IS NULL THEN
-    DELETE FROM deadlines WHERE room_id = p_room_id;
-  ELSE
-    INSERT INTO deadlines (room_id, deadline, turn_key) VALUES (p_room_id, p_deadline, p_turn_key)
-      ON CONFLICT (room_id) DO UPDATE
-        SET deadline = EXCLUDED.deadline, turn_key = EXCLUDED.turn_key, claimed_by = NULL, lease_until = NULL
-        WHERE deadlines.turn_key IS DISTINCT FROM EXCLUDED.turn_key;
-  END IF;
-END
-$$;
-
 -- The room commit of 001, now also keeping the room's deadline row, returning the new last
 -- seq with the version, and with NOTIFY optional: inside the commit (p_notify) it is delivered
 -- in commit order and only if committed, but PostgreSQL holds a database-wide lock from NOTIFY
@@ -87,7 +70,17 @@ BEGIN
       SET version = cur_version + 1, last_seq = next_seq - 1, state = p_state, summary = p_summary,
           archived = p_archived, member_ids = p_member_ids
       WHERE room_id = p_room_id;
-    PERFORM chatroom_set_deadline(p_room_id, p_deadline, p_turn_key);
+    -- The room's deadline follows its running turn. Re-setting the same turn key keeps a
+    -- running claim: a commit that does not change the turn must not hand its deadline to a
+    -- second node while the first is firing it.
+    IF p_deadline IS NULL THEN
+      DELETE FROM deadlines WHERE room_id = p_room_id;
+    ELSE
+      INSERT INTO deadlines (room_id, deadline, turn_key) VALUES (p_room_id, p_deadline, p_turn_key)
+        ON CONFLICT (room_id) DO UPDATE
+          SET deadline = EXCLUDED.deadline, turn_key = EXCLUDED.turn_key, claimed_by = NULL, lease_until = NULL
+          WHERE deadlines.turn_key IS DISTINCT FROM EXCLUDED.turn_key;
+    END IF;
   END IF;
   INSERT INTO room_commits (room_id, slot, version, commit_id) VALUES (p_room_id, (cur_version + 1) % 64, cur_version + 1, p_commit)
     ON CONFLICT (room_id, slot) DO UPDATE SET version = EXCLUDED.version, commit_id = EXCLUDED.commit_id;
