@@ -3,8 +3,9 @@
 // with fsync on, as in production. Each committer owns a room (the room runtime keeps one
 // writer per room) and commits one message plus the room's new state per commit, awaiting each
 // commit before the next (closed loop): every counted commit is durable, NOTIFY included.
-// A second run puts all 64 committers into 8 rooms, so nodes race for the same rooms and
-// commits go through the stale-retry path.
+// A last run puts all 64 committers into 8 rooms: each node runs one commit per room at a
+// time like the room runtime, so the three nodes race for the same rooms and commits go
+// through the stale-retry path.
 //
 //   npx tsx bench/pg-commits.ts            # 10 s per run
 //   BENCH_QUICK=1 npx tsx bench/pg-commits.ts
@@ -54,15 +55,26 @@ function clusterCpuMs(dataDir: string): number {
   return ticks / TICKS_PER_MS;
 }
 
+/**
+ * Like the room runtime, a node runs one commit per room at a time (later ones queue behind
+ * it), so only different nodes race for a room. Latency includes that queueing.
+ */
+const queues = new Map<string, Promise<unknown>>();
+function onePerRoom<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const next = (queues.get(key) ?? Promise.resolve()).then(fn, fn);
+  queues.set(key, next.catch(() => undefined));
+  return next;
+}
 async function run(
   dataDir: string,
-  stores: PgStore[],
+  nodes: PgStore[],
   notify: PgCommitResult['notify'],
   committers: number,
   rooms: number,
   seconds: number,
   tag: string,
 ): Promise<PgCommitResult> {
+  const stores = nodes;
   const roomIds = Array.from({ length: rooms }, (_, i) => `${tag}-${i}`);
   for (const id of roomIds) await stores[0]!.createRoom(makeRoom(id));
   const latencies: number[] = [];
@@ -78,7 +90,7 @@ async function run(
       let loaded = rooms === committers ? await store.loadRoom(roomId) : undefined;
       while (performance.now() < end) {
         const t0 = performance.now();
-        const result = await commitWithRetry(
+        const result = await onePerRoom(`${c % stores.length}/${roomId}`, () => commitWithRetry(
           store,
           roomId,
           (room) => {
@@ -86,7 +98,7 @@ async function run(
             return { room: { ...room.room, processed_through_seq: message.seq }, messages: [message] };
           },
           { loaded },
-        );
+        ));
         latencies.push(performance.now() - t0);
         staleRetries += result!.attempts - 1;
         // A room's only writer goes on from its own result; shared rooms reload every time.
