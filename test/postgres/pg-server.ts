@@ -2,7 +2,7 @@
 // free port on 127.0.0.1 (and a Unix socket inside the temp dir, so it never touches the
 // machine's own cluster), and `pg_ctl stop` + delete afterwards.
 //
-// Where the binaries come from: $PG_BIN, else the newest /usr/lib/postgresql/<major>/bin
+// Where the binaries come from: $PG_BIN (only there, when set), else the newest /usr/lib/postgresql/<major>/bin
 // (Debian's `postgresql` package), else `pg_config --bindir`. Debian/Ubuntu CI needs
 // `apt-get install postgresql` (the server binaries; the service it starts is not used).
 //
@@ -46,7 +46,8 @@ export type PgAvailability = { ok: true; binDir: string } | { ok: false; reason:
 
 function findBinDir(): string | undefined {
   const candidates: string[] = [];
-  if (process.env.PG_BIN) candidates.push(process.env.PG_BIN);
+  // An explicit PG_BIN is the only place looked at: a wrong one is reported, not papered over.
+  if (process.env.PG_BIN) return hasServerBinaries(process.env.PG_BIN) ? process.env.PG_BIN : undefined;
   const debianRoot = '/usr/lib/postgresql';
   if (existsSync(debianRoot)) {
     const majors = readdirSync(debianRoot)
@@ -59,7 +60,11 @@ function findBinDir(): string | undefined {
   } catch {
     // no pg_config on PATH
   }
-  return candidates.find((dir) => ['initdb', 'pg_ctl', 'postgres'].every((b) => existsSync(path.join(dir, b))));
+  return candidates.find(hasServerBinaries);
+}
+
+function hasServerBinaries(dir: string): boolean {
+  return ['initdb', 'pg_ctl', 'postgres'].every((b) => existsSync(path.join(dir, b)));
 }
 
 const isRoot = (): boolean => typeof process.getuid === 'function' && process.getuid() === 0;
