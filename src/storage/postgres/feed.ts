@@ -1,0 +1,320 @@
+// Cross-node room notifications for the PostgreSQL store (SPEC §11: events of a room reach
+// every subscriber, on any node, in seq order, without loss or duplicates).
+//
+// Two pieces:
+//
+// • RoomFeed — one per node. Every room commit (and room creation) is followed by
+//   `NOTIFY room_changes, '<room_id>:<version>:<last_seq>'` — sent right after it committed,
+//   batched (./notifier.ts), or with PgStore's `notify: 'in-commit'` inside its transaction
+//   (then delivered in commit order even across nodes). Either way only committed changes are
+//   announced. The feed LISTENs on a dedicated connection (not the pool) and hands each
+//   `RoomChange` to `onChange`. When that connection drops it reconnects (backoff up to 2 s)
+//   and calls `onResync`: notifications sent while it was away are lost, so everything
+//   interested must re-read from the tables. Its optional `poll` re-reads the followed rooms'
+//   versions every few seconds, for a notification lost with a node that died right after
+//   committing.
+//
+//       const feed = new RoomFeed({ connectionString, onChange: (c) => followers.get(c.roomId)?.notify(c.version),
+//                                   onResync: () => followers.forEach((f) => f.resync()) });
+//       await feed.start(); … await feed.stop();
+//
+// • RoomFollower — one per room a node serves subscribers for. It turns notifications (which
+//   may be lost, coalesced, or arrive for commits it already read) into an exact stream: new
+//   messages in seq order with no gap and no repeat, then the edits/deletes it has not seen,
+//   then the room version. It reads from the tables in one REPEATABLE READ snapshot per catch-up
+//   (`seq > delivered` for new messages, `written_version > seen` for new versions of older
+//   ones), one catch-up at a time per room, so what it hands on is exactly what committed.
+//
+//       const follower = new RoomFollower(store.connectionPool, roomId, { seq: loaded.lastSeq, version: loaded.version }, {
+//         added: (m) => …, updated: (m) => …, version: (v, lastSeq) => …,
+//       });
+//       follower.notify(change.version);   // from the feed
+//       follower.resync();                 // after a reconnect
+import pg from 'pg';
+import type { Message } from '../../types.js';
+
+export const ROOM_CHANNEL = 'room_changes';
+
+export interface RoomChange {
+  roomId: string;
+  version: number;
+  lastSeq: number;
+}
+
+/** Parses a `room_changes` payload; room ids may contain ':', the two numbers never do. */
+export function parseRoomChange(payload: string): RoomChange | undefined {
+  const match = /^(.*):(\d+):(\d+)$/s.exec(payload);
+  if (!match) return undefined;
+  return { roomId: match[1]!, version: Number(match[2]), lastSeq: Number(match[3]) };
+}
+
+export interface RoomFeedOptions {
+  connectionString: string;
+  onChange: (change: RoomChange) => void;
+  /** After a reconnect: notifications may have been missed; re-read from the tables. */
+  onResync?: () => void;
+  /** Told about connection errors the feed recovers from by reconnecting. */
+  onError?: (err: Error) => void;
+  /**
+   * Safety net for notifications that never came (a node died between its commit and its
+   * after-commit NOTIFY): every `everyMs`, reads the versions of `rooms()` and reports them
+   * through onChange like notifications (followers ignore versions they have seen).
+   */
+  poll?: { pool: pg.Pool; everyMs: number; rooms: () => Iterable<string> };
+  /** First reconnect delay (doubles up to maxReconnectDelayMs). */
+  reconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
+}
+
+export class RoomFeed {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private delay: number;
+  private connects = 0;
+
+  constructor(private readonly options: RoomFeedOptions) {
+    this.delay = options.reconnectDelayMs ?? 100;
+  }
+
+  /** Resolves once LISTEN is in place (the first time); later drops reconnect by themselves. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.connect();
+    if (this.options.poll) this.schedulePoll();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.pollTimer);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  /** The server process of the LISTEN connection (tests cut it with pg_terminate_backend). */
+  get backendPid(): number | null {
+    return (this.client as unknown as { processID?: number | null } | undefined)?.processID ?? null;
+  }
+
+  /** How many times LISTEN was set up (1 + reconnects). */
+  get connectCount(): number {
+    return this.connects;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.options.connectionString, application_name: 'agent-chatroom-feed' });
+    client.on('notification', (msg) => {
+      if (msg.channel !== ROOM_CHANNEL || msg.payload === undefined) return;
+      const change = parseRoomChange(msg.payload);
+      if (change) this.options.onChange(change);
+    });
+    let lost = false;
+    const onLost = (err?: Error): void => {
+      if (lost) return;
+      lost = true;
+      if (err) this.options.onError?.(err);
+      if (this.client === client) this.client = undefined;
+      client.end().catch(() => undefined);
+      this.scheduleReconnect();
+    };
+    client.on('error', onLost);
+    client.on('end', () => onLost());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${ROOM_CHANNEL}`);
+    } catch (err) {
+      lost = true;
+      client.end().catch(() => undefined);
+      if (this.connects === 0) throw err; // the first start reports; later attempts retry
+      this.options.onError?.(err as Error);
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    this.connects++;
+    this.delay = this.options.reconnectDelayMs ?? 100;
+    if (this.connects > 1) this.options.onResync?.();
+  }
+
+  private schedulePoll(): void {
+    const poll = this.options.poll!;
+    this.pollTimer = setTimeout(async () => {
+      const rooms = [...poll.rooms()];
+      if (rooms.length > 0) {
+        try {
+          const { rows } = await poll.pool.query<{ room_id: string; version: string; last_seq: string }>(
+            'SELECT room_id, version, last_seq FROM rooms WHERE room_id = ANY($1::text[])',
+            [rooms],
+          );
+          for (const r of rows) {
+            if (!this.stopped) this.options.onChange({ roomId: r.room_id, version: Number(r.version), lastSeq: Number(r.last_seq) });
+          }
+        } catch (err) {
+          this.options.onError?.(err as Error);
+        }
+      }
+      if (!this.stopped) this.schedulePoll();
+    }, poll.everyMs);
+    this.pollTimer.unref?.();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    const delay = this.delay;
+    this.delay = Math.min(this.delay * 2, this.options.maxReconnectDelayMs ?? 2_000);
+    this.timer = setTimeout(() => void this.connect(), delay);
+  }
+}
+
+export interface RoomFollowerHandler {
+  /** A new message, in seq order, each seq exactly once. */
+  added(message: Message): void;
+  /** A new version (edit, delete) of a message already handed on. */
+  updated?(message: Message): void;
+  /** The room reached this version (state may have changed: reload it if you cache it). */
+  version?(version: number, lastSeq: number): void;
+  /** A catch-up failed (database unreachable); the follower retries on the next notify/resync. */
+  error?(err: Error): void;
+}
+
+/** Where a follower starts: the last seq and version its subscribers already have. */
+export interface FollowerPosition {
+  seq: number;
+  version: number;
+}
+
+const PAGE = 500;
+
+export class RoomFollower {
+  private seq: number;
+  private version: number;
+  /**
+   * After a catch-up that failed part-way: messages up to `seq` were handed on as of snapshot
+   * `version`, those up to `fromSeq` as of the follower's version. The next catch-up asks for
+   * newer versions of each range against its own snapshot, so nothing is handed on twice.
+   */
+  private partial: { fromSeq: number; version: number } | undefined;
+  private wanted = 0;
+  private running: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly roomId: string,
+    from: FollowerPosition,
+    private readonly handler: RoomFollowerHandler,
+  ) {
+    this.seq = from.seq;
+    this.version = from.version;
+  }
+
+  /** What has been handed on so far. */
+  get position(): FollowerPosition {
+    return { seq: this.seq, version: this.version };
+  }
+
+  /** A notification for this room; catches up unless that version was already read. */
+  notify(version: number): Promise<void> {
+    if (version <= this.version) return this.running ?? Promise.resolve();
+    this.wanted = Math.max(this.wanted, version);
+    return this.kick();
+  }
+
+  /** Catch up unconditionally (after the feed reconnected, or at start). */
+  resync(): Promise<void> {
+    this.wanted = Number.MAX_SAFE_INTEGER;
+    return this.kick();
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  /** One catch-up loop at a time: notifications arriving meanwhile raise `wanted`. */
+  private kick(): Promise<void> {
+    this.running ??= this.loop().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closed && this.wanted > this.version) {
+      const target = this.wanted;
+      try {
+        await this.catchUp();
+      } catch (err) {
+        this.handler.error?.(err as Error);
+        return;
+      }
+      // A resync reads whatever is there; done once it has read at least up to now.
+      if (target === Number.MAX_SAFE_INTEGER && this.wanted === target) this.wanted = this.version;
+    }
+  }
+
+  private async catchUp(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const room = await client.query<{ version: string; last_seq: string }>('SELECT version, last_seq FROM rooms WHERE room_id = $1', [
+        this.roomId,
+      ]);
+      if (!room.rows[0]) {
+        await client.query('COMMIT');
+        return;
+      }
+      const version = Number(room.rows[0].version);
+      const lastSeq = Number(room.rows[0].last_seq);
+      if (version <= this.version) {
+        await client.query('COMMIT');
+        return;
+      }
+      const seenSeq = this.seq;
+      // New versions of messages handed on before, in commit order.
+      const fromSeq = this.partial?.fromSeq ?? seenSeq;
+      const updates = await client.query<{ record: Message }>(
+        `SELECT record FROM messages
+         WHERE room_id = $1 AND seq <= $2 AND written_version > CASE WHEN seq <= $3::bigint THEN $4::bigint ELSE $5::bigint END
+         ORDER BY written_version, seq`,
+        [this.roomId, seenSeq, fromSeq, this.version, this.partial?.version ?? this.version],
+      );
+      // Kept from the first failed attempt if several fail in a row: at worst an edit is then
+      // handed on twice, never missed.
+      if (seenSeq < lastSeq) this.partial ??= { fromSeq, version };
+      // New messages, gapless by seq, paged within the same snapshot.
+      let after = seenSeq;
+      while (after < lastSeq) {
+        const page = await client.query<{ record: Message }>(
+          'SELECT record FROM messages WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+          [this.roomId, after, PAGE],
+        );
+        if (page.rows.length === 0) break;
+        for (const { record } of page.rows) {
+          if (record.seq !== after + 1) throw new Error(`room ${this.roomId}: seq ${after + 1} missing in the table`);
+          after = record.seq;
+          this.seq = after;
+          this.handler.added(record);
+        }
+      }
+      // Everything was read; a failing COMMIT of a read-only snapshot changes nothing.
+      await client.query('COMMIT').catch(() => undefined);
+      for (const { record } of updates.rows) this.handler.updated?.(record);
+      this.partial = undefined;
+      this.version = version;
+      this.handler.version?.(version, lastSeq);
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

@@ -1,0 +1,36 @@
+// The PostgreSQL store and its companions (STORE=postgres, SPEC §11); docs/scale-out.md tells
+// how to run several nodes on one database.
+//
+// How a server node puts them together:
+// 1. Config: `parseStoreConfig(env)` → { kind: 'file' } | { kind: 'postgres', databaseUrl, poolSize }.
+// 2. Store: `new PgStore({ connectionString: databaseUrl, poolSize, onPoolError })`, `open()`
+//    migrates. (No DATA_DIR lock on this path: nodes share DATA_DIR for uploads and exports.)
+// 3. Room runtime: a commit may reject with StaleRoomError (another node wrote the room):
+//    drop the cached room, reload, recompute — `commitWithRetry` does exactly that.
+// 4. Events: one `RoomFeed` per node; a `RoomFollower` per room that has subscribers (or is
+//    loaded). `added`/`updated` are the message events in seq order, `version` means the room
+//    state changed (reload it, emit what changed). The node's own commits come back through the
+//    feed too: either emit events only from followers, or call `follower.notify(version)` right
+//    after an own commit (it is then read back at once, and never emitted twice). `onResync`
+//    → every follower's `resync()`; `poll: { pool, everyMs: 2000, rooms }` covers a
+//    notification lost with a dead node.
+// 5. Deadlines: one `DeadlineWatcher` per node; its handler fires the room's turn timeout if
+//    `turnDeadlineOf(room)?.turnKey` still equals the claim's, else `completeDeadline`. The
+//    commit that fires it updates the stored row by itself.
+// 6. Rate limits: build the limiters with `postgresLimiters(store.connectionPool)`.
+export { PgStore, type PgStoreOptions } from './pg-store.js';
+export { parseStoreConfig, type StoreConfig } from './store-config.js';
+export { RoomFeed, RoomFollower, parseRoomChange, ROOM_CHANNEL, type RoomChange, type RoomFeedOptions, type RoomFollowerHandler, type FollowerPosition } from './feed.js';
+export { commitWithRetry, type CommitPlan, type RetryOptions, type RetryResult } from './stale-retry.js';
+export {
+  DeadlineWatcher,
+  claimDueDeadlines,
+  completeDeadline,
+  storedDeadline,
+  turnDeadlineOf,
+  type DueDeadline,
+  type TurnDeadline,
+  type DeadlineWatcherOptions,
+} from './deadlines.js';
+export { memoryLimiters, postgresLimiters, type LimiterFactory, type LimiterSpec } from './rate-limits.js';
+export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrations.js';

@@ -1,0 +1,440 @@
+// The PostgreSQL store (STORE=postgres, SPEC §11): the Store seam (../store.ts) on one database
+// that any number of server processes ("nodes") share.
+//
+//   const store = new PgStore({ connectionString: process.env.DATABASE_URL });
+//   await store.open();            // connects, applies pending migrations (./migrations)
+//   ...
+//   await store.close();
+//
+// How it keeps the seam's guarantees:
+// 1. Durable on resolve: every write is one statement in autocommit mode, so it resolves after
+//    PostgreSQL's COMMIT (synchronous_commit must stay on, the default).
+// 2. No trace on reject: a statement that fails rolls back. A connection lost while the answer
+//    to a commit is in flight is the one case where the outcome is unknown; the store then asks
+//    the database whether that commit's id was recorded (table room_commits) and resolves or
+//    rejects accordingly (`settleInDoubt`).
+// 3. Atomic room commits: `chatroom_commit_room` (001_initial.sql) does the whole commit in one
+//    transaction.
+// 4. One writer per room across nodes: the function locks the room row (SELECT … FOR UPDATE),
+//    compares its version with `expectedVersion` and raises CRSTL → StaleRoomError. Reload and
+//    retry with `commitWithRetry` (./stale-retry.ts).
+// 5. Caller-owned copies: every read parses fresh rows.
+// 6. Gapless seqs: the function accepts only lastSeq+1, +2, … for new messages; a new version
+//    of a message replaces its row (same seq, same message_id).
+//
+// Each commit with a new state also sets the room's row in `deadlines` from the running turn
+// (./deadlines.ts claims due ones across nodes).
+//
+// Every commit (and room creation) NOTIFYs `room_changes` with `<room_id>:<version>:<last_seq>`:
+// by default right after the commit, batched (./notifier.ts says why), or with
+// `notify: 'in-commit'` inside its transaction. `RoomFeed` (./feed.ts) is the listening side.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
+import { participantIdOf, summarise } from '../store-util.js';
+import {
+  NameTakenError,
+  StaleRoomError,
+  type LoadedRoom,
+  type MessagePage,
+  type ParticipantRecord,
+  type RoomCommit,
+  type Store,
+} from '../store.js';
+import { turnDeadlineOf } from './deadlines.js';
+import { migrate } from './migrations.js';
+import { CommitNotifier } from './notifier.js';
+
+export interface PgStoreOptions {
+  /** postgres://user:password@host:port/database (DATABASE_URL). */
+  connectionString: string;
+  /** Connections in this node's pool (default 10). */
+  poolSize?: number;
+  /** Told about idle-connection errors the pool recovers from by itself. */
+  onPoolError?: (err: Error) => void;
+  /** Tags this node's connections in pg_stat_activity. */
+  applicationName?: string;
+  /**
+   * When commits NOTIFY room_changes: 'after-commit' (default) right after, batched
+   * (./notifier.ts), or 'in-commit' inside the commit's transaction (commit order, survives a
+   * crash, but serialises commits on the WAL flush: see 002_deadlines.sql).
+   */
+  notify?: 'after-commit' | 'in-commit';
+}
+
+/** SQLSTATEs raised by chatroom_commit_room. */
+const NO_SUCH_ROOM = 'CRNRM';
+const STALE = 'CRSTL';
+const BAD_SEQ = 'CRSEQ';
+const UNIQUE_VIOLATION = '23505';
+
+interface ParticipantRow {
+  kind: 'agent' | 'user';
+  record: ParticipantRecord['record'];
+}
+
+/** True when the server answered with an error: the statement certainly did not commit. */
+function isServerError(err: unknown): err is pg.DatabaseError {
+  return err instanceof pg.DatabaseError;
+}
+
+/**
+ * A statement error that certainly rolled the commit back. A FATAL/PANIC error (the backend
+ * was terminated, the server is shutting down) may arrive around COMMIT, so it counts as in
+ * doubt like a lost connection.
+ */
+function isDefiniteFailure(err: unknown): err is pg.DatabaseError {
+  return isServerError(err) && err.severity !== 'FATAL' && err.severity !== 'PANIC';
+}
+
+const toParticipant = (row: ParticipantRow): ParticipantRecord =>
+  ({ kind: row.kind, record: row.record }) as ParticipantRecord;
+
+/** The server process serving a connection (pg knows it but does not type it). */
+const backendPid = (client: pg.PoolClient): number | null => (client as unknown as { processID: number | null }).processID;
+
+/** PostgreSQL text cannot hold U+0000; columns beside a record drop it (the record keeps it). */
+const column = (text: string): string => text.replaceAll('\0', '');
+
+/** What search matches against: lower-cased like the reference store. */
+const searchText = (text: string): string => column(text.toLowerCase());
+
+/** The turn deadline the commit function stores for the deadlines table (002_deadlines.sql). */
+function deadlineParams(room: RoomRecord | undefined): [deadline: string | null, turnKey: string | null] {
+  const turn = room ? turnDeadlineOf(room) : null;
+  return turn ? [turn.deadline, turn.turnKey] : [null, null];
+}
+
+/** The columns a room row keeps beside its state. */
+function roomColumns(room: RoomRecord): [summary: string, archived: boolean, memberIds: string[]] {
+  return [JSON.stringify(summarise(room)), room.archived, room.members.map((m) => column(m.participant_id))];
+}
+
+/** Escapes LIKE's wildcards so the query matches as a plain substring. */
+const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export class PgStore implements Store {
+  private readonly pool: pg.Pool;
+  private readonly notifier: CommitNotifier | undefined;
+  private opened = false;
+  private closed = false;
+
+  constructor(private readonly options: PgStoreOptions) {
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.poolSize ?? 10,
+      application_name: options.applicationName ?? 'agent-chatroom',
+    });
+    // An idle client whose connection drops emits 'error' on the pool; unhandled, it would
+    // crash the process. The pool replaces the client on its own.
+    this.pool.on('error', (err) => options.onPoolError?.(err));
+    if (options.notify !== 'in-commit') this.notifier = new CommitNotifier(this.pool, options.onPoolError);
+  }
+
+  /** The node's pool, for components that share it (deadlines, rate limits). */
+  get connectionPool(): pg.Pool {
+    return this.pool;
+  }
+
+  async open(): Promise<void> {
+    if (this.opened) return;
+    await migrate(this.pool);
+    this.opened = true;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.notifier?.drain();
+    await this.pool.end();
+  }
+
+  // ── participants ──
+  async getParticipant(id: string): Promise<ParticipantRecord | undefined> {
+    const { rows } = await this.pool.query<ParticipantRow>('SELECT kind, record FROM participants WHERE id = $1', [id]);
+    return rows[0] && toParticipant(rows[0]);
+  }
+
+  async findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined> {
+    const { rows } = await this.pool.query<ParticipantRow>(
+      'SELECT kind, record FROM participants WHERE token_hashes @> ARRAY[$1::text] ORDER BY position LIMIT 1',
+      [column(tokenHash)],
+    );
+    return rows[0] && toParticipant(rows[0]);
+  }
+
+  async findParticipantByNameKey(nameKey: string): Promise<ParticipantRecord | undefined> {
+    const { rows } = await this.pool.query<ParticipantRow>('SELECT kind, record FROM participants WHERE name_key = $1', [
+      column(nameKey),
+    ]);
+    return rows[0] && toParticipant(rows[0]);
+  }
+
+  async putParticipant(participant: ParticipantRecord, nameKey: string): Promise<void> {
+    try {
+      // An upsert of the same values is idempotent: repeating it settles a lost answer.
+      await this.retryInDoubt(() => this.pool.query(
+        `INSERT INTO participants (id, kind, name, name_key, token_hashes, record) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (id) DO UPDATE
+           SET kind = EXCLUDED.kind, name = EXCLUDED.name, name_key = EXCLUDED.name_key,
+               token_hashes = EXCLUDED.token_hashes, record = EXCLUDED.record`,
+        [
+          participantIdOf(participant),
+          participant.kind,
+          column(participant.record.name),
+          column(nameKey),
+          participant.record.token_hashes.map(column),
+          JSON.stringify(participant.record),
+        ],
+      ));
+    } catch (err) {
+      if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'participants_name_key_unique') {
+        throw new NameTakenError(participant.record.name);
+      }
+      throw err;
+    }
+  }
+
+  async listParticipants(): Promise<ParticipantRecord[]> {
+    const { rows } = await this.pool.query<ParticipantRow>('SELECT kind, record FROM participants ORDER BY position');
+    return rows.map(toParticipant);
+  }
+
+  // ── rooms ──
+  async loadRoom(roomId: string): Promise<LoadedRoom | undefined> {
+    const { rows } = await this.pool.query<{ state: RoomRecord; last_seq: string; version: string }>({
+      name: 'chatroom-load-room',
+      text: 'SELECT state, last_seq, version FROM rooms WHERE room_id = $1',
+      values: [roomId],
+    });
+    const row = rows[0];
+    return row && { room: row.state, lastSeq: Number(row.last_seq), version: Number(row.version) };
+  }
+
+  async listRoomIds(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ room_id: string }>('SELECT room_id FROM rooms ORDER BY position');
+    return rows.map((r) => r.room_id);
+  }
+
+  async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
+    const { rows } = await this.pool.query<{ summary: PublicRoomSummary }>(
+      'SELECT summary FROM rooms WHERE $1 OR NOT archived ORDER BY position',
+      [includeArchived],
+    );
+    return rows.map((r) => r.summary);
+  }
+
+  async roomsOf(participantId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ room_id: string }>(
+      'SELECT room_id FROM rooms WHERE member_ids @> ARRAY[$1::text] ORDER BY position',
+      [column(participantId)],
+    );
+    return rows.map((r) => r.room_id);
+  }
+
+  async createRoom(room: RoomRecord): Promise<number> {
+    const state = JSON.stringify(room);
+    let attempts = 0;
+    try {
+      await this.retryInDoubt(() => {
+        attempts++;
+        return this.pool.query(
+          `WITH created AS (
+             INSERT INTO rooms (room_id, version, last_seq, state, summary, archived, member_ids)
+               VALUES ($1, 1, 0, $2, $3, $4, $5) RETURNING room_id
+           ), timer AS (
+             INSERT INTO deadlines (room_id, deadline, turn_key)
+               SELECT room_id, $6, $7 FROM created WHERE $6::timestamptz IS NOT NULL
+           )
+           SELECT pg_notify('room_changes', room_id || ':1:0') FROM created`,
+          [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room)],
+        );
+      });
+    } catch (err) {
+      if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'rooms_pkey') {
+        // A repeat after a lost answer finds the room the first try created: ours if it holds
+        // exactly the state we wrote.
+        if (attempts > 1 && (await this.pool.query('SELECT 1 FROM rooms WHERE room_id = $1 AND state::text = $2', [room.room_id, state])).rowCount) {
+          return 1;
+        }
+        throw new Error(`room ${room.room_id} exists`);
+      }
+      throw err;
+    }
+    return 1;
+  }
+
+  async commitRoom(roomId: string, commit: RoomCommit): Promise<number> {
+    for (const m of commit.messages) {
+      if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
+    }
+    const commitId = randomUUID();
+    const ms = commit.messages;
+    const params = [
+      roomId,
+      commit.expectedVersion,
+      commitId,
+      commit.room ? JSON.stringify(commit.room) : null,
+      ...(commit.room ? roomColumns(commit.room) : [null, null, null]),
+      ms.map((m) => m.seq),
+      ms.map((m) => column(m.message_id)),
+      ms.map((m) => JSON.stringify(m)),
+      ms.map((m) => column(m.sender_id)),
+      ms.map((m) => column(m.role)),
+      ms.map((m) => m.visible),
+      ms.map((m) => m.deleted),
+      ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
+      ms.map((m) => searchText(m.text_content)),
+      ...deadlineParams(commit.room),
+      this.notifier === undefined,
+    ];
+    const client = await this.pool.connect();
+    // A connection that dies while checked out emits 'error' on the client (not the pool);
+    // the query's own rejection below is what handles it.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let broken = false;
+    try {
+      // Named: each connection parses and plans it once.
+      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
+        name: 'chatroom-commit-room',
+        text: `SELECT new_version, new_last_seq
+               FROM chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+        values: params,
+      });
+      const version = Number(rows[0]!.new_version);
+      this.notifier?.push(`${roomId}:${version}:${rows[0]!.new_last_seq}`);
+      return version;
+    } catch (err) {
+      if (isDefiniteFailure(err)) {
+        if (err.code === STALE) throw new StaleRoomError(roomId);
+        if (err.code === NO_SUCH_ROOM || err.code === BAD_SEQ) throw new Error(err.message);
+        throw err;
+      }
+      broken = true;
+      return await this.settleInDoubt(roomId, commitId, backendPid(client), err);
+    } finally {
+      client.off('error', ignore);
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Runs an idempotent write; when the connection fails before its answer arrives (outcome
+   * unknown), runs it again on a fresh connection, for up to ~5 s, so that a reject means it
+   * did not happen (Store guarantee 2) as far as the database can still be asked.
+   */
+  private async retryInDoubt<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (isDefiniteFailure(err) || attempt >= 10) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  /**
+   * The connection failed while a commit was in flight: it may or may not have committed.
+   * First makes the outcome final: the backend that ran it is terminated and waited for (a
+   * statement still running there rolls back). Then asks whether this commit's id is among
+   * the room's recent commits. Resolves with the version it produced when it committed (if
+   * another node has committed on top since, the caller's next commit is simply stale), and
+   * rejects with the original error when it did not. Tries for ~5 s while the database is
+   * unreachable, then rejects with the original error: the outcome is then unknown, which the
+   * docs (scale-out.md) name as the one case a reject may still have committed.
+   */
+  private async settleInDoubt(roomId: string, commitId: string, backendPid: number | null, original: unknown): Promise<number> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      let rows: { version: string }[];
+      try {
+        if (backendPid) await this.pool.query('SELECT pg_terminate_backend($1, 5000)', [backendPid]);
+        ({ rows } = await this.pool.query<{ version: string }>(
+          'SELECT version FROM room_commits WHERE room_id = $1 AND commit_id = $2',
+          [roomId, commitId],
+        ));
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        continue;
+      }
+      if (!rows[0]) throw original;
+      const version = Number(rows[0].version);
+      // The last seq is not recorded per commit; the room's current one is a safe hint (the
+      // follower reads from the tables whatever the payload says).
+      if (this.notifier) {
+        const room = await this.pool.query<{ last_seq: string }>('SELECT last_seq FROM rooms WHERE room_id = $1', [roomId]).catch(() => undefined);
+        if (room?.rows[0]) this.notifier.push(`${roomId}:${version}:${room.rows[0].last_seq}`);
+      }
+      return version;
+    }
+    throw original;
+  }
+
+  // ── messages ──
+  async getMessage(messageId: string): Promise<Message | undefined> {
+    const { rows } = await this.pool.query<{ record: Message }>('SELECT record FROM messages WHERE message_id = $1', [messageId]);
+    return rows[0]?.record;
+  }
+
+  async readMessages(roomId: string, page: MessagePage): Promise<Message[]> {
+    const limit = Math.max(0, Math.floor(page.limit));
+    if (limit === 0) return [];
+    if (page.afterSeq !== undefined) {
+      const { rows } = await this.pool.query<{ record: Message }>(
+        `SELECT record FROM messages WHERE room_id = $1 AND seq > $2 AND ($3::bigint IS NULL OR seq < $3)
+         ORDER BY seq LIMIT $4`,
+        [roomId, page.afterSeq, page.beforeSeq ?? null, limit],
+      );
+      return rows.map((r) => r.record);
+    }
+    const { rows } = await this.pool.query<{ record: Message }>(
+      `SELECT record FROM messages WHERE room_id = $1 AND ($2::bigint IS NULL OR seq < $2)
+       ORDER BY seq DESC LIMIT $3`,
+      [roomId, page.beforeSeq ?? null, limit],
+    );
+    return rows.map((r) => r.record).reverse();
+  }
+
+  async searchMessages(roomId: string, query: string, limit: number): Promise<Message[]> {
+    const { rows } = await this.pool.query<{ record: Message }>(
+      `SELECT record FROM messages
+       WHERE room_id = $1 AND visible AND NOT deleted AND search_text LIKE $2
+       ORDER BY seq LIMIT $3`,
+      [roomId, likePattern(searchText(query)), Math.max(0, Math.floor(limit))],
+    );
+    return rows.map((r) => r.record);
+  }
+
+  async lastSeqBySender(roomId: string, senderId: string): Promise<number> {
+    const { rows } = await this.pool.query<{ seq: string }>(
+      'SELECT seq FROM messages WHERE room_id = $1 AND sender_id = $2 AND visible ORDER BY seq DESC LIMIT 1',
+      [roomId, column(senderId)],
+    );
+    return rows[0] ? Number(rows[0].seq) : 0;
+  }
+
+  async lastPersonSeq(roomId: string): Promise<number> {
+    const { rows } = await this.pool.query<{ seq: string }>(
+      `SELECT seq FROM messages WHERE room_id = $1 AND role = 'user' AND visible AND NOT deleted
+       ORDER BY seq DESC LIMIT 1`,
+      [roomId],
+    );
+    return rows[0] ? Number(rows[0].seq) : 0;
+  }
+
+  async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
+    const { rows } = await this.pool.query<{ record: Message }>(
+      `SELECT record FROM messages WHERE room_id = $1 AND sender_id = $2 AND client_msg_id = $3
+       ORDER BY seq LIMIT 1`,
+      [roomId, column(senderId), column(clientMsgId)],
+    );
+    return rows[0]?.record;
+  }
+
+  async messageCount(): Promise<number> {
+    // Seqs are gapless, so the rooms' last seqs add up to the message count without a scan.
+    const { rows } = await this.pool.query<{ n: string }>('SELECT coalesce(sum(last_seq), 0) AS n FROM rooms');
+    return Number(rows[0]!.n);
+  }
+}

@@ -1,0 +1,273 @@
+// Two nodes (two PgStore instances with their own pools and feeds) on one database: concurrent
+// committers into one room keep seq gapless with nothing lost to StaleRoomError, every
+// notification reaches both nodes in commit order, and followers hand on each message exactly
+// once — also across a dropped LISTEN connection.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RoomFeed, RoomFollower, parseRoomChange, type RoomChange } from '../../src/storage/postgres/feed.js';
+import { PgStore } from '../../src/storage/postgres/pg-store.js';
+import { commitWithRetry } from '../../src/storage/postgres/stale-retry.js';
+import type { Message } from '../../src/types.js';
+import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+
+interface Node {
+  store: PgStore;
+  feed: RoomFeed;
+  changes: RoomChange[];
+  followers: Map<string, RoomFollower>;
+}
+
+async function startNode(url: string, notify: 'after-commit' | 'in-commit' = 'after-commit', pollMs?: number): Promise<Node> {
+  const store = new PgStore({ connectionString: url, poolSize: 8, notify });
+  await store.open();
+  const node: Node = { store, feed: undefined as never, changes: [], followers: new Map() };
+  node.feed = new RoomFeed({
+    connectionString: url,
+    reconnectDelayMs: 20,
+    ...(pollMs ? { poll: { pool: store.connectionPool, everyMs: pollMs, rooms: () => node.followers.keys() } } : {}),
+    onChange: (change) => {
+      node.changes.push(change);
+      void node.followers.get(change.roomId)?.notify(change.version);
+    },
+    onResync: () => {
+      for (const follower of node.followers.values()) void follower.resync();
+    },
+  });
+  await node.feed.start();
+  return node;
+}
+
+async function stopNode(node: Node): Promise<void> {
+  for (const f of node.followers.values()) f.close();
+  await node.feed.stop();
+  await node.store.close();
+}
+
+interface Seen {
+  added: number[];
+  updated: Message[];
+  versions: number[];
+}
+
+function follow(node: Node, roomId: string, from = { seq: 0, version: 1 }): Seen {
+  const seen: Seen = { added: [], updated: [], versions: [] };
+  node.followers.set(
+    roomId,
+    new RoomFollower(node.store.connectionPool, roomId, from, {
+      added: (m) => seen.added.push(m.seq),
+      updated: (m) => seen.updated.push(m),
+      version: (v) => seen.versions.push(v),
+    }),
+  );
+  return seen;
+}
+
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+/** Appends one message (and moves processed_through_seq with it), retrying on stale. */
+async function append(store: PgStore, roomId: string, text: string): Promise<{ id: string; attempts: number }> {
+  const result = await commitWithRetry(store, roomId, (loaded) => {
+    const message = makeMessage(roomId, loaded.lastSeq + 1, { text_content: text });
+    return { room: { ...loaded.room, processed_through_seq: message.seq }, messages: [message] };
+  });
+  return { id: result!.commit.messages[0]!.message_id, attempts: result!.attempts };
+}
+
+describe('room_changes payloads', () => {
+  it('parse room ids with colons and reject garbage', () => {
+    expect(parseRoomChange('a:b:12:34')).toEqual({ roomId: 'a:b', version: 12, lastSeq: 34 });
+    expect(parseRoomChange('r:1:0')).toEqual({ roomId: 'r', version: 1, lastSeq: 0 });
+    expect(parseRoomChange('nonsense')).toBeUndefined();
+  });
+});
+
+describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
+  let server: PgServer;
+  beforeAll(async () => {
+    server = await startPgServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it.each(['in-commit', 'after-commit'] as const)(
+    '2 × 16 concurrent committers into one room (NOTIFY %s): gapless seqs, nothing lost, every notification on both nodes',
+    async (notify) => {
+      const url = await server.createDatabase();
+      const [a, b] = [await startNode(url, notify), await startNode(url, notify)];
+      try {
+        const seenA = follow(a, 'r');
+        const seenB = follow(b, 'r');
+        await a.store.createRoom(makeRoom('r'));
+        const perWriter = 4;
+        const writers = range(1, 32).map(async (w) => {
+          const node = w % 2 === 0 ? a : b;
+          const ids: string[] = [];
+          for (let i = 0; i < perWriter; i++) ids.push((await append(node.store, 'r', `writer ${w} message ${i}`)).id);
+          return ids;
+        });
+        const ids = (await Promise.all(writers)).flat();
+        const total = 32 * perWriter;
+
+        const loaded = (await b.store.loadRoom('r'))!;
+        expect(loaded).toMatchObject({ lastSeq: total, version: total + 1 });
+        expect(loaded.room.processed_through_seq).toBe(total);
+        const stored = await a.store.readMessages('r', { afterSeq: 0, limit: 1000 });
+        expect(stored.map((m) => m.seq)).toEqual(range(1, total));
+        expect(new Set(stored.map((m) => m.message_id))).toEqual(new Set(ids));
+
+        for (const [node, seen] of [[a, seenA], [b, seenB]] as const) {
+          // Followers hand on every message once, in seq order, whatever order hints arrive in.
+          await expect.poll(() => seen.added.length, { timeout: 10_000 }).toBe(total);
+          expect(seen.added).toEqual(range(1, total));
+          expect(seen.updated).toEqual([]);
+          await expect.poll(() => seen.versions.at(-1)).toBe(total + 1);
+          // Every commit's notification reaches every node, once, naming its own last seq.
+          await expect.poll(() => node.changes.length, { timeout: 10_000 }).toBe(total + 1);
+          const versions = node.changes.map((c) => c.version);
+          if (notify === 'in-commit') expect(versions).toEqual(range(1, total + 1)); // in commit order
+          else expect([...versions].sort((x, y) => x - y)).toEqual(range(1, total + 1));
+          for (const c of node.changes) expect(c.lastSeq).toBe(c.version - 1);
+        }
+      } finally {
+        await stopNode(a);
+        await stopNode(b);
+      }
+    },
+  );
+
+  it('a notification lost with its node: the feed\'s poll still brings the commit to followers', async () => {
+    const url = await server.createDatabase();
+    const b = await startNode(url, 'after-commit', 100);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const seenB = follow(b, 'r');
+      const v = await b.store.createRoom(makeRoom('r'));
+      const m = makeMessage('r', 1);
+      // A commit from a node that died before its after-commit NOTIFY: p_notify false, no send.
+      await admin.query(
+        `SELECT * FROM chatroom_commit_room($1, $2, gen_random_uuid(), NULL, NULL, NULL, NULL,
+           ARRAY[1]::bigint[], ARRAY[$3], ARRAY[$4]::json[], ARRAY[$5], ARRAY['user'], ARRAY[true], ARRAY[false],
+           ARRAY[NULL]::text[], ARRAY['x'], NULL, NULL, false)`,
+        ['r', v, m.message_id, JSON.stringify(m), m.sender_id],
+      );
+      await expect.poll(() => seenB.added, { timeout: 5_000 }).toEqual([1]);
+    } finally {
+      await admin.end();
+      await stopNode(b);
+    }
+  });
+
+  it('edits reach the other node as updates, once', async () => {
+    const url = await server.createDatabase();
+    const [a, b] = [await startNode(url), await startNode(url)];
+    try {
+      const seenB = follow(b, 'r');
+      let v = await a.store.createRoom(makeRoom('r'));
+      const m1 = makeMessage('r', 1, { text_content: 'draft' });
+      v = await a.store.commitRoom('r', { messages: [m1], expectedVersion: v });
+      await expect.poll(() => seenB.added).toEqual([1]);
+      const edited = { ...m1, text_content: 'final', edited_at: new Date().toISOString() };
+      v = await a.store.commitRoom('r', { messages: [edited, makeMessage('r', 2)], expectedVersion: v });
+      await expect.poll(() => seenB.added).toEqual([1, 2]);
+      await expect.poll(() => seenB.updated).toEqual([edited]);
+      await expect.poll(() => seenB.versions.at(-1)).toBe(v);
+    } finally {
+      await stopNode(a);
+      await stopNode(b);
+    }
+  });
+
+  it('a dropped LISTEN connection reconnects and re-reads what it missed: no hole, no repeat', async () => {
+    const url = await server.createDatabase();
+    const [a, b] = [await startNode(url), await startNode(url)];
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const seenB = follow(b, 'r');
+      await a.store.createRoom(makeRoom('r'));
+      for (let i = 0; i < 5; i++) await append(a.store, 'r', `before ${i}`);
+      await expect.poll(() => seenB.added.length).toBe(5);
+      const first = (await a.store.readMessages('r', { afterSeq: 0, limit: 1 }))[0]!;
+
+      // Cut node B's LISTEN connection, and write while it is away.
+      const pid = b.feed.backendPid;
+      expect(pid).toBeTypeOf('number');
+      const writing = (async () => {
+        for (let i = 0; i < 20; i++) await append(a.store, 'r', `during ${i}`);
+      })();
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await writing;
+      const edited = { ...first, text_content: 'edited while away' };
+      const loaded = (await a.store.loadRoom('r'))!;
+      await a.store.commitRoom('r', { messages: [edited], expectedVersion: loaded.version });
+
+      await expect.poll(() => b.feed.connectCount, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+      await expect.poll(() => seenB.added.length, { timeout: 10_000 }).toBe(25);
+      expect(seenB.added).toEqual(range(1, 25));
+      await expect.poll(() => seenB.updated.map((m) => m.text_content), { timeout: 10_000 }).toEqual(['edited while away']);
+      // Later commits still arrive by notification.
+      await append(a.store, 'r', 'after');
+      await expect.poll(() => seenB.added.length).toBe(26);
+      expect(seenB.added).toEqual(range(1, 26));
+    } finally {
+      await admin.end();
+      await stopNode(a);
+      await stopNode(b);
+    }
+  });
+});
+
+describe.skipIf(!enabled)('RoomFollower when a catch-up fails part-way', () => {
+  let server: PgServer;
+  beforeAll(async () => {
+    server = await startPgServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('hands on the rest and the edits it missed, without repeating what it already handed on', async () => {
+    const url = await server.createDatabase();
+    const store = new PgStore({ connectionString: url, poolSize: 4 });
+    await store.open();
+    try {
+      let v = await store.createRoom(makeRoom('r'));
+      const first = Array.from({ length: 600 }, (_, i) => makeMessage('r', i + 1));
+      v = await store.commitRoom('r', { messages: first, expectedVersion: v });
+      const added: number[] = [];
+      const updated: string[] = [];
+      const errors: string[] = [];
+      let failAfter = 550; // the connection "breaks" after 550 messages were handed on
+      const follower = new RoomFollower(store.connectionPool, 'r', { seq: 0, version: 1 }, {
+        added: (m) => {
+          added.push(m.seq);
+          if (added.length === failAfter) throw new Error('connection lost');
+        },
+        updated: (m) => updated.push(`${m.seq}:${m.text_content}`),
+        error: (err) => errors.push(err.message),
+      });
+      await follower.notify(v);
+      expect(errors).toEqual(['connection lost']);
+      expect(added).toHaveLength(550);
+      expect(follower.position).toEqual({ seq: 550, version: 1 });
+
+      // Meanwhile: an edit of a message handed on in the failed attempt, one of a message it
+      // did not reach, and new messages.
+      failAfter = -1;
+      const edits = [{ ...first[9]!, text_content: 'edited 10' }, { ...first[579]!, text_content: 'edited 580' }];
+      v = await store.commitRoom('r', { messages: [...edits, makeMessage('r', 601)], expectedVersion: v });
+      await follower.notify(v);
+      expect(added).toEqual(range(1, 601));
+      // 580 was handed on in its edited form; 10 comes as an update, once.
+      expect(updated).toEqual(['10:edited 10']);
+      expect(follower.position).toEqual({ seq: 601, version: v });
+    } finally {
+      await store.close();
+    }
+  });
+});

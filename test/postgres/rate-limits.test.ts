@@ -1,0 +1,79 @@
+// Shared rate limits: two nodes on one database count against the same budget, atomically;
+// an unreachable database falls back to per-node counters instead of failing calls.
+import pg from 'pg';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PgStore } from '../../src/storage/postgres/pg-store.js';
+import { memoryLimiters, postgresLimiters } from '../../src/storage/postgres/rate-limits.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+
+describe('memory limiters', () => {
+  it('limit per key within one process', async () => {
+    const limiter = memoryLimiters({ keyPrefix: 'token', points: 2, duration: 10 });
+    await limiter.consume('a');
+    await limiter.consume('a');
+    await expect(limiter.consume('a')).rejects.toBeInstanceOf(RateLimiterRes);
+    await limiter.consume('b');
+  });
+});
+
+describe.skipIf(!enabled)('PostgreSQL limiters', () => {
+  let server: PgServer;
+  let nodes: PgStore[];
+  beforeAll(async () => {
+    server = await startPgServer();
+    const url = await server.createDatabase();
+    nodes = [new PgStore({ connectionString: url, poolSize: 6 }), new PgStore({ connectionString: url, poolSize: 6 })];
+    await Promise.all(nodes.map((n) => n.open()));
+  });
+  afterAll(async () => {
+    await Promise.all((nodes ?? []).map((n) => n.close()));
+    await server?.stop();
+  });
+
+  it('two nodes share one budget per key: of 40 parallel calls exactly `points` pass', async () => {
+    const [a, b] = nodes.map((n) => postgresLimiters(n.connectionPool)({ keyPrefix: 'token', points: 10, duration: 10 }));
+    const calls = Array.from({ length: 40 }, (_, i) => (i % 2 ? a! : b!).consume('agent-1'));
+    const results = await Promise.allSettled(calls);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason);
+    expect(refused).toHaveLength(30);
+    for (const reason of refused) {
+      expect(reason).toBeInstanceOf(RateLimiterRes);
+      expect((reason as RateLimiterRes).msBeforeNext).toBeGreaterThan(0);
+    }
+    // Another key, and the same key under another prefix, have their own budgets.
+    await a!.consume('agent-2');
+    const byAddress = postgresLimiters(nodes[1]!.connectionPool)({ keyPrefix: 'address', points: 1, duration: 10 });
+    await byAddress.consume('agent-1');
+    await expect(byAddress.consume('agent-1')).rejects.toBeInstanceOf(RateLimiterRes);
+  });
+
+  it('a window that ran out starts a fresh budget', async () => {
+    const limiter = postgresLimiters(nodes[0]!.connectionPool)({ keyPrefix: 'short', points: 1, duration: 1 });
+    await limiter.consume('k');
+    const refused = (await limiter.consume('k').catch((e: unknown) => e)) as RateLimiterRes;
+    expect(refused).toBeInstanceOf(RateLimiterRes);
+    expect(refused.msBeforeNext).toBeLessThanOrEqual(1_000);
+    await expect
+      .poll(() => limiter.consume('k').then(() => 'passed', () => 'refused'), { timeout: 3_000, interval: 100 })
+      .toBe('passed');
+  });
+
+  it('falls back to per-node counters while the database is unreachable', async () => {
+    // A pool pointing at a port nobody listens on stands for a database that went away.
+    const dead = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:1/none`, connectionTimeoutMillis: 500 });
+    try {
+      const limiter = postgresLimiters(dead)({ keyPrefix: 'token', points: 2, duration: 10 });
+      await limiter.consume('x');
+      await limiter.consume('x');
+      await expect(limiter.consume('x')).rejects.toBeInstanceOf(RateLimiterRes);
+      const strict = postgresLimiters(dead, { insurance: false })({ keyPrefix: 'token', points: 2, duration: 10 });
+      await expect(strict.consume('x')).rejects.not.toBeInstanceOf(RateLimiterRes);
+    } finally {
+      await dead.end();
+    }
+  });
+});
