@@ -186,7 +186,7 @@ export class FileStore implements Store {
     this.messages = new RoomMessages({
       dir: join(this.dataDir, ROOM_MESSAGES_DIR),
       logger: this.logger,
-      cacheMessages: options.cacheMessages ?? 50_000,
+      cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
     });
   }

@@ -18,6 +18,8 @@ const SPAN_BYTES = 256 * 1024;
 const SEARCH_CHUNK = 4 * 1024 * 1024;
 // Characters outside Latin-1 whose lower case contains an ASCII letter (İ → i̇, K → k), as UTF-8.
 const ASCII_LOWERING = [Buffer.from('İ', 'utf8'), Buffer.from('\u212a', 'utf8')];
+/** Characters no other character lowers to, and that have no case themselves. */
+const CASELESS = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u0020-\u0021\u0023-\u0040\u005b\u005d-\u0060\u007b-\u007e]+$/u;
 
 export interface RoomMessagesOptions {
   dir: string;
@@ -197,19 +199,22 @@ export class RoomMessages {
     // raw-text filters would miss it, so every line is parsed then.
     const rawSafe = !/["\\\u0000-\u001f]/.test(needle);
     const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle);
+    // A query without cased letters (Chinese, Japanese, Korean, digits, punctuation) is found by
+    // its bytes: nothing else lowers to those characters.
+    const caseless = rawSafe && !ascii && CASELESS.test(needle) ? Buffer.from(needle, 'utf8') : undefined;
     const file = this.fileOf(roomId);
     let found: Message[] = [];
     let carry: Buffer = Buffer.alloc(0);
     let base = 0;
     const consider = (region: Buffer, regionBase: number): void => {
-      if (rawSafe && !mayContain(region, needle, ascii)) return;
+      if (caseless ? !region.includes(caseless) : rawSafe && !mayContain(region, needle, ascii)) return;
       for (let start = 0; start < region.length; ) {
         let nl = region.indexOf(0x0a, start);
         if (nl < 0) nl = region.length;
         const line = region.subarray(start, nl);
         const offset = regionBase + start;
         start = nl + 1;
-        if (line.length === 0) continue;
+        if (line.length === 0 || (caseless && !line.includes(caseless))) continue;
         const text = line.toString('utf8');
         if (rawSafe && !text.toLowerCase().includes(needle)) continue;
         const m = parseLine(text, roomId);
