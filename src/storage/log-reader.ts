@@ -57,14 +57,15 @@ interface BadLine {
  */
 export async function forEachLine(
   path: string,
+  from: number,
   size: number,
   onLine: (chunk: Buffer, text: string, start: number, stop: number, offset: number, lineNo: number) => void,
 ): Promise<{ tail: Buffer; lines: number }> {
   let carry: Buffer = Buffer.alloc(0);
-  let base = 0; // file offset of carry[0]
+  let base = from; // file offset of carry[0]
   let lineNo = 0;
-  if (size > 0) {
-    for await (const chunk of createReadStream(path, { start: 0, end: size - 1, highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
+  if (size > from) {
+    for await (const chunk of createReadStream(path, { start: from, end: size - 1, highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
       const data = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
       const last = data.lastIndexOf(NEWLINE);
       if (last < 0) {
@@ -85,18 +86,29 @@ export async function forEachLine(
   return { tail: carry, lines: lineNo };
 }
 
-export async function scanRoomLog(path: string, roomId: string, logger: Logger, fileSize: number): Promise<ScannedLog> {
+/**
+ * Scans a log (from `resume.from`, with the index that covers the bytes before it, when a
+ * persisted index was loaded) and recovers its tail.
+ */
+export async function scanRoomLog(
+  path: string,
+  roomId: string,
+  logger: Logger,
+  fileSize: number,
+  resume?: { index: RoomIndex; from: number },
+): Promise<ScannedLog> {
   // What follows the id on a server line, as the Latin-1 view of its UTF-8 bytes.
   const afterId = Buffer.from(`","room_id":${JSON.stringify(roomId)},"seq":`, 'utf8').toString('latin1');
-  const index = new RoomIndex();
+  const from = resume?.from ?? 0;
+  const index = resume?.index ?? new RoomIndex();
   let lines = 0;
   let bad: BadLine | undefined;
   // The last non-blank line if it was only shape-checked: parsed in full at the end (its index
   // entry is added only then).
   let lastFast: { offset: number; length: number; lineNo: number; meta: LineMeta } | undefined;
-  let lastLineEnd = 0;
+  let lastLineEnd = from;
   const cursors: Cursors = { text: '', client: -1, role: -1 };
-  const { tail } = await forEachLine(path, fileSize, (chunk, text, start, stop, offset, lineNo) => {
+  const { tail } = await forEachLine(path, from, fileSize, (chunk, text, start, stop, offset, lineNo) => {
     const length = stop - start;
     lastLineEnd = offset + length + 1;
     if (length === 0) return;

@@ -42,6 +42,10 @@ export class RoomMessages {
     return join(this.opts.dir, `${roomId}.jsonl`);
   }
 
+  entries(): IterableIterator<[string, RoomIndex]> {
+    return this.indexes.entries();
+  }
+
   register(roomId: string, index: RoomIndex): void {
     this.indexes.set(roomId, index);
   }
