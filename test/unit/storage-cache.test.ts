@@ -134,3 +134,17 @@ describe('a message cache of any size answers like no cache and like the referen
     expect(reopened.stats().cachedMessages).toBeLessThanOrEqual(3);
   });
 });
+
+describe('the seq tables behind the id and client-id lookups', () => {
+  it('keep every seq stored under a hash, through growth, so colliding ids are all candidates', async () => {
+    const { SeqTable, hash32 } = await import('../../src/storage/seq-table.js');
+    const table = new SeqTable();
+    for (let seq = 1; seq <= 5000; seq++) table.add(seq % 7 === 0 ? 42 : hash32(`id-${seq}`), seq);
+    expect(table.candidates(42).sort((a, b) => a - b)).toEqual(Array.from({ length: 714 }, (_, i) => (i + 1) * 7));
+    expect(table.candidates(hash32('id-13'))).toContain(13);
+    expect(table.candidates(hash32('never stored'))).toEqual([]);
+    const { keys, seqs, used } = table.export();
+    expect(SeqTable.import(keys, seqs, used).candidates(hash32('id-4999'))).toContain(4999);
+    expect(hash32('')).not.toBe(0);
+  });
+});
