@@ -258,10 +258,12 @@ function fastMeta(chunk: Buffer, text: string, start: number, stop: number, afte
   };
 }
 
-/** The UTF-8 text of text[from, to): the Latin-1 view itself when it is ASCII. */
-function utf8(chunk: Buffer, text: string, from: number, to: number): string {
-  for (let i = from; i < to; i++) if (text.charCodeAt(i) > 0x7f) return chunk.toString('utf8', from, to);
-  return text.substring(from, to);
+/**
+ * The UTF-8 text of chunk[from, to), as a string of its own: a substring of the chunk's text
+ * would keep the whole chunk alive wherever it is stored (a sender id in a room index).
+ */
+function utf8(chunk: Buffer, _text: string, from: number, to: number): string {
+  return chunk.toString('utf8', from, to);
 }
 
 /** The index of the closing quote of a string starting at `from` with no escapes; -1 otherwise. */

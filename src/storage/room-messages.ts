@@ -202,7 +202,7 @@ export class RoomMessages {
     // A query with a quote, backslash or control character is written escaped in the log: the
     // raw-text filters would miss it, so every line is parsed then.
     const rawSafe = !/["\\\u0000-\u001f]/.test(needle);
-    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle);
+    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle) ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'i') : undefined;
     // A query without cased letters (Chinese, Japanese, Korean, digits, punctuation) is found by
     // its bytes: nothing else lowers to those characters.
     const caseless = rawSafe && !ascii && CASELESS.test(needle) ? Buffer.from(needle, 'utf8') : undefined;
@@ -248,11 +248,15 @@ function keepOldest(messages: Message[], limit: number): Message[] {
   return messages.sort((a, b) => a.seq - b.seq).slice(0, limit);
 }
 
-/** False only if no line of the region can contain the needle in its text (a cheap filter). */
-function mayContain(region: Buffer, needle: string, ascii: boolean): boolean {
+/**
+ * False only if no line of the region can contain the needle in its text (a cheap filter). An
+ * ASCII needle is matched case-insensitively by a regular expression on the Latin-1 view (no
+ * lowered copy of the chunk; without the `u` flag, /i folds ASCII letters only to ASCII
+ * letters, and the two non-Latin-1 characters that lower to ASCII letters send the chunk to the
+ * exact path).
+ */
+function mayContain(region: Buffer, needle: string, ascii: RegExp | undefined): boolean {
   if (needle === '') return true;
-  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) {
-    return region.toString('latin1').toLowerCase().includes(needle);
-  }
+  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) return ascii.test(region.toString('latin1'));
   return region.toString('utf8').toLowerCase().includes(needle);
 }

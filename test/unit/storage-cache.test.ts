@@ -98,7 +98,7 @@ async function answers(store: Store, rooms: string[], messages: Message[]) {
     for (const before of [2, 30, last, last + 1]) out.push(await store.readMessages(roomId, { beforeSeq: before, limit: 13 }));
     out.push(await store.readMessages(roomId, { limit: 7 }));
     out.push(await store.readMessages(roomId, { afterSeq: 10, beforeSeq: 40, limit: 100 }));
-    for (const q of [...WORDS, 'HELLO', 'e', '#1', 'no such text', 'istanbul', 'k', 'STRASSE', '"']) {
+    for (const q of [...WORDS, 'HELLO', 'e', '#1', 'no such text', 'istanbul', 'k', 'STRASSE', '"', 'o (', '.*', '[a', 'd #']) {
       out.push(await store.searchMessages(roomId, q, 5));
       out.push((await store.searchMessages(roomId, q, 1000)).map((m) => m.seq));
     }
