@@ -58,14 +58,21 @@ async function measure(dir: string): Promise<Record<string, unknown>> {
   // Mixed read load: random pages of random rooms (cold and cached), messages by id.
   t = performance.now();
   let reads = 0;
-  for (let i = 0; i < 5000; i++) {
+  const pageTimes: number[] = [];
+  const byIdTimes: number[] = [];
+  for (let i = 0; i < 3000; i++) {
     const roomId = roomIds[Math.floor(Math.random() * roomIds.length)]!;
     const last = (await store.loadRoom(roomId))!.lastSeq;
+    let t1 = performance.now();
     const page = await store.readMessages(roomId, { beforeSeq: 1 + Math.floor(Math.random() * last), limit: 50 });
+    pageTimes.push(performance.now() - t1);
     reads += page.length;
+    t1 = performance.now();
     if (page[0]) await store.getMessage(page[0].message_id);
+    byIdTimes.push(performance.now() - t1);
   }
   const mixedMs = ms(t);
+  const p = (xs: number[], q: number) => Math.round(xs.sort((a, b) => a - b)[Math.floor(xs.length * q)]! * 100) / 100;
   const s = store.stats();
   const result = {
     messages: await store.messageCount(),
@@ -78,6 +85,10 @@ async function measure(dir: string): Promise<Record<string, unknown>> {
     last_seq_by_sender_p99_ms: Math.round(lastSeq[Math.floor(lastSeq.length * 0.99)]! * 1000) / 1000,
     mixed_reads: reads,
     mixed_ms: mixedMs,
+    page_p50_ms: p(pageTimes, 0.5),
+    page_p99_ms: p(pageTimes, 0.99),
+    get_message_p50_ms: p(byIdTimes, 0.5),
+    get_message_p99_ms: p(byIdTimes, 0.99),
     rss_after_mixed_mb: mb(process.memoryUsage().rss),
     heap_mb: mb(process.memoryUsage().heapUsed),
     index_mb: mb(s.indexBytes),
@@ -121,7 +132,7 @@ try {
     return `${Math.min(...v)}–${Math.max(...v)}`;
   };
   console.log(
-    ['open_ms', 'rss_after_open_mb', 'oldest_page_cold_ms', 'search_no_match_ms', 'last_seq_by_sender_p99_ms', 'rss_after_mixed_mb', 'index_mb']
+    ['open_ms', 'rss_after_open_mb', 'oldest_page_cold_ms', 'search_no_match_ms', 'last_seq_by_sender_p99_ms', 'page_p99_ms', 'get_message_p99_ms', 'rss_after_mixed_mb', 'index_mb']
       .map((k) => `${k} ${range(k)}`)
       .join(' | '),
   );

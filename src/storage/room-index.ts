@@ -113,8 +113,8 @@ export class RoomIndex {
   }
 
   /** Seqs that may hold the message id (compare after reading). */
-  seqsOfId(messageId: string): number[] {
-    return this.ids.candidates(hash32(messageId));
+  seqsOfId(messageId: string, hash = hash32(messageId)): number[] {
+    return this.ids.has(hash) ? this.ids.candidates(hash) : [];
   }
 
   /** Seqs that may hold the sender's client_msg_id (compare after reading). */

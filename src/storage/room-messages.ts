@@ -12,6 +12,7 @@ import type { Message } from '../types.js';
 import { corruptAt, parseLine, readAt } from './log-reader.js';
 import { MessageCache } from './message-cache.js';
 import { RoomIndex } from './room-index.js';
+import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
@@ -139,8 +140,9 @@ export class RoomMessages {
   }
 
   async getMessage(messageId: string): Promise<Message | undefined> {
+    const hash = hash32(messageId);
     for (const [roomId, index] of this.indexes) {
-      const seqs = index.seqsOfId(messageId);
+      const seqs = index.seqsOfId(messageId, hash);
       if (seqs.length === 0) continue;
       for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
     }

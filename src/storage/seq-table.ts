@@ -55,6 +55,14 @@ export class SeqTable {
     this.used++;
   }
 
+  /** Whether anything is stored under the hash (no allocation: probed once per room by getMessage). */
+  has(hash: number): boolean {
+    const mask = this.keys.length - 1;
+    const key = hash | 0;
+    for (let i = key & mask; this.keys[i] !== 0; i = (i + 1) & mask) if (this.keys[i] === key) return true;
+    return false;
+  }
+
   /** Seqs stored under the hash (callers check which, if any, is the one they want). */
   candidates(hash: number): number[] {
     const out: number[] = [];
