@@ -27,10 +27,12 @@
 // - The cost of a change is the size of the changed record: snapshots are rewritten only by a
 //   compaction, once the journal outgrows them (amortised) or periodically, and on close.
 //
-// Start-up is lazy: open scans each log (recovery of a torn tail, message ids, last seq)
-// without parsing it (log-reader.ts); a room's log is parsed on first need. A corrupt line found
-// only then is logged (file and line) and makes that room's reads and commits reject; other
-// rooms are unaffected.
+// Messages (room-messages.ts): memory holds a compact index per room and one LRU cache of
+// messages (cacheMessages / CACHE_MESSAGES), never the history; older messages are read from
+// the logs by position, search streams the log. Start-up scans each log once, streaming
+// (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
+// (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
+// passed the cheap checks is reported when read (file and byte); the rest keeps working.
 import { open as openFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
