@@ -21,7 +21,11 @@ function text(i: number): string {
   return `${out}#${i}`;
 }
 
-export async function writeDataset(dataDir: string, rooms: number, messagesPerRoom: number): Promise<Dataset> {
+/**
+ * Writes `rooms` rooms of `messagesPerRoom` messages each; with `bigRoom`, the first room gets
+ * that many messages instead (start-up and cold reads of one large room).
+ */
+export async function writeDataset(dataDir: string, rooms: number, messagesPerRoom: number, options: { bigRoom?: number } = {}): Promise<Dataset> {
   const token = `act_bench_${randomUUID()}`;
   const userId = randomUUID();
   const now = new Date('2026-11-01T00:00:00.000Z');
@@ -37,7 +41,7 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
     token_hashes: [hashToken(token)],
     password_hash: null,
   };
-  const roomRecords: RoomRecord[] = roomIds.map((room_id) => ({
+  const roomRecords: RoomRecord[] = roomIds.map((room_id, r) => ({
     room_id,
     room_name: 'Bench',
     room_description: '',
@@ -70,14 +74,15 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
     history_rounds: [],
     settings: { display_time_format: '24h', display_date_format: 'yyyy-MM-dd', max_auto_rounds: 10, turn_timeout_ms: null },
     archived: false,
-    processed_through_seq: messagesPerRoom,
+    processed_through_seq: r === 0 && options.bigRoom !== undefined ? options.bigRoom : messagesPerRoom,
   }));
   await mkdir(join(dataDir, 'room_messages'), { recursive: true });
   await writeFile(join(dataDir, 'users.json'), JSON.stringify([user]));
   await writeFile(join(dataDir, 'agents.json'), '[]');
   await writeFile(join(dataDir, 'rooms.json'), JSON.stringify(roomRecords));
   let n = 0;
-  for (const room_id of roomIds) {
+  for (const [r, room_id] of roomIds.entries()) {
+    const count = r === 0 && options.bigRoom !== undefined ? options.bigRoom : messagesPerRoom;
     // Written in chunks: a million lines joined at once would pass V8's string limit.
     const out = createWriteStream(join(dataDir, 'room_messages', `${room_id}.jsonl`));
     let lines: string[] = [];
@@ -85,7 +90,7 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
       if (!out.write(`${lines.join('\n')}\n`)) await once(out, 'drain');
       lines = [];
     };
-    for (let seq = 1; seq <= messagesPerRoom; seq++) {
+    for (let seq = 1; seq <= count; seq++) {
       const message: Message = {
         message_id: randomUUID(),
         room_id,

@@ -37,7 +37,7 @@ export interface AppOptions {
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const now = options.now ?? Date.now;
   const timers = options.timers ?? realTimers;
-  const rawStore = options.store ?? createStore(config.dataDir, logger, nameKey);
+  const rawStore = options.store ?? createStore(config.dataDir, logger, { nameKeyOf: nameKey });
   await rawStore.open();
   const metrics = new Metrics(rawStore);
   const store = instrumentStore(rawStore, metrics);

@@ -27,17 +27,20 @@
 // - The cost of a change is the size of the changed record: snapshots are rewritten only by a
 //   compaction, once the journal outgrows them (amortised) or periodically, and on close.
 //
-// Start-up is lazy: open scans each log (recovery of a torn tail, message ids, last seq)
-// without parsing it (log-reader.ts); a room's log is parsed on first need. A corrupt line found
-// only then is logged (file and line) and makes that room's reads and commits reject; other
-// rooms are unaffected.
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+// Messages (room-messages.ts): memory holds a compact index per room and one LRU cache of
+// messages (cacheMessages / CACHE_MESSAGES), never the history; older messages are read from
+// the logs by position, search streams the log. Start-up scans each log once, streaming
+// (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
+// (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
+// passed the cheap checks is reported when read (file and byte); the rest keeps working.
+import { open as openFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { metaOf, scanRoomLog } from './log-reader.js';
+import { metaOf, readAt, scanRoomLog } from './log-reader.js';
+import { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
@@ -198,7 +201,7 @@ export class FileStore implements Store {
     this.messages = new RoomMessages({
       dir: join(this.dataDir, ROOM_MESSAGES_DIR),
       logger: this.logger,
-      cacheMessages: options.cacheMessages ?? 50_000,
+      cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
     });
   }
@@ -256,10 +259,14 @@ export class FileStore implements Store {
     }
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
+    let indexed = 0;
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
       const path = join(logDir, file);
-      const { index, size } = await scanRoomLog(path, roomId, this.logger, (await stat(path)).size);
+      const fileSize = (await stat(path)).size;
+      const resume = await this.loadPersistedIndex(roomId, path, fileSize);
+      if (resume) indexed++;
+      const { index, size } = await scanRoomLog(path, roomId, this.logger, fileSize, resume);
       this.messages.register(roomId, index);
       this.logs.registerExisting(roomId, size);
     });
@@ -271,6 +278,7 @@ export class FileStore implements Store {
         users: this.users.records.size,
         rooms: this.rooms.records.size,
         room_logs: files.length,
+        persisted_indexes_used: indexed,
         journal_entries: journaled,
         messages,
         ms: Date.now() - started,
@@ -300,6 +308,7 @@ export class FileStore implements Store {
     await this.compacting;
     if (this.journal.pending) await this.compact();
     await this.journal.close();
+    await this.persistIndexes();
     await this.logs.closeAll();
     await this.lock?.release();
     this.state = 'closed';
@@ -332,6 +341,67 @@ export class FileStore implements Store {
       for (const file of files) this.dirty.add(file);
       this.logger.error({ err }, 'compacting the state journal failed; it is kept and replayed at start');
     }
+  }
+
+  // ── persisted message indexes ──
+  // `room_messages/{room_id}.idx` is a cache of a room's index (room-index.ts), written on a
+  // clean shutdown for the rooms whose index changed, so that the next start reads it instead
+  // of scanning the log: it is trusted only if its checksum holds, the log is at least as long
+  // as the bytes it covers, and the last bytes it covers are still the same (a fingerprint);
+  // the log after them is scanned as usual (appends after the index was written, a torn tail).
+  // Anything else — missing, stale, damaged — means a full scan, which is always correct.
+
+  private idxPath(roomId: string): string {
+    return join(this.dataDir, ROOM_MESSAGES_DIR, `${roomId}.idx`);
+  }
+
+  private async fingerprint(path: string, size: number): Promise<string> {
+    if (size === 0) return '';
+    const handle = await openFile(path, 'r');
+    try {
+      const from = Math.max(0, size - 64);
+      return (await readAt(handle, from, size - from)).toString('hex');
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private async loadPersistedIndex(roomId: string, logPath: string, fileSize: number): Promise<{ index: RoomIndex; from: number } | undefined> {
+    let buf: Buffer;
+    try {
+      buf = await readFile(this.idxPath(roomId));
+    } catch {
+      return undefined;
+    }
+    try {
+      const { index, size, fingerprint } = RoomIndex.deserialize(buf);
+      if (size > fileSize) throw new Error(`covers ${size} bytes, the log has ${fileSize}`);
+      if ((await this.fingerprint(logPath, size)) !== fingerprint) throw new Error('the log changed');
+      return { index, from: size };
+    } catch (err) {
+      this.logger.info({ room_id: roomId, reason: (err as Error).message }, 'persisted message index not used; scanning the log');
+      return undefined;
+    }
+  }
+
+  private async persistIndexes(): Promise<void> {
+    const started = Date.now();
+    let written = 0;
+    for (const [roomId, index] of this.messages.entries()) {
+      if (!index.dirty || index.count === 0) continue;
+      const size = this.logs.sizeOf(roomId);
+      const path = this.idxPath(roomId);
+      try {
+        await writeFile(`${path}.tmp`, index.serialize(size, await this.fingerprint(this.messages.fileOf(roomId), size)));
+        await rename(`${path}.tmp`, path);
+        index.dirty = false;
+        written++;
+      } catch (err) {
+        this.logger.warn({ err, room_id: roomId }, 'writing a persisted message index failed; the next start scans that log');
+        await rm(`${path}.tmp`, { force: true }).catch(() => undefined);
+      }
+    }
+    if (written > 0) this.logger.info({ rooms: written, ms: Date.now() - started }, 'message indexes persisted');
   }
 
   private snapshotOf(entry: StateEntry): SnapshotFile<object> {

@@ -28,12 +28,12 @@ const NINE = 0x39;
 /** Read size of the streaming scans. */
 const CHUNK = 1024 * 1024;
 
-const ID_PREFIX = Buffer.from('{"message_id":"', 'latin1');
-const SENDER_ID = Buffer.from('"sender_id":"', 'latin1');
-const ROLE_USER = Buffer.from('"role":"user"', 'latin1');
-const VISIBLE = Buffer.from('"visible":', 'latin1');
-const DELETED = Buffer.from('"deleted":', 'latin1');
-const CLIENT = Buffer.from('"client_msg_id":"', 'latin1');
+const ID_PREFIX = '{"message_id":"';
+const SENDER_ID = '"sender_id":"';
+const ROLE_USER = '"role":"user"';
+const VISIBLE = '"visible":';
+const DELETED = '"deleted":';
+const CLIENT = '"client_msg_id":"';
 
 export interface ScannedLog {
   index: RoomIndex;
@@ -49,22 +49,34 @@ interface BadLine {
   reason: string;
 }
 
-/** Calls `onLine(bytes, offset, lineNo)` for every complete line of the file's first `size` bytes, streaming. Returns the bytes after the last newline. */
+/**
+ * Calls `onLine` for every complete line of the file's first `size` bytes, streaming. `text` is
+ * the chunk decoded as Latin-1 (one character per byte, so string positions are byte
+ * positions; searching a string avoids a native call per search), the line is
+ * [start, stop) of both `chunk` and `text`. Returns the bytes after the last newline.
+ */
 export async function forEachLine(
   path: string,
+  from: number,
   size: number,
-  onLine: (line: Buffer, offset: number, lineNo: number) => void,
+  onLine: (chunk: Buffer, text: string, start: number, stop: number, offset: number, lineNo: number) => void,
 ): Promise<{ tail: Buffer; lines: number }> {
   let carry: Buffer = Buffer.alloc(0);
-  let base = 0; // file offset of carry[0]
+  let base = from; // file offset of carry[0]
   let lineNo = 0;
-  if (size > 0) {
-    for await (const chunk of createReadStream(path, { start: 0, end: size - 1, highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
+  if (size > from) {
+    for await (const chunk of createReadStream(path, { start: from, end: size - 1, highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
       const data = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
+      const last = data.lastIndexOf(NEWLINE);
+      if (last < 0) {
+        carry = Buffer.from(data);
+        continue;
+      }
+      const text = data.toString('latin1', 0, last + 1);
       let start = 0;
-      for (let nl = data.indexOf(NEWLINE); nl >= 0; nl = data.indexOf(NEWLINE, start)) {
+      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
         lineNo++;
-        onLine(data.subarray(start, nl), base + start, lineNo);
+        onLine(data, text, start, nl, base + start, lineNo);
         start = nl + 1;
       }
       base += start;
@@ -74,30 +86,45 @@ export async function forEachLine(
   return { tail: carry, lines: lineNo };
 }
 
-export async function scanRoomLog(path: string, roomId: string, logger: Logger, fileSize: number): Promise<ScannedLog> {
-  const afterId = Buffer.from(`","room_id":${JSON.stringify(roomId)},"seq":`, 'utf8');
-  const index = new RoomIndex();
+/**
+ * Scans a log (from `resume.from`, with the index that covers the bytes before it, when a
+ * persisted index was loaded) and recovers its tail.
+ */
+export async function scanRoomLog(
+  path: string,
+  roomId: string,
+  logger: Logger,
+  fileSize: number,
+  resume?: { index: RoomIndex; from: number },
+): Promise<ScannedLog> {
+  // What follows the id on a server line, as the Latin-1 view of its UTF-8 bytes.
+  const afterId = Buffer.from(`","room_id":${JSON.stringify(roomId)},"seq":`, 'utf8').toString('latin1');
+  const from = resume?.from ?? 0;
+  const index = resume?.index ?? new RoomIndex();
   let lines = 0;
   let bad: BadLine | undefined;
   // The last non-blank line if it was only shape-checked: parsed in full at the end (its index
   // entry is added only then).
   let lastFast: { offset: number; length: number; lineNo: number; meta: LineMeta } | undefined;
-  let lastLineEnd = 0;
-  const { tail } = await forEachLine(path, fileSize, (line, offset, lineNo) => {
-    lastLineEnd = offset + line.length + 1;
-    if (line.length === 0) return;
+  let lastLineEnd = from;
+  const cursors: Cursors = { text: '', client: -1, role: -1 };
+  const { tail } = await forEachLine(path, from, fileSize, (chunk, text, start, stop, offset, lineNo) => {
+    const length = stop - start;
+    lastLineEnd = offset + length + 1;
+    if (length === 0) return;
     if (bad) {
-      if (isBlank(line)) return;
+      if (isBlank(chunk.subarray(start, stop))) return;
       throw corruptLine(path, bad); // a bad line with more lines after it
     }
-    const fast = fastMeta(line, afterId);
+    if (text !== cursors.text) Object.assign(cursors, { text, client: -1, role: -1 });
+    const fast = fastMeta(chunk, text, start, stop, afterId, cursors);
     if (fast !== undefined) {
       if (lastFast) index.add(lastFast.meta, lastFast.offset, lastFast.length);
-      lastFast = { offset, length: line.length, lineNo, meta: fast };
+      lastFast = { offset, length, lineNo, meta: fast };
       lines++;
       return;
     }
-    const parsed = parseLine(line.toString('utf8'), roomId);
+    const parsed = parseLine(chunk.toString('utf8', start, stop), roomId);
     if (parsed === BLANK) return;
     if (typeof parsed === 'string') {
       bad = { lineNo, byteOffset: offset, reason: parsed };
@@ -107,7 +134,7 @@ export async function scanRoomLog(path: string, roomId: string, logger: Logger, 
     }
     if (lastFast) index.add(lastFast.meta, lastFast.offset, lastFast.length);
     lastFast = undefined;
-    index.add(metaOf(parsed), offset, line.length);
+    index.add(metaOf(parsed), offset, length);
     lines++;
   });
 
@@ -161,62 +188,90 @@ export function metaOf(m: Message): LineMeta {
   };
 }
 
-/** Index fields of a line shaped like the server writes it, from the bytes; undefined if not that shape. */
-function fastMeta(line: Buffer, afterId: Buffer): LineMeta | undefined {
-  const stop = line.length;
+/**
+ * Where the next `"client_msg_id":"` and `"role":"user"` are in a chunk's text: keys that may be
+ * missing from a line are searched once per occurrence, not once per line (a search that finds
+ * nothing in its line would otherwise run on to the end of the chunk, for every line).
+ */
+interface Cursors {
+  text: string;
+  client: number;
+  role: number;
+}
+
+function nextAt(text: string, key: string, from: number, cached: number): number {
+  if (cached >= from) return cached;
+  const at = text.indexOf(key, from);
+  return at < 0 ? Infinity : at;
+}
+
+/**
+ * Index fields of a line shaped like the server writes it, read from the chunk's Latin-1 view
+ * `text[start, stop)` (same positions in `chunk`); undefined if the line is not that shape (it
+ * is then parsed in full).
+ */
+function fastMeta(chunk: Buffer, text: string, start: number, stop: number, afterId: string, cursors: Cursors): LineMeta | undefined {
   let last = stop - 1;
-  if (line[last] === CR) last--;
-  if (line[last] !== CLOSE_BRACE) return undefined;
-  if (line.compare(ID_PREFIX, 0, ID_PREFIX.length, 0, ID_PREFIX.length) !== 0) return undefined;
-  const idStart = ID_PREFIX.length;
-  const idEnd = plainString(line, idStart);
-  if (idEnd < 0 || idEnd === idStart) return undefined;
-  if (line.compare(afterId, 0, afterId.length, idEnd, idEnd + afterId.length) !== 0) return undefined;
+  if (text.charCodeAt(last) === CR) last--;
+  if (text.charCodeAt(last) !== CLOSE_BRACE || !text.startsWith(ID_PREFIX, start)) return undefined;
+  const idStart = start + ID_PREFIX.length;
+  const idEnd = plainString(text, idStart, stop);
+  if (idEnd <= idStart || !text.startsWith(afterId, idEnd)) return undefined;
   const seqStart = idEnd + afterId.length;
-  const first = line[seqStart];
-  if (first === undefined || first <= ZERO || first > NINE) return undefined; // seq >= 1, no leading zero
+  const first = text.charCodeAt(seqStart);
+  if (!(first > ZERO && first <= NINE)) return undefined; // seq >= 1, no leading zero
   let seq = 0;
   let i = seqStart;
   for (; i < stop && i - seqStart < 10; i++) {
-    const b = line[i]!;
-    if (b < ZERO || b > NINE) break;
-    seq = seq * 10 + (b - ZERO);
+    const c = text.charCodeAt(i);
+    if (c < ZERO || c > NINE) break;
+    seq = seq * 10 + (c - ZERO);
   }
-  if (line[i] !== COMMA || seq > 2 ** 31 - 1) return undefined;
+  if (text.charCodeAt(i) !== COMMA || seq > 2 ** 31 - 1) return undefined;
 
-  const senderAt = line.indexOf(SENDER_ID, i);
-  if (senderAt < 0) return undefined;
-  const senderEnd = plainString(line, senderAt + SENDER_ID.length);
-  if (senderEnd < 0) return undefined;
-  const visibleAt = line.indexOf(VISIBLE, i);
-  const deletedAt = line.indexOf(DELETED, i);
-  if (visibleAt < 0 || deletedAt < 0) return undefined;
-  const visible = line[visibleAt + VISIBLE.length] === 0x74; // t
-  const deleted = line[deletedAt + DELETED.length] === 0x74;
+  // Keys every message has: found in this line, or the line is not the expected shape.
+  const senderAt = text.indexOf(SENDER_ID, i);
+  if (senderAt < 0 || senderAt >= stop) return undefined;
+  const senderEnd = plainString(text, senderAt + SENDER_ID.length, stop);
+  const visibleAt = text.indexOf(VISIBLE, senderAt);
+  const deletedAt = text.indexOf(DELETED, senderAt);
+  if (senderEnd < 0 || visibleAt < 0 || visibleAt >= stop || deletedAt < 0 || deletedAt >= stop) return undefined;
+  const visible = text.charCodeAt(visibleAt + VISIBLE.length) === 0x74; // t
+  const deleted = text.charCodeAt(deletedAt + DELETED.length) === 0x74;
   let clientMsgId: string | undefined;
-  const clientAt = line.indexOf(CLIENT, i);
-  if (clientAt >= 0) {
-    const clientEnd = plainString(line, clientAt + CLIENT.length);
+  cursors.client = nextAt(text, CLIENT, i, cursors.client);
+  if (cursors.client < stop) {
+    const from = cursors.client + CLIENT.length;
+    const clientEnd = plainString(text, from, stop);
     if (clientEnd < 0) return undefined; // escapes: let JSON.parse read it
-    clientMsgId = line.toString('utf8', clientAt + CLIENT.length, clientEnd);
+    clientMsgId = utf8(chunk, text, from, clientEnd);
   }
-  const person = line.indexOf(ROLE_USER, i) >= 0 && visible && !deleted;
+  cursors.role = nextAt(text, ROLE_USER, i, cursors.role);
+  const person = visible && !deleted && cursors.role < stop;
   return {
-    messageId: line.toString('latin1', idStart, idEnd),
+    messageId: utf8(chunk, text, idStart, idEnd),
     seq,
-    senderId: line.toString('utf8', senderAt + SENDER_ID.length, senderEnd),
+    senderId: utf8(chunk, text, senderAt + SENDER_ID.length, senderEnd),
     clientMsgId,
     visible,
     person,
   };
 }
 
+/**
+ * The UTF-8 text of chunk[from, to), as a string of its own: a substring of the chunk's text
+ * would keep the whole chunk alive wherever it is stored (a sender id in a room index).
+ */
+function utf8(chunk: Buffer, _text: string, from: number, to: number): string {
+  return chunk.toString('utf8', from, to);
+}
+
 /** The index of the closing quote of a string starting at `from` with no escapes; -1 otherwise. */
-function plainString(line: Buffer, from: number): number {
-  for (let i = from; i < line.length; i++) {
-    const b = line[i]!;
-    if (b === QUOTE) return i;
-    if (b === BACKSLASH || b < 0x20) return -1;
+function plainString(text: string, from: number, stop: number): number {
+  for (let i = from; i < stop; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH || c < 0x20) return -1;
   }
   return -1;
 }

@@ -6,6 +6,7 @@
 //
 // The per-sender and per-person answers the runtime asks on every call are kept up to date by
 // every line added: `lastSeqBySender` is a map of the room's senders, `lastPersonSeq` a number.
+import { createHash } from 'node:crypto';
 import { hash32, SeqTable } from './seq-table.js';
 
 /** What the index needs from one log line (a message version). */
@@ -28,14 +29,16 @@ export class RoomIndex {
   private offsets = new Float64Array(64).fill(-1);
   private lengths = new Uint32Array(64);
   private flags = new Uint8Array(64);
-  private readonly ids = new SeqTable();
-  private readonly clients = new SeqTable();
+  private ids = new SeqTable();
+  private clients = new SeqTable();
   private readonly lastBySender = new Map<string, number>();
   /** Senders whose last visible message became invisible: answer from disk (see file-store). */
   readonly staleSenders = new Set<string>();
   private lastPerson = 0;
   private top = 0;
   private present = 0;
+  /** Changed since it was loaded from (or last written to) its persisted file. */
+  dirty = true;
 
   /** Highest seq (0 when empty). */
   get lastSeq(): number {
@@ -66,6 +69,7 @@ export class RoomIndex {
   /** Adds a line: a new message, or a new version of one (which then replaces it). */
   add(meta: LineMeta, offset: number, length: number): void {
     const { seq } = meta;
+    this.dirty = true;
     if (seq > this.offsets.length) this.grow(seq);
     const isNew = this.offsets[seq - 1]! < 0;
     this.offsets[seq - 1] = offset;
@@ -109,8 +113,8 @@ export class RoomIndex {
   }
 
   /** Seqs that may hold the message id (compare after reading). */
-  seqsOfId(messageId: string): number[] {
-    return this.ids.candidates(hash32(messageId));
+  seqsOfId(messageId: string, hash = hash32(messageId)): number[] {
+    return this.ids.has(hash) ? this.ids.candidates(hash) : [];
   }
 
   /** Seqs that may hold the sender's client_msg_id (compare after reading). */
@@ -130,6 +134,87 @@ export class RoomIndex {
     }
     for (let s = end; s >= 1 && out.length < n; s--) if (this.has(s)) out.push(s);
     return out.reverse();
+  }
+
+  /**
+   * The index as bytes, for `room_messages/{room_id}.idx`: a JSON header line, then the arrays.
+   * `coveredSize` is the log size the index describes; `fingerprint` identifies the log's bytes
+   * just before it (both checked before the file is trusted, see file-store.ts).
+   */
+  serialize(coveredSize: number, fingerprint: string): Buffer {
+    const ids = this.ids.export();
+    const clients = this.clients.export();
+    const header = {
+      v: 1,
+      size: coveredSize,
+      fingerprint,
+      top: this.top,
+      present: this.present,
+      lastPerson: this.lastPerson,
+      cap: this.offsets.length,
+      ids: [ids.keys.length, ids.used],
+      clients: [clients.keys.length, clients.used],
+      senders: [...this.lastBySender],
+      stale: [...this.staleSenders],
+    };
+    const parts = [this.offsets, this.lengths, this.flags, ids.keys, ids.seqs, clients.keys, clients.seqs].map((a) =>
+      Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+    );
+    // A checksum of the arrays: the file is a cache written without fsync, so a crash soon
+    // after may leave it with the right length and the wrong bytes.
+    const sha1 = createHash('sha1');
+    for (const part of parts) sha1.update(part);
+    const withSum = { ...header, sha1: sha1.digest('hex') };
+    return Buffer.concat([Buffer.from(JSON.stringify(withSum) + '\n', 'utf8'), ...parts]);
+  }
+
+  /** Reads what `serialize` wrote; throws if it is not whole. */
+  static deserialize(buf: Buffer): { index: RoomIndex; size: number; fingerprint: string } {
+    const nl = buf.indexOf(0x0a);
+    if (nl < 0) throw new Error('no header');
+    const h = JSON.parse(buf.toString('utf8', 0, nl)) as {
+      v: number;
+      size: number;
+      fingerprint: string;
+      top: number;
+      present: number;
+      lastPerson: number;
+      cap: number;
+      ids: [number, number];
+      clients: [number, number];
+      senders: [string, number][];
+      stale: string[];
+      sha1: string;
+    };
+    if (h.v !== 1) throw new Error(`version ${h.v}`);
+    if (createHash('sha1').update(buf.subarray(nl + 1)).digest('hex') !== h.sha1) throw new Error('checksum');
+    let at = nl + 1;
+    const take = <T>(make: (n: number) => T & { buffer: ArrayBufferLike; byteLength: number }, n: number): T => {
+      const arr = make(n);
+      const bytes = arr.byteLength;
+      if (at + bytes > buf.length) throw new Error('truncated');
+      new Uint8Array(arr.buffer).set(buf.subarray(at, at + bytes));
+      at += bytes;
+      return arr;
+    };
+    const index = new RoomIndex();
+    index.offsets = take((n) => new Float64Array(n), h.cap);
+    index.lengths = take((n) => new Uint32Array(n), h.cap);
+    index.flags = take((n) => new Uint8Array(n), h.cap);
+    index.ids = SeqTable.import(take((n) => new Int32Array(n), h.ids[0]), take((n) => new Int32Array(n), h.ids[0]), h.ids[1]);
+    index.clients = SeqTable.import(
+      take((n) => new Int32Array(n), h.clients[0]),
+      take((n) => new Int32Array(n), h.clients[0]),
+      h.clients[1],
+    );
+    if (at !== buf.length) throw new Error('trailing bytes');
+    index.top = h.top;
+    index.present = h.present;
+    index.lastPerson = h.lastPerson;
+    for (const [sender, seq] of h.senders) index.lastBySender.set(sender, seq);
+    for (const sender of h.stale) index.staleSenders.add(sender);
+    index.dirty = false;
+    return { index, size: h.size, fingerprint: h.fingerprint };
   }
 
   private grow(seq: number): void {

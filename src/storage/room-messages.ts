@@ -12,12 +12,15 @@ import type { Message } from '../types.js';
 import { corruptAt, parseLine, readAt } from './log-reader.js';
 import { MessageCache } from './message-cache.js';
 import { RoomIndex } from './room-index.js';
+import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
 const SEARCH_CHUNK = 4 * 1024 * 1024;
 // Characters outside Latin-1 whose lower case contains an ASCII letter (İ → i̇, K → k), as UTF-8.
 const ASCII_LOWERING = [Buffer.from('İ', 'utf8'), Buffer.from('\u212a', 'utf8')];
+/** Characters no other character lowers to, and that have no case themselves. */
+const CASELESS = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u0020-\u0021\u0023-\u0040\u005b\u005d-\u0060\u007b-\u007e]+$/u;
 
 export interface RoomMessagesOptions {
   dir: string;
@@ -38,6 +41,10 @@ export class RoomMessages {
 
   fileOf(roomId: string): string {
     return join(this.opts.dir, `${roomId}.jsonl`);
+  }
+
+  entries(): IterableIterator<[string, RoomIndex]> {
+    return this.indexes.entries();
   }
 
   register(roomId: string, index: RoomIndex): void {
@@ -133,8 +140,9 @@ export class RoomMessages {
   }
 
   async getMessage(messageId: string): Promise<Message | undefined> {
+    const hash = hash32(messageId);
     for (const [roomId, index] of this.indexes) {
-      const seqs = index.seqsOfId(messageId);
+      const seqs = index.seqsOfId(messageId, hash);
       if (seqs.length === 0) continue;
       for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
     }
@@ -196,20 +204,23 @@ export class RoomMessages {
     // A query with a quote, backslash or control character is written escaped in the log: the
     // raw-text filters would miss it, so every line is parsed then.
     const rawSafe = !/["\\\u0000-\u001f]/.test(needle);
-    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle);
+    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle) ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'i') : undefined;
+    // A query without cased letters (Chinese, Japanese, Korean, digits, punctuation) is found by
+    // its bytes: nothing else lowers to those characters.
+    const caseless = rawSafe && !ascii && CASELESS.test(needle) ? Buffer.from(needle, 'utf8') : undefined;
     const file = this.fileOf(roomId);
     let found: Message[] = [];
     let carry: Buffer = Buffer.alloc(0);
     let base = 0;
     const consider = (region: Buffer, regionBase: number): void => {
-      if (rawSafe && !mayContain(region, needle, ascii)) return;
+      if (caseless ? !region.includes(caseless) : rawSafe && !mayContain(region, needle, ascii)) return;
       for (let start = 0; start < region.length; ) {
         let nl = region.indexOf(0x0a, start);
         if (nl < 0) nl = region.length;
         const line = region.subarray(start, nl);
         const offset = regionBase + start;
         start = nl + 1;
-        if (line.length === 0) continue;
+        if (line.length === 0 || (caseless && !line.includes(caseless))) continue;
         const text = line.toString('utf8');
         if (rawSafe && !text.toLowerCase().includes(needle)) continue;
         const m = parseLine(text, roomId);
@@ -239,11 +250,15 @@ function keepOldest(messages: Message[], limit: number): Message[] {
   return messages.sort((a, b) => a.seq - b.seq).slice(0, limit);
 }
 
-/** False only if no line of the region can contain the needle in its text (a cheap filter). */
-function mayContain(region: Buffer, needle: string, ascii: boolean): boolean {
+/**
+ * False only if no line of the region can contain the needle in its text (a cheap filter). An
+ * ASCII needle is matched case-insensitively by a regular expression on the Latin-1 view (no
+ * lowered copy of the chunk; without the `u` flag, /i folds ASCII letters only to ASCII
+ * letters, and the two non-Latin-1 characters that lower to ASCII letters send the chunk to the
+ * exact path).
+ */
+function mayContain(region: Buffer, needle: string, ascii: RegExp | undefined): boolean {
   if (needle === '') return true;
-  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) {
-    return region.toString('latin1').toLowerCase().includes(needle);
-  }
+  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) return ascii.test(region.toString('latin1'));
   return region.toString('utf8').toLowerCase().includes(needle);
 }

@@ -33,10 +33,34 @@ export class SeqTable {
     return this.keys.byteLength + this.seqs.byteLength;
   }
 
+  /** The table's arrays and fill, for the persisted index (room-index.ts). */
+  export(): { keys: Int32Array; seqs: Int32Array; used: number } {
+    return { keys: this.keys, seqs: this.seqs, used: this.used };
+  }
+
+  static import(keys: Int32Array, seqs: Int32Array, used: number): SeqTable {
+    if (keys.length !== seqs.length || keys.length < 16 || (keys.length & (keys.length - 1)) !== 0 || used * 2 > keys.length) {
+      throw new Error('bad seq table');
+    }
+    const table = new SeqTable();
+    table.keys = keys;
+    table.seqs = seqs;
+    table.used = used;
+    return table;
+  }
+
   add(hash: number, seq: number): void {
     if ((this.used + 1) * 2 > this.keys.length) this.grow();
     this.insert(hash | 0, seq);
     this.used++;
+  }
+
+  /** Whether anything is stored under the hash (no allocation: probed once per room by getMessage). */
+  has(hash: number): boolean {
+    const mask = this.keys.length - 1;
+    const key = hash | 0;
+    for (let i = key & mask; this.keys[i] !== 0; i = (i + 1) & mask) if (this.keys[i] === key) return true;
+    return false;
   }
 
   /** Seqs stored under the hash (callers check which, if any, is the one they want). */

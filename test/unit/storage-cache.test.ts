@@ -98,7 +98,7 @@ async function answers(store: Store, rooms: string[], messages: Message[]) {
     for (const before of [2, 30, last, last + 1]) out.push(await store.readMessages(roomId, { beforeSeq: before, limit: 13 }));
     out.push(await store.readMessages(roomId, { limit: 7 }));
     out.push(await store.readMessages(roomId, { afterSeq: 10, beforeSeq: 40, limit: 100 }));
-    for (const q of [...WORDS, 'HELLO', 'e', '#1', 'no such text', 'istanbul', 'k', 'STRASSE', '"']) {
+    for (const q of [...WORDS, 'HELLO', 'e', '#1', 'no such text', 'istanbul', 'k', 'STRASSE', '"', 'o (', '.*', '[a', 'd #']) {
       out.push(await store.searchMessages(roomId, q, 5));
       out.push((await store.searchMessages(roomId, q, 1000)).map((m) => m.seq));
     }
@@ -132,5 +132,19 @@ describe('a message cache of any size answers like no cache and like the referen
     const reopened = await fileStore(cold.dir, 3);
     expect(await answers(reopened, rooms, messages)).toEqual(expected);
     expect(reopened.stats().cachedMessages).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('the seq tables behind the id and client-id lookups', () => {
+  it('keep every seq stored under a hash, through growth, so colliding ids are all candidates', async () => {
+    const { SeqTable, hash32 } = await import('../../src/storage/seq-table.js');
+    const table = new SeqTable();
+    for (let seq = 1; seq <= 5000; seq++) table.add(seq % 7 === 0 ? 42 : hash32(`id-${seq}`), seq);
+    expect(table.candidates(42).sort((a, b) => a - b)).toEqual(Array.from({ length: 714 }, (_, i) => (i + 1) * 7));
+    expect(table.candidates(hash32('id-13'))).toContain(13);
+    expect(table.candidates(hash32('never stored'))).toEqual([]);
+    const { keys, seqs, used } = table.export();
+    expect(SeqTable.import(keys, seqs, used).candidates(hash32('id-4999'))).toContain(4999);
+    expect(hash32('')).not.toBe(0);
   });
 });

@@ -169,3 +169,67 @@ describe('a malformed middle line', () => {
     expect(await all(s, 'r2')).toEqual(ok);
   });
 });
+
+describe('persisted message indexes', () => {
+  async function openLogged() {
+    const { logger, lines } = memoryLogger();
+    const s = store({ logger });
+    await s.open();
+    const opened = lines.find((l) => l.msg === 'storage opened')!;
+    return { s, lines, opened };
+  }
+
+  async function storeWith(n: number): Promise<Message[]> {
+    const s = store();
+    await s.open();
+    const v = (await s.loadRoom('r1'))!.version;
+    const messages = Array.from({ length: n }, (_, i) => makeMessage('r1', i + 1, { client_msg_id: `c${i + 1}`, role: i % 2 ? 'ai_agent' : 'user' }));
+    await s.commitRoom('r1', { messages, expectedVersion: v });
+    await s.close();
+    return messages;
+  }
+
+  it('are written on a clean shutdown and used at the next start, the log after them scanned', async () => {
+    const messages = await storeWith(20);
+    const { s, opened } = await openLogged();
+    expect(opened.persisted_indexes_used).toBe(1);
+    expect(await all(s, 'r1')).toEqual(messages);
+    expect((await s.findByClientMsgId('r1', messages[6]!.sender_id, 'c7'))?.message_id).toBe(messages[6]!.message_id);
+    expect(await s.lastPersonSeq('r1')).toBe(19);
+    await s.close();
+
+    // Lines appended after the index was written (acknowledged, then a crash), and a torn tail.
+    const later = [makeMessage('r1', 21, { role: 'user' }), { ...messages[0]!, text_content: 'edited later' }];
+    const { appendFile } = await import('node:fs/promises');
+    await appendFile(join(logDir, 'r1.jsonl'), jsonl(later) + '{"message_id":"torn');
+    const again = await openLogged();
+    expect(again.opened.persisted_indexes_used).toBe(1);
+    expect((await all(again.s, 'r1')).map((m) => m.text_content)).toEqual([
+      'edited later',
+      ...messages.slice(1).map((m) => m.text_content),
+      later[0]!.text_content,
+    ]);
+    expect(await again.s.lastPersonSeq('r1')).toBe(21);
+    expect(await again.s.messageCount()).toBe(21);
+  });
+
+  it('are not trusted when damaged or when the log changed: the log is scanned instead', async () => {
+    const messages = await storeWith(10);
+    const idx = join(logDir, 'r1.idx');
+    const bytes = await readFile(idx);
+    bytes[bytes.length - 5] ^= 0xff; // a damaged array
+    await writeFile(idx, bytes);
+    const damaged = await openLogged();
+    expect(damaged.opened.persisted_indexes_used).toBe(0);
+    expect(damaged.lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.reason === 'checksum')).toBe(true);
+    expect(await all(damaged.s, 'r1')).toEqual(messages);
+    await damaged.s.close(); // writes a good one again
+
+    // The log replaced by another one (a restore): the fingerprint no longer matches.
+    const other = Array.from({ length: 12 }, (_, i) => makeMessage('r1', i + 1));
+    await writeFile(join(logDir, 'r1.jsonl'), jsonl(other));
+    const replaced = await openLogged();
+    expect(replaced.opened.persisted_indexes_used).toBe(0);
+    expect(await all(replaced.s, 'r1')).toEqual(other);
+  });
+});
