@@ -172,7 +172,7 @@ describe('shared helpers', () => {
 
   it('picks Chinese labels for zh* languages', () => {
     expect(labelsFor('zh-CN').round(3)).toBe('第 3 轮');
-    expect(labelsFor('zh-TW').page(2)).toBe('第 2 页');
+    expect(labelsFor('zh-TW').page(2, '9')).toBe('第 2 / 9 页');
     expect(labelsFor('en').roles.user).toBe('person');
     expect(labelsFor('fr').roles.ai_agent).toBe('AI agent');
     expect(labelsFor('zh').roles.system).toBe('系统');
