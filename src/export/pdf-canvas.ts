@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { coverageOf, installFastLayout } from './pdf-fastfont.js';
+import { openFont, type FontSource } from './pdf-fonts.js';
 import { layoutRuns, splitFallback, type Coverage, type FontKey, type Line, type Run, type Style } from './pdf-layout.js';
 
 export interface FontFiles {
@@ -72,6 +73,37 @@ export function resolveFonts(opts: FontOptions): FontFiles {
   return { regular: opts.fontPath, bold: opts.boldFontPath ?? opts.fontPath, family: opts.fontFamily };
 }
 
+/** Parsed fonts (fontkit objects, which pdfkit takes in place of a path). */
+export interface LoadedFaces {
+  regular: unknown;
+  bold: unknown;
+  emoji: unknown | null;
+}
+
+/**
+ * Reads and parses the faces once per process, without blocking the event loop on the read.
+ * Throws when the text font cannot be read or parsed; a broken emoji font is left out.
+ */
+export async function loadFaces(files: FontFiles): Promise<LoadedFaces> {
+  try {
+    const [regular, bold] = await Promise.all([openFont(files.regular, files.family), openFont(files.bold, files.family)]);
+    const emojiFile = bundledEmojiFont();
+    const emoji = emojiFile ? await openFont(emojiFile).catch(() => null) : null;
+    return { regular, bold, emoji };
+  } catch (err) {
+    throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
+  }
+}
+
+/** Registered font name → its file, for encoding subsets off the event loop (pdf-fonts.ts). */
+export function fontSources(files: FontFiles): Record<string, FontSource> {
+  const out: Record<string, FontSource> = { body: { file: files.regular, family: files.family } };
+  if (files.bold !== files.regular) out.bold = { file: files.bold, family: files.family };
+  const emoji = bundledEmojiFont();
+  if (emoji) out.emoji = { file: emoji };
+  return out;
+}
+
 /** pdfkit font names per layout key, and whether bold is drawn from the regular face. */
 export interface Faces {
   names: Record<FontKey, string>;
@@ -86,13 +118,14 @@ export interface Faces {
  * name (its cache is keyed by the PostScript name, which both share). Bold is then drawn by
  * stroking the outline as well as filling it.
  */
-export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): Faces {
+export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles, loaded?: LoadedFaces): Faces {
   const fakeBold = files.bold === files.regular;
-  doc.registerFont('body', files.regular, files.family);
-  if (!fakeBold) doc.registerFont('bold', files.bold, files.family);
+  // A parsed font object when given (kept for the process), else the file (parsed per document).
+  doc.registerFont('body', (loaded?.regular ?? files.regular) as string, files.family);
+  if (!fakeBold) doc.registerFont('bold', (loaded?.bold ?? files.bold) as string, files.family);
   doc.registerFont('mono', 'Courier');
-  const emoji = bundledEmojiFont();
-  if (emoji) doc.registerFont('emoji', emoji);
+  const emoji = loaded ? loaded.emoji : bundledEmojiFont();
+  if (emoji) doc.registerFont('emoji', emoji as string);
   const covers: Faces['covers'] = {};
   try {
     if (!fakeBold) {

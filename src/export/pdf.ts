@@ -18,7 +18,8 @@ import {
   type Labels,
 } from './format.js';
 import { loadRaster, type RasterImage } from './images.js';
-import { Canvas, COLORS, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
+import { Canvas, COLORS, fontSources, loadFaces, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
+import { embedFontsOffThread } from './pdf-fonts.js';
 import type { Run, Style } from './pdf-layout.js';
 import { renderMarkdown, renderPlain, type BlockContext } from './pdf-markdown.js';
 import { coalesce, waitFor } from './stream.js';
@@ -38,6 +39,7 @@ const HIGH_WATER = 1 << 20;
 export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStream, opts: PdfExportOptions = {}): Promise<void> {
   const labels = labelsFor(input.room.language);
   const fonts = resolveFonts(opts);
+  const loaded = await loadFaces(fonts);
   const doc = new PDFDocument({
     size: 'A4',
     margins: MARGINS,
@@ -52,7 +54,7 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
       CreationDate: input.exportedAt,
     },
   });
-  const faces = registerFonts(doc, fonts);
+  const faces = registerFonts(doc, fonts, loaded);
   const canvas = new Canvas(doc, faces, {
     roomName: input.room.room_name,
     headerRight: `${labels.title} · ${displayTime(input.exportedAt, input.timezone)}`,
@@ -79,6 +81,7 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
       await relieve(doc, out);
     }
     canvas.finishPageCount();
+    await embedFontsOffThread(doc, fontSources(fonts));
     doc.end();
     await finished;
   } catch (err) {

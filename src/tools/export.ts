@@ -14,6 +14,7 @@ import type { App } from '../app.js';
 import { EXPORT_EXT, type ExportFormat, type ExportInput } from '../export/format.js';
 import { buildImport, parseRoomFile, type BuiltImport } from '../export/import.js';
 import { ATTACHMENT_LINK_TTL_MS, serverOrigin, signEncodedPath } from '../export/links.js';
+import { preloadExportModules } from '../export/preload.js';
 import { ExportSlots } from '../export/slots.js';
 import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
 import { findRecord, saveRecord } from '../identity/records.js';
@@ -83,6 +84,8 @@ async function writerFor(app: App, format: ExportFormat): Promise<Writer> {
 }
 
 export function exportTools(app: App) {
+  // In the background once the server is up: the first export then finds everything loaded.
+  setImmediate(() => void preloadExportModules());
   return [
     defineTool({
       name: 'export_chat_history',
