@@ -19,11 +19,12 @@ export type ExportItem =
     };
 
 /**
- * How long an export may run before it lets other work (requests, timers, sockets) in. Both
+ * How long an export may run before it lets other work (requests, timers, sockets) in. The
  * writers render synchronously between writes, and a PDF's writes rarely have to wait, so
- * without this a 10,000-message export would hold the event loop for seconds.
+ * without this a 10,000-message export would hold the event loop for seconds. Two exports may
+ * run at once (slots.ts), so a turn of the loop waits at most about twice this.
  */
-export const EXPORT_SLICE_MS = 20;
+export const EXPORT_SLICE_MS = 10;
 
 export async function* exportItems(
   messages: Iterable<Message> | AsyncIterable<Message>,
