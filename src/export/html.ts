@@ -266,8 +266,8 @@ function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: L
     const safe = SAFE_HREF.test(att.url);
     const type = att.type ? `<span class="muted attachment-type"> · ${escapeHtml(att.type.split(';')[0] ?? '')}</span>` : '';
     const link = safe
-      ? `<a class="attachment" href="${escapeHtml(att.url)}" target="_blank" rel="noopener noreferrer nofollow">📎 ${escapeHtml(att.name)}${type}</a>`
-      : `<span class="attachment muted">📎 ${escapeHtml(att.name)}${type}</span>`;
+      ? `<a class="attachment" href="${escapeHtml(att.url)}" target="_blank" rel="noopener noreferrer nofollow">${escapeHtml(att.name)}${type}</a>`
+      : `<span class="attachment muted">${escapeHtml(att.name)}${type}</span>`;
     const img = image ? `<img class="attachment-preview" alt="${escapeHtml(att.name)}" src="${image}">` : '';
     body += `<div class="msg-file">${img}${link}</div>`;
   }
