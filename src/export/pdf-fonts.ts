@@ -119,8 +119,12 @@ parentPort.on('message', ({ id, file, family, glyphs }) => {
 });
 `;
 
+/** An idle worker is ended after this long: its copy of the fonts costs ~80 MB. */
+const WORKER_IDLE_MS = 15_000;
+
 class SubsetWorker {
   private worker: Worker | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
   private next = 0;
   private readonly pending = new Map<number, { resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
 
@@ -148,6 +152,8 @@ class SubsetWorker {
 
   /** The deflated subset of `source` holding `glyphs` in this order. */
   encode(source: FontSource, glyphs: number[]): Promise<Buffer> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     const worker = this.start();
     const id = ++this.next;
     return new Promise((resolve, reject) => {
@@ -155,8 +161,20 @@ class SubsetWorker {
       worker.ref(); // busy: an answer is awaited
       worker.postMessage({ id, file: source.file, family: source.family ?? null, glyphs });
     }).finally(() => {
-      if (this.pending.size === 0) this.worker?.unref();
+      if (this.pending.size > 0) return;
+      this.worker?.unref();
+      this.idleTimer = setTimeout(() => this.stop(), WORKER_IDLE_MS);
+      this.idleTimer.unref();
     }) as Promise<Buffer>;
+  }
+
+  private stop(): void {
+    if (this.pending.size > 0 || !this.worker) return;
+    const worker = this.worker;
+    this.worker = null;
+    worker.removeAllListeners('exit');
+    worker.removeAllListeners('error');
+    void worker.terminate();
   }
 }
 

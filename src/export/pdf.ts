@@ -192,8 +192,10 @@ const HEAD_LH = 18;
 /** The head of a message and the first line of its body (a heading or code line at most). */
 const KEEP_WITH_HEAD = HEAD_LH + 1 + 22;
 
-/** Display size of embedded images, in points (the pixels are loaded at twice that: ~144 dpi). */
+/** Display height of embedded images at most, in points. */
 const IMAGE_MAX_HEIGHT = 300;
+/** Pixels loaded per point of the largest display size: 1.5 is about 108 dpi, sharp on paper and screen. */
+const IMAGE_DENSITY = 1.5;
 /** An image's pixel shown at most this big (96 dpi), so small images are not blown up. */
 const IMAGE_MAX_SCALE = 0.75;
 
@@ -203,7 +205,7 @@ async function imageOf(m: Message, input: ExportInput): Promise<RasterImage | nu
   const file = input.ownUpload(m.file_url);
   if (!file) return null;
   const width = 595.28 - 2 * 56;
-  return loadRaster(file, width * 2, IMAGE_MAX_HEIGHT * 2);
+  return loadRaster(file, width * IMAGE_DENSITY, IMAGE_MAX_HEIGHT * IMAGE_DENSITY);
 }
 
 function drawImage(canvas: Canvas, image: RasterImage, link: string | undefined): void {

@@ -84,8 +84,8 @@ async function writerFor(app: App, format: ExportFormat): Promise<Writer> {
 }
 
 export function exportTools(app: App) {
-  // In the background once the server is up: the first export then finds everything loaded.
-  setImmediate(() => void preloadExportModules());
+  // In the background once the server is up: the first export then finds its modules loaded.
+  setTimeout(() => void preloadExportModules(), 500).unref();
   return [
     defineTool({
       name: 'export_chat_history',
