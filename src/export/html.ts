@@ -93,22 +93,48 @@ const SANITIZE: sanitizeHtml.IOptions = {
   },
 };
 
+/** Plain text (no Markdown) as paragraphs: escaped, so it needs no sanitiser. */
+function plainHtml(text: string): string {
+  return text
+    .split(/\n[ \t]*\n+/)
+    .map((block) => `<p>${escapeHtml(block.trim()).replace(/\n/g, '<br>')}</p>`)
+    .join('');
+}
+
+/** A message's Markdown as HTML straight from marked: still to be sanitised. */
+function markdownHtml(text: string, marked: Marked): string {
+  try {
+    return marked.parse(closeOpenFence(text)) as string;
+  } catch {
+    return `<p>${escapeHtml(text)}</p>`;
+  }
+}
+
+const SANITIZE_BATCH: sanitizeHtml.IOptions = { ...SANITIZE, allowedTags: [...(SANITIZE.allowedTags as string[]), 'section'] };
+
+/**
+ * Sanitises many messages' HTML in one pass (the sanitiser's cost per call is about as large as
+ * its cost per message): each is wrapped in a <section>, which no message can open or close
+ * itself (raw HTML other than bare formatting tags is escaped), so the parser closes whatever a
+ * message left open at its section's end and the output splits back into balanced pieces.
+ */
+export function sanitizeMany(htmls: string[]): string[] {
+  if (htmls.length === 0) return [];
+  const out = sanitizeHtml(htmls.map((h) => `<section>${h}</section>`).join(''), SANITIZE_BATCH);
+  const parts = out.split('</section>');
+  if (parts.length === htmls.length + 1 && parts.slice(0, -1).every((p) => p.startsWith('<section>')) && parts[parts.length - 1] === '') {
+    return parts.slice(0, -1).map((p) => p.slice('<section>'.length));
+  }
+  return htmls.map((h) => sanitizeHtml(h, SANITIZE)); // never expected; one by one is always right
+}
+
 /** A message's Markdown as sanitised HTML. */
 export function messageHtml(text: string, marked: Marked): string {
-  if (isPlainText(text)) {
-    return text
-      .split(/\n[ \t]*\n+/)
-      .map((block) => `<p>${escapeHtml(block.trim()).replace(/\n/g, '<br>')}</p>`)
-      .join('');
-  }
-  let html: string;
-  try {
-    html = marked.parse(closeOpenFence(text)) as string;
-  } catch {
-    html = `<p>${escapeHtml(text)}</p>`;
-  }
-  return sanitizeHtml(html, SANITIZE);
+  return isPlainText(text) ? plainHtml(text) : (sanitizeMany([markdownHtml(text, marked)])[0] ?? '');
 }
+
+/** Messages rendered together: their Markdown is sanitised in one pass. */
+const BATCH = 64;
 
 let pageCss: string | undefined;
 
@@ -188,23 +214,49 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
   const maxImage = opts.imageMaxBytes ?? HTML_IMAGE_MAX_BYTES;
   let imageBudget = opts.imagesTotalMaxBytes ?? HTML_IMAGES_TOTAL_MAX_BYTES;
   let count = 0;
-  for await (const item of exportItems(input.messages)) {
-    if (item.kind === 'round') {
-      const label = `${labels.round(item.number)} · ${displayTime(item.timestamp, input.timezone)}`;
-      w.push(`<li class="round-sep" role="separator"><span>${escapeHtml(label)}</span></li>\n`);
-    } else {
-      count += 1;
+  type Pending = { html: string } | { message: Message; reply: ReplyRef | 'unknown' | null; body: string | null; raw: number };
+  let pending: Pending[] = [];
+  let raws: string[] = [];
+  const flush = async (): Promise<void> => {
+    const clean = sanitizeMany(raws);
+    for (const p of pending) {
+      if ('html' in p) {
+        w.push(p.html);
+        continue;
+      }
+      const m = p.message;
+      // Read one image at a time, only now: a batch never holds the images of its messages.
       let image: string | null = null;
-      const m = item.message;
       const file = !m.deleted && m.file_url && input.ownUpload ? input.ownUpload(m.file_url) : null;
       if (file && imageBudget > 0) {
         image = await imageDataUrl(file, Math.min(maxImage, imageBudget));
         if (image) imageBudget -= image.length;
       }
-      w.push(renderMessage(m, item.reply, labels, input, marked, image));
+      w.push(renderMessage(m, p.reply, labels, input, p.body ?? clean[p.raw] ?? '', image));
+      image = null;
+      await w.flush();
     }
-    await w.flush();
+    pending = [];
+    raws = [];
+  };
+  for await (const item of exportItems(input.messages)) {
+    if (item.kind === 'round') {
+      const label = `${labels.round(item.number)} · ${displayTime(item.timestamp, input.timezone)}`;
+      pending.push({ html: `<li class="round-sep" role="separator"><span>${escapeHtml(label)}</span></li>\n` });
+    } else {
+      count += 1;
+      const m = item.message;
+      const text = m.deleted ? '' : cleanText(m.text_content).trim();
+      if (text && !isPlainText(text)) {
+        raws.push(markdownHtml(text, marked));
+        pending.push({ message: m, reply: item.reply, body: null, raw: raws.length - 1 });
+      } else {
+        pending.push({ message: m, reply: item.reply, body: text ? plainHtml(text) : '', raw: -1 });
+      }
+      if (pending.length >= BATCH) await flush();
+    }
   }
+  await flush();
   if (count === 0) w.push(`<li class="msg-empty muted">${escapeHtml(labels.none)}</li>\n`);
   w.push(`</ol>\n<p class="export-footer">${escapeHtml(`${labels.exportedAt}${labels.colon}${displayTime(input.exportedAt, input.timezone)} (${input.timezone}) · Agent Chatroom`)}</p>\n</main>\n</body>\n</html>\n`);
   await w.end();
@@ -240,7 +292,7 @@ function announcementHtml(room: Room, labels: Labels, timezone: string): string 
   return escapeHtml(cleanText(text)).replace(/\n/g, '<br>') + by;
 }
 
-function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, marked: Marked, image: string | null): string {
+function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, bodyHtml: string, image: string | null): string {
   const time = displayTime(m.timestamp, input.timezone);
   const initials = initialsOf(m.sender);
   const member = input.room.members.find((x) => x.name.toLowerCase() === m.sender.toLowerCase());
@@ -257,10 +309,7 @@ function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: L
   let body = '';
   if (reply) body += `<div class="msg-reply">${escapeHtml(reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender))}</div>`;
   if (m.deleted) body += `<div class="msg-body markdown"><p class="muted">${escapeHtml(labels.deleted)}</p></div>`;
-  else {
-    const text = cleanText(m.text_content).trim();
-    if (text) body += `<div class="msg-body markdown">${messageHtml(text, marked)}</div>`;
-  }
+  else if (bodyHtml) body += `<div class="msg-body markdown">${bodyHtml}</div>`;
   const att = m.deleted ? null : attachmentOf(m, input.fileUrl);
   if (att) {
     const safe = SAFE_HREF.test(att.url);

@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import type { ExportInput } from '../../src/export/format.js';
-import { writeHtmlExport } from '../../src/export/html.js';
+import { sanitizeMany, writeHtmlExport } from '../../src/export/html.js';
 import { buildImport, checkShape, importedFileUrl, MAX_IMPORT_MESSAGES, parseRoomFile, type ImportContext } from '../../src/export/import.js';
 import { ROOM_FORMAT, writeJsonExport } from '../../src/export/json.js';
 import { ExportSlots } from '../../src/export/slots.js';
@@ -264,6 +264,25 @@ describe('html export', () => {
     // An image in the text would be a request: a link to it instead.
     expect(body).toContain('<a href="https://example.com/p.png" target="_blank" rel="noopener noreferrer nofollow">[图片: pic]</a>');
     expect(body).toContain('<b>bold</b>');
+  });
+
+  it('sanitises many messages in one pass without one spilling into the next', async () => {
+    expect(sanitizeMany(['<p><details><summary>x</summary>open <b>bold', '<p>second</p>', '</b></p>after', '<p onclick="x()">c</p>'])).toEqual([
+      '<p></p><details><summary>x</summary>open <b>bold</b></details>',
+      '<p>second</p>',
+      '<p></p>after',
+      '<p>c</p>',
+    ]);
+    const messages = [
+      makeMessage({ seq: 1, text_content: '<details><summary>more</summary>\n\nnever closed **x**' }),
+      makeMessage({ seq: 2, text_content: 'the **next** message' }),
+    ];
+    const html = await htmlOf({ messages });
+    const second = html.slice(html.indexOf('id="m2"'));
+    expect(second).toContain('the <strong>next</strong> message');
+    // The first message's <details> is closed inside its own list item.
+    const first = html.slice(html.indexOf('id="m1"'), html.indexOf('id="m2"'));
+    expect(first.split('<details>').length).toBe(first.split('</details>').length);
   });
 
   it("embeds the room's own images up to the size limit and links the rest", async () => {
