@@ -226,14 +226,19 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
       }
       const m = p.message;
       // Read one image at a time, only now: a batch never holds the images of its messages.
-      let image: string | null = null;
+      let image: Buffer | null = null;
       const file = !m.deleted && m.file_url && input.ownUpload ? input.ownUpload(m.file_url) : null;
       if (file && imageBudget > 0) {
         image = await imageDataUrl(file, Math.min(maxImage, imageBudget));
         if (image) imageBudget -= image.length;
       }
-      w.push(renderMessage(m, p.reply, labels, input, p.body ?? clean[p.raw] ?? '', image));
-      image = null;
+      const [before, after] = renderMessage(m, p.reply, labels, input, p.body ?? clean[p.raw] ?? '', image !== null);
+      w.push(before);
+      if (image) {
+        await w.pushBytes(image);
+        image = null;
+        w.push(after);
+      }
       await w.flush();
     }
     pending = [];
@@ -292,7 +297,11 @@ function announcementHtml(room: Room, labels: Labels, timezone: string): string 
   return escapeHtml(cleanText(text)).replace(/\n/g, '<br>') + by;
 }
 
-function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, bodyHtml: string, image: string | null): string {
+/**
+ * A message's list item. With an image, the item is returned in two parts to be written around
+ * the image's data URL (written as bytes by the caller); without one, the second part is empty.
+ */
+function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, bodyHtml: string, image: boolean): [string, string] {
   const time = displayTime(m.timestamp, input.timezone);
   const initials = initialsOf(m.sender);
   const member = input.room.members.find((x) => x.name.toLowerCase() === m.sender.toLowerCase());
@@ -310,18 +319,23 @@ function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: L
   if (reply) body += `<div class="msg-reply">${escapeHtml(reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender))}</div>`;
   if (m.deleted) body += `<div class="msg-body markdown"><p class="muted">${escapeHtml(labels.deleted)}</p></div>`;
   else if (bodyHtml) body += `<div class="msg-body markdown">${bodyHtml}</div>`;
-  const att = m.deleted ? null : attachmentOf(m, input.fileUrl);
+  const found = m.deleted ? null : attachmentOf(m, input.fileUrl);
+  // No NUL in what is shown (a %00 in a link would otherwise reach the page, and the image mark).
+  const att = found ? { ...found, name: cleanText(found.name).replace(/\n/g, " ") } : null;
   if (att) {
     const safe = SAFE_HREF.test(att.url);
     const type = att.type ? `<span class="muted attachment-type"> · ${escapeHtml(att.type.split(';')[0] ?? '')}</span>` : '';
     const link = safe
       ? `<a class="attachment" href="${escapeHtml(att.url)}" target="_blank" rel="noopener noreferrer nofollow">${escapeHtml(att.name)}${type}</a>`
       : `<span class="attachment muted">${escapeHtml(att.name)}${type}</span>`;
-    const img = image ? `<img class="attachment-preview" alt="${escapeHtml(att.name)}" src="${image}">` : '';
+    const IMAGE_MARK = '\u0000image\u0000';
+    const img = image ? `<img class="attachment-preview" alt="${escapeHtml(att.name)}" src="${IMAGE_MARK}">` : '';
     body += `<div class="msg-file">${img}${link}</div>`;
   }
-  return (
+  const item =
     `<li class="${classes.join(' ')}" id="m${m.seq}"><span class="avatar ${hueClass(m.sender)}${initials.length > 1 ? ' avatar-2' : ''}" aria-hidden="true">${escapeHtml(initials)}</span>` +
-    `<div class="msg-main"><div class="msg-head">${head}</div>${body}</div></li>\n`
-  );
+    `<div class="msg-main"><div class="msg-head">${head}</div>${body}</div></li>\n`;
+  // cleanText removed NUL from every text, so the mark occurs only where it was put.
+  const at = item.indexOf('\u0000image\u0000');
+  return at < 0 ? [item, ''] : [item.slice(0, at), item.slice(at + '\u0000image\u0000'.length)];
 }

@@ -74,15 +74,16 @@ export async function loadRaster(file: string, maxWidth: number, maxHeight: numb
 }
 
 /**
- * The file as a `data:` URL when it is a PNG, JPEG, GIF or WebP of at most `maxBytes` (the MIME
- * type from its bytes), else null.
+ * The file as the bytes of a `data:` URL (ASCII) when it is a PNG, JPEG, GIF or WebP of at most
+ * `maxBytes` (the MIME type from its bytes), else null. Bytes, not a string: the HTML export
+ * writes them as they are instead of copying megabytes through its text.
  */
-export async function imageDataUrl(file: string, maxBytes: number): Promise<string | null> {
+export async function imageDataUrl(file: string, maxBytes: number): Promise<Buffer | null> {
   const info = await stat(file).catch(() => null);
   if (!info?.isFile() || info.size > maxBytes || info.size === 0) return null;
   const data = await readFile(file).catch(() => null);
   if (!data) return null;
   const kind = sniffImage(data.subarray(0, 16));
   if (!kind) return null;
-  return `data:${IMAGE_MIME[kind]};base64,${data.toString('base64')}`;
+  return Buffer.from(`data:${IMAGE_MIME[kind]};base64,${data.toString('base64')}`, 'latin1');
 }
