@@ -39,8 +39,11 @@ export interface HtmlExportOptions {
   imagesTotalMaxBytes?: number;
 }
 
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const SPECIAL = /[&<>"']/;
+
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+  return SPECIAL.test(s) ? s.replace(/[&<>"']/g, (c) => ENTITIES[c] ?? c) : s;
 }
 
 const BARE_TAG = /<\/?(?:br|b|i|u|s|em|strong|del|ins|sub|sup|kbd|mark|small|details|summary|hr|p)\s*\/?>/gi;
@@ -175,12 +178,35 @@ body { display: block; min-height: 0; }
 ${Array.from({ length: HUE_STEPS }, (_, i) => `.hue-${i} { --hue: ${i * (360 / HUE_STEPS)}; }`).join('\n')}
 `;
 
+const hues = new Map<string, string>();
+
 /** The page's hue per name (public/messages.js hueOf), as one of HUE_STEPS classes. */
 function hueClass(name: string): string {
+  const known = hues.get(name);
+  if (known) return known;
+  const cls = computeHueClass(name);
+  if (hues.size > 10_000) hues.clear();
+  hues.set(name, cls);
+  return cls;
+}
+
+function computeHueClass(name: string): string {
   let hash = 0;
   for (const ch of name.toLowerCase()) hash = (hash * 31 + (ch.codePointAt(0) ?? 0)) >>> 0;
   const hue = Math.round((hash * 137.508) % 360);
   return `hue-${Math.round(hue / (360 / HUE_STEPS)) % HUE_STEPS}`;
+}
+
+const membersByRoom = new WeakMap<Room, Map<string, Room['members'][number]>>();
+
+/** The room member of that name (case-insensitive); the map is built once per export. */
+function memberOf(room: Room, name: string): Room['members'][number] | undefined {
+  let byName = membersByRoom.get(room);
+  if (!byName) {
+    byName = new Map(room.members.map((m) => [m.name.toLowerCase(), m]));
+    membersByRoom.set(room, byName);
+  }
+  return byName.get(name.toLowerCase());
 }
 
 function initialsOf(name: string): string {
@@ -304,7 +330,7 @@ function announcementHtml(room: Room, labels: Labels, timezone: string): string 
 function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, bodyHtml: string, image: boolean): [string, string] {
   const time = displayTime(m.timestamp, input.timezone);
   const initials = initialsOf(m.sender);
-  const member = input.room.members.find((x) => x.name.toLowerCase() === m.sender.toLowerCase());
+  const member = memberOf(input.room, m.sender);
   const classes = ['msg', m.role === 'ai_agent' ? 'msg-agent' : 'msg-user'];
   if (m.deleted) classes.push('msg-deleted');
   const head = [
