@@ -16,6 +16,11 @@ export interface ExportInput {
   timezone: string;
   /** Maps a stored `file_url` to an absolute or signed link (default: unchanged). */
   fileUrl?: (fileUrl: string) => string;
+  /**
+   * The local file behind a `file_url` when it is one of the exported room's own uploads
+   * (null otherwise: another room's upload, an external link). Images are embedded from it.
+   */
+  ownUpload?: (fileUrl: string) => string | null;
 }
 
 export const DISPLAY_FORMAT = 'yyyy-MM-dd HH:mm:ss';
@@ -63,14 +68,17 @@ export interface Labels {
   host: string;
   creator: string;
   round: (n: number) => string;
-  outsideRounds: string;
   replyTo: (seq: number, sender: string) => string;
   replyToUnknown: string;
   attachment: string;
   deleted: string;
   edited: string;
-  page: (n: number) => string;
+  /** Footer: page n of total. */
+  page: (n: number, total: string) => string;
   image: string;
+  room: string;
+  mode: string;
+  modes: Record<string, string>;
   roles: Record<Role, string>;
   /** Separator between a label and its value. */
   colon: string;
@@ -93,15 +101,18 @@ const ZH: Labels = {
   host: '主持人',
   creator: '创建者',
   round: (n) => `第 ${n} 轮`,
-  outsideRounds: '轮次之外',
   replyTo: (seq, sender) => `回复 #${seq} ${sender}`,
   replyToUnknown: '回复 一条不在导出中的消息',
   attachment: '附件',
   deleted: '（已撤回）',
   edited: '（已编辑）',
-  page: (n) => `第 ${n} 页`,
+  page: (n, total) => `第 ${n} / ${total} 页`,
   image: '图片',
-  roles: { ai_agent: 'AI 代理', user: '用户', system: '系统' },
+  room: '房间',
+  mode: '模式',
+  // The page's own words (public/i18n.js), so an export reads like the room it came from.
+  modes: { default: '轮流模式', host: '主持人模式' },
+  roles: { ai_agent: '智能体', user: '用户', system: '系统' },
   colon: '：',
   paren: ['（', '）'],
   listSep: '，',
@@ -121,14 +132,16 @@ const EN: Labels = {
   host: 'host',
   creator: 'creator',
   round: (n) => `Round ${n}`,
-  outsideRounds: 'Outside rounds',
   replyTo: (seq, sender) => `Reply to #${seq} ${sender}`,
   replyToUnknown: 'Reply to a message not in this export',
   attachment: 'Attachment',
   deleted: '(deleted)',
   edited: '(edited)',
-  page: (n) => `Page ${n}`,
+  page: (n, total) => `Page ${n} / ${total}`,
   image: 'Image',
+  room: 'Room',
+  mode: 'Mode',
+  modes: { default: 'round-robin', host: 'host mode' },
   roles: { ai_agent: 'AI agent', user: 'person', system: 'system' },
   colon: ': ',
   paren: [' (', ')'],
@@ -180,8 +193,17 @@ export function cleanText(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '');
 }
 
-/** A file name for an export: `{room_id}-{yyyyMMddHHmmss}.{md|pdf}` (UTC). */
-export function exportFilename(room: Pick<Room, 'room_id'>, format: 'markdown' | 'pdf', exportedAt: Date): string {
+export type ExportFormat = 'markdown' | 'pdf' | 'html' | 'json';
+
+/** File extension of each export format. */
+export const EXPORT_EXT: Record<ExportFormat, string> = { markdown: 'md', pdf: 'pdf', html: 'html', json: 'json' };
+
+/** A file name for an export: `{room_id}-{yyyyMMddHHmmss}.{md|pdf|html|json}` (UTC). */
+export function exportFilename(room: Pick<Room, 'room_id'>, format: ExportFormat, exportedAt: Date): string {
   const stamp = formatInTimeZone(exportedAt, 'UTC', 'yyyyMMddHHmmss');
-  return `${room.room_id}-${stamp}.${format === 'markdown' ? 'md' : 'pdf'}`;
+  return `${room.room_id}-${stamp}.${EXPORT_EXT[format]}`;
+}
+
+export function modeLabel(labels: Labels, mode: string): string {
+  return labels.modes[mode] ?? mode;
 }

@@ -1,4 +1,8 @@
-// Chat history export (SPEC §9): Markdown and PDF, both streamed to a writable.
+// Chat history export (SPEC §9): Markdown, PDF, HTML and the JSON room format, each streamed to
+// a writable; and the import of a JSON export.
 export { writeMarkdownExport } from './markdown.js';
 export { writePdfExport, type PdfExportOptions } from './pdf.js';
-export { exportFilename, displayTime, type ExportInput } from './format.js';
+export { writeHtmlExport } from './html.js';
+export { writeJsonExport, ROOM_FORMAT, ROOM_FORMAT_VERSION, type RoomExportV1 } from './json.js';
+export { parseRoomFile, buildImport } from './import.js';
+export { exportFilename, displayTime, type ExportInput, type ExportFormat } from './format.js';

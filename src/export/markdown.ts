@@ -1,5 +1,5 @@
 // Markdown export (SPEC §9): a header about the room, then every visible message in `seq`
-// order. Message texts are Markdown already and are written as they are. The output is
+// order, with a heading where each round starts. Message texts are Markdown already and are written as they are. The output is
 // streamed in chunks with backpressure; only small maps are kept, never the messages.
 import type { Message, Room } from '../types.js';
 import {
@@ -8,6 +8,7 @@ import {
   displayTime,
   labelsFor,
   memberRemarks,
+  modeLabel,
   roleLabel,
   type ExportInput,
   type Labels,
@@ -28,7 +29,6 @@ export async function writeMarkdownExport(input: ExportInput, out: NodeJS.Writab
   w.push(renderHeader(input, labels));
   for await (const item of exportItems(input.messages)) {
     if (item.kind === 'round') w.push(`## ${labels.round(item.number)}\n\n`);
-    else if (item.kind === 'outside') w.push(`## ${labels.outsideRounds}\n\n`);
     else w.push(renderMessage(item.message, item.reply, labels, tz, input.fileUrl));
     await w.flush();
   }
@@ -47,6 +47,7 @@ function renderHeader(input: ExportInput, labels: Labels): string {
   if (room.announcement?.system_announcement?.trim()) {
     field(labels.systemAnnouncement, cleanText(room.announcement.system_announcement.trim()));
   }
+  field(labels.mode, modeLabel(labels, room.interaction_mode));
   field(labels.exportedAt, displayTime(input.exportedAt, timezone));
   field(labels.timezone, timezone);
   field(labels.roomId, `\`${room.room_id}\``);

@@ -5,7 +5,8 @@ import { createRequire } from 'node:module';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { coverageOf, installFastLayout } from './pdf-fastfont.js';
-import type { FontKey, Line, Style } from './pdf-layout.js';
+import { openFont, type FontSource } from './pdf-fonts.js';
+import { layoutRuns, splitFallback, type Coverage, type FontKey, type Line, type Run, type Style } from './pdf-layout.js';
 
 export interface FontFiles {
   regular: string;
@@ -27,6 +28,27 @@ export function bundledFonts(): FontFiles {
     };
   }
   return bundled;
+}
+
+let emojiFile: string | null | undefined;
+
+/**
+ * Noto Emoji (monochrome, OFL) from @expo-google-fonts/noto-emoji: the fallback face for emoji,
+ * which no CJK text font has. Null when the package is missing (emoji then stay empty boxes
+ * with their text kept as ActualText).
+ */
+export function bundledEmojiFont(): string | null {
+  if (emojiFile === undefined) {
+    try {
+      const require = createRequire(import.meta.url);
+      const dir = path.dirname(require.resolve('@expo-google-fonts/noto-emoji/package.json'));
+      emojiFile = path.join(dir, '400Regular', 'NotoEmoji_400Regular.ttf');
+      accessSync(emojiFile, constants.R_OK);
+    } catch {
+      emojiFile = null;
+    }
+  }
+  return emojiFile;
 }
 
 export interface FontOptions {
@@ -51,6 +73,37 @@ export function resolveFonts(opts: FontOptions): FontFiles {
   return { regular: opts.fontPath, bold: opts.boldFontPath ?? opts.fontPath, family: opts.fontFamily };
 }
 
+/** Parsed fonts (fontkit objects, which pdfkit takes in place of a path). */
+export interface LoadedFaces {
+  regular: unknown;
+  bold: unknown;
+  emoji: unknown | null;
+}
+
+/**
+ * Reads and parses the faces once per process, without blocking the event loop on the read.
+ * Throws when the text font cannot be read or parsed; a broken emoji font is left out.
+ */
+export async function loadFaces(files: FontFiles): Promise<LoadedFaces> {
+  try {
+    const [regular, bold] = await Promise.all([openFont(files.regular, files.family), openFont(files.bold, files.family)]);
+    const emojiFile = bundledEmojiFont();
+    const emoji = emojiFile ? await openFont(emojiFile).catch(() => null) : null;
+    return { regular, bold, emoji };
+  } catch (err) {
+    throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
+  }
+}
+
+/** Registered font name → its file, for encoding subsets off the event loop (pdf-fonts.ts). */
+export function fontSources(files: FontFiles): Record<string, FontSource> {
+  const out: Record<string, FontSource> = { body: { file: files.regular, family: files.family } };
+  if (files.bold !== files.regular) out.bold = { file: files.bold, family: files.family };
+  const emoji = bundledEmojiFont();
+  if (emoji) out.emoji = { file: emoji };
+  return out;
+}
+
 /** pdfkit font names per layout key, and whether bold is drawn from the regular face. */
 export interface Faces {
   names: Record<FontKey, string>;
@@ -65,11 +118,14 @@ export interface Faces {
  * name (its cache is keyed by the PostScript name, which both share). Bold is then drawn by
  * stroking the outline as well as filling it.
  */
-export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): Faces {
+export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles, loaded?: LoadedFaces): Faces {
   const fakeBold = files.bold === files.regular;
-  doc.registerFont('body', files.regular, files.family);
-  if (!fakeBold) doc.registerFont('bold', files.bold, files.family);
+  // A parsed font object when given (kept for the process), else the file (parsed per document).
+  doc.registerFont('body', (loaded?.regular ?? files.regular) as string, files.family);
+  if (!fakeBold) doc.registerFont('bold', (loaded?.bold ?? files.bold) as string, files.family);
   doc.registerFont('mono', 'Courier');
+  const emoji = loaded ? loaded.emoji : bundledEmojiFont();
+  if (emoji) doc.registerFont('emoji', emoji as string);
   const covers: Faces['covers'] = {};
   try {
     if (!fakeBold) {
@@ -84,7 +140,18 @@ export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles): Faces 
   } catch (err) {
     throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
   }
-  return { names: { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono' }, fakeBold, covers };
+  let hasEmoji = false;
+  if (emoji) {
+    try {
+      doc.font('emoji');
+      covers.emoji = coverageOf(doc) ?? undefined;
+      hasEmoji = covers.emoji !== undefined;
+    } catch {
+      // A broken emoji font costs the emoji, not the export.
+    }
+    doc.font('body');
+  }
+  return { names: { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono', emoji: hasEmoji ? 'emoji' : 'body' }, fakeBold, covers };
 }
 
 export const COLORS = {
@@ -110,6 +177,8 @@ export interface LineDeco {
   background?: { x: number; width: number; color: string };
   /** Drawn on the first line only (list item markers). */
   markers?: Marker[];
+  /** x of the right edge of the box: continued lines get their mark there. */
+  markX?: number;
   /** Draw on the current line without moving down (table cells side by side). */
   stay?: boolean;
 }
@@ -123,12 +192,17 @@ export interface Marker {
 export interface CanvasOptions {
   roomName: string;
   headerRight: string;
-  pageLabel: (n: number) => string;
+  /** Footer of page n; `total` is the text drawn for the page count. */
+  pageLabel: (n: number, total: string) => string;
 }
 
 /** Page geometry: A4 portrait; the top margin leaves room for the running header. */
 export const MARGINS = { top: 66, bottom: 58, left: 56, right: 56 };
 const A4_WIDTH = 595.28;
+
+const FOOTER_SIZE = 8;
+/** Between the words of the footer: a space plus enough that extraction keeps it. */
+const FOOTER_GAP = FOOTER_SIZE * 0.5;
 
 const ASCENT = 0.88; // Noto Sans CJK: ascender 880, descender -120 per 1000 units.
 
@@ -159,7 +233,7 @@ export class Canvas {
   /** Width of text in a face and size; short strings (words, CJK characters) are cached. */
   measure = (text: string, font: FontKey, size: number): number => {
     if (text.length > 24) return this.doc.font(this.faces.names[font]).fontSize(size).widthOfString(text);
-    const key = font === 'body' ? size : font === 'bold' ? -size : size + 1000;
+    const key = font === 'body' ? size : font === 'bold' ? -size : font === 'mono' ? size + 1000 : size + 2000;
     let table = this.widths.get(key);
     if (!table) {
       table = new Map();
@@ -176,6 +250,16 @@ export class Canvas {
 
   /** Cached widths per face and size (see measure). */
   private readonly widths = new Map<number, Map<string, number>>();
+
+  /** Which characters the text and emoji faces draw. */
+  get coverage(): Coverage {
+    return { body: this.faces.covers.body, emoji: this.faces.names.emoji === 'emoji' ? this.faces.covers.emoji : undefined };
+  }
+
+  /** Breaks styled runs into lines of at most `width`, emoji drawn in the emoji face. */
+  layout(runs: Run[], width: number): Line[] {
+    return layoutRuns(splitFallback(runs, this.coverage), width, this.measure);
+  }
 
   newPage(): void {
     this.doc.addPage();
@@ -210,9 +294,60 @@ export class Canvas {
     this.headerName ??= this.fit(this.opts.roomName, 'bold', 8, this.width - rw - 16);
     this.text(this.headerName, this.left, headerY, { font: 'bold', size: 8, color: COLORS.muted });
     doc.save().moveTo(this.left, headerY + 14).lineTo(pageW - this.left, headerY + 14).lineWidth(0.5).strokeColor(COLORS.rule).stroke().restore();
-    const label = this.opts.pageLabel(this.pages);
-    const lw = this.measure(label, 'body', 8);
-    this.text(label, (pageW - lw) / 2, pageH - doc.page.margins.bottom + 22, { font: 'body', size: 8, color: COLORS.muted });
+    this.drawFooter(pageW, pageH - doc.page.margins.bottom + 22);
+  }
+
+  /**
+   * "第 N / M 页" while M is not known yet: the pages stream out as they fill, so M is drawn
+   * from one form XObject that every page shows and that is written once, at the end
+   * (finishPageCount). The label is drawn word by word with gaps wide enough that text
+   * extraction (poppler) sees the spaces: a plain space between CJK glyphs is not seen as one.
+   */
+  private drawFooter(pageW: number, y: number): void {
+    const mark = '\u0000';
+    const words = this.opts.pageLabel(this.pages, mark).split(' ').filter(Boolean);
+    const at = words.indexOf(mark);
+    const before = at < 0 ? words : words.slice(0, at);
+    const after = at < 0 ? [] : words.slice(at + 1);
+    const style: Style = { font: 'body', size: FOOTER_SIZE, color: COLORS.muted };
+    const wordsWidth = (list: string[]): number => list.reduce((w, word) => w + this.measure(word, 'body', FOOTER_SIZE), 0);
+    const guess = this.measure(String(this.pages), 'body', FOOTER_SIZE);
+    const gaps = Math.max(0, before.length + after.length + (at < 0 ? 0 : 1) - 1) * FOOTER_GAP;
+    let x = (pageW - wordsWidth(before) - wordsWidth(after) - (at < 0 ? 0 : guess) - gaps) / 2;
+    for (const word of before) x += this.text(word, x, y, style) + FOOTER_GAP;
+    if (at < 0) return;
+    this.totalRef ??= this.doc.ref({ Type: 'XObject', Subtype: 'Form', BBox: [-2, -4, 120, 12], Resources: {} });
+    this.totalWords = after;
+    const { doc } = this;
+    const page = doc.page as unknown as { xobjects: Record<string, unknown> };
+    page.xobjects.PgTotal = this.totalRef;
+    const baseline = doc.page.height - (y + (FOOTER_SIZE * 1.5 - FOOTER_SIZE) / 2 + ASCENT * FOOTER_SIZE);
+    doc.save();
+    doc.transform(1, 0, 0, -1, 0, doc.page.height);
+    doc.addContent(`1 0 0 1 ${x.toFixed(2)} ${baseline.toFixed(2)} cm /PgTotal Do`);
+    doc.restore();
+  }
+
+  private totalRef: PDFKit.PDFKitReference | undefined;
+  private totalWords: string[] = [];
+
+  /** Writes the page count into the footers of all pages (call once, before doc.end()). */
+  finishPageCount(): void {
+    if (!this.totalRef) return;
+    const { doc } = this;
+    doc.font(this.faces.names.body);
+    const font = (doc as unknown as { _font: { id: string; ref(): unknown; encode(t: string): [string[], unknown] } })._font;
+    const [r, g, b] = hexRgb(COLORS.muted);
+    const ref = this.totalRef as unknown as { data: { Resources: Record<string, unknown> }; end(chunk: string): void };
+    ref.data.Resources = { Font: { [font.id]: font.ref() } };
+    let ops = '';
+    let x = 0;
+    for (const word of [String(this.pages), ...this.totalWords]) {
+      const [glyphs] = font.encode(word);
+      ops += `1 0 0 1 ${x.toFixed(2)} 0 Tm <${glyphs.join('')}> Tj `;
+      x += this.measure(word, 'body', FOOTER_SIZE) + FOOTER_GAP;
+    }
+    ref.end(`BT ${r} ${g} ${b} rg /${font.id} ${FOOTER_SIZE} Tf ${ops}ET`);
   }
 
   /** Draws one fragment with its top at y; `lineHeight` centres the em box in the line. */
@@ -268,6 +403,7 @@ export class Canvas {
       for (const m of markers ?? []) this.text(m.text, m.x, this.y, m.style, lineHeight, baseSize);
       markers = undefined;
       for (const f of line.fragments) this.text(f.text, x + f.x, this.y, f.style, lineHeight, baseSize, f.width);
+      if (line.continued) this.continuationMark(deco.markX ?? x + line.width + 3, this.y, lineHeight);
       if (!deco.stay) this.y += lineHeight;
     }
   }
@@ -289,7 +425,34 @@ export class Canvas {
     for (const bx of deco.bars ?? []) this.rect(bx, this.y, 2, height, COLORS.quoteBar);
   }
 
+  /**
+   * A small return arrow (↵) at the right edge of a wrapped line, drawn as lines rather than as
+   * text so that copying or extracting the code gives exactly the source.
+   */
+  continuationMark(x: number, y: number, lineHeight: number): void {
+    const mid = y + lineHeight / 2;
+    const { doc } = this;
+    doc.save().lineWidth(0.7).strokeColor(COLORS.muted).lineCap('round').lineJoin('round');
+    doc.moveTo(x + 4, mid - 3).lineTo(x + 4, mid + 1.5).lineTo(x, mid + 1.5).stroke();
+    doc.moveTo(x + 1.6, mid - 0.2).lineTo(x, mid + 1.5).lineTo(x + 1.6, mid + 3.2).stroke();
+    doc.restore();
+  }
+
+  /** An image `width` × `height` points at x, y (already made to fit), linked to `link`. */
+  image(data: Buffer, x: number, y: number, width: number, height: number, link?: string): void {
+    this.doc.image(data, x, y, { width, height });
+    this.doc.save().rect(x, y, width, height).lineWidth(0.5).strokeColor(COLORS.rule).stroke().restore();
+    if (link) this.doc.link(x, y, width, height, link);
+  }
+
   rule(x: number, width: number, color: string = COLORS.rule, weight = 0.5): void {
     this.doc.save().moveTo(x, this.y).lineTo(x + width, this.y).lineWidth(weight).strokeColor(color).stroke().restore();
   }
+}
+
+/** '#rrggbb' → PDF colour components 0..1. */
+function hexRgb(hex: string): [string, string, string] {
+  const n = parseInt(hex.slice(1), 16);
+  const c = (v: number): string => (v / 255).toFixed(3);
+  return [c((n >> 16) & 255), c((n >> 8) & 255), c(n & 255)];
 }

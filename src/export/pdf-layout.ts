@@ -4,8 +4,8 @@
 // mixed fonts (Noto Sans CJK and Courier), wrapping of words longer than a line, CJK breaks
 // between characters, and page breaks that happen only between lines (see pdf-canvas.ts).
 
-/** Font keys registered on the document (see pdf-canvas.ts). */
-export type FontKey = 'body' | 'bold' | 'mono';
+/** Font keys registered on the document (see pdf-canvas.ts); `emoji` is the fallback face. */
+export type FontKey = 'body' | 'bold' | 'mono' | 'emoji';
 
 export interface Style {
   font: FontKey;
@@ -33,6 +33,67 @@ export interface Fragment {
 export interface Line {
   fragments: Fragment[];
   width: number;
+  /** The source line goes on on the next line (a wrapped code line): drawn with a mark. */
+  continued?: boolean;
+}
+
+/** Does a face have glyphs for all of a text (see pdf-fastfont.ts coverageOf). */
+export type Covers = (text: string) => boolean;
+
+/** Glyph coverage of the text face and of the emoji fallback face. */
+export interface Coverage {
+  body?: Covers;
+  emoji?: Covers;
+}
+
+/** Code points that belong to the emoji before them: joiners, variation selectors, skin tones, tags, keycaps. */
+function isEmojiJoiner(cp: number): boolean {
+  return cp === 0x200d || cp === 0xfe0f || cp === 0xfe0e || cp === 0x20e3 || (cp >= 0x1f3fb && cp <= 0x1f3ff) || (cp >= 0xe0020 && cp <= 0xe007f);
+}
+
+/**
+ * Which face draws each character: the run's own face where it has the glyph, else the emoji
+ * face where that has it (emoji are not in the CJK text font; without this they are empty
+ * boxes). A character followed by VS16 or a keycap mark is drawn as emoji, and joiners stay
+ * with the emoji they join, so sequences (👍🏽, 👨‍👩‍👧, 1️⃣) reach the emoji face whole and are shaped
+ * into one glyph.
+ */
+export function faceOf(chars: string[], i: number, own: Covers | undefined, emoji: Covers | undefined, prevEmoji: boolean): 'own' | 'emoji' {
+  const ch = chars[i] ?? '';
+  const cp = ch.codePointAt(0) ?? 0;
+  if (!emoji) return 'own';
+  if (prevEmoji && isEmojiJoiner(cp)) return 'emoji';
+  const next = chars[i + 1]?.codePointAt(0);
+  if ((next === 0xfe0f || next === 0x20e3) && emoji(ch)) return 'emoji';
+  if (cp < 0x80 || !own || own(ch)) return 'own';
+  return emoji(ch) ? 'emoji' : 'own';
+}
+
+/** Splits runs so that characters the text face lacks are drawn in the emoji face. */
+export function splitFallback(runs: Run[], cov: Coverage): Run[] {
+  if (!cov.emoji) return runs;
+  const out: Run[] = [];
+  for (const run of runs) {
+    // Fast path: nothing the emoji face would draw better (ASCII, CJK, …).
+    if (run.style.font === 'emoji' || (!/[\ufe0f\u20e3]/.test(run.text) && (cov.body?.(run.text) ?? true))) {
+      out.push(run);
+      continue;
+    }
+    const chars = Array.from(run.text);
+    let current = '';
+    let currentFace: 'own' | 'emoji' = 'own';
+    for (let i = 0; i < chars.length; i++) {
+      const face = faceOf(chars, i, cov.body, cov.emoji, currentFace === 'emoji' && current !== '');
+      if (face !== currentFace && current) {
+        out.push({ text: current, style: currentFace === 'emoji' ? { ...run.style, font: 'emoji' } : run.style });
+        current = '';
+      }
+      currentFace = face;
+      current += chars[i];
+    }
+    if (current) out.push({ text: current, style: currentFace === 'emoji' ? { ...run.style, font: 'emoji' } : run.style });
+  }
+  return out;
 }
 
 /** Measures text in a given font and size (doc.widthOfString). */
@@ -200,13 +261,16 @@ function splitWord(b: LineBuilder, word: string, style: Style, maxWidth: number,
 }
 
 /**
- * Lines of a code block: spaces kept, tabs expanded to 4 columns, breaks anywhere once a line
- * is full. Non-ASCII text is drawn in the body font.
+ * Lines of a code block: spaces kept, tabs expanded to 4 columns. A line longer than the box is
+ * wrapped at the box edge, character by character, so that nothing is lost and the columns
+ * stay; every line but the last of a wrapped source line is `continued` (drawn with a mark).
+ * Non-ASCII text is drawn in the body font, and what that lacks in the emoji face.
  */
-export function layoutCode(code: string, style: Style, maxWidth: number, measure: Measure): Line[] {
+export function layoutCode(code: string, style: Style, maxWidth: number, measure: Measure, cov: Coverage = {}): Line[] {
   const lines: Line[] = [];
   const widths = new Map<string, number>();
   const bodyStyle: Style = { ...style, font: 'body' };
+  const emojiStyle: Style = { ...style, font: 'emoji' };
   const charWidth = (ch: string, s: Style): number => {
     const key = s.font + ch;
     let w = widths.get(key);
@@ -217,27 +281,65 @@ export function layoutCode(code: string, style: Style, maxWidth: number, measure
     return w;
   };
   for (const raw of code.split('\n')) {
-    const text = expandTabs(raw);
-    let cur: Line = { fragments: [], width: 0 };
-    for (const ch of text) {
-      const s = ch >= ' ' && ch <= '~' ? style : bodyStyle;
-      const w = charWidth(ch, s);
-      if (cur.width + w > maxWidth + 0.01 && cur.fragments.length > 0) {
-        lines.push(cur);
-        cur = { fragments: [], width: 0 };
-      }
-      const last = cur.fragments[cur.fragments.length - 1];
-      if (last && last.style === s) {
-        last.text += ch;
-        last.width += w;
-      } else {
-        cur.fragments.push({ text: ch, style: s, x: cur.width, width: w });
-      }
-      cur.width += w;
+    const chars = Array.from(expandTabs(raw));
+    const styles: Style[] = [];
+    const charWidths: number[] = [];
+    let prevEmoji = false;
+    for (let i = 0; i < chars.length; i++) {
+      const ch = chars[i] ?? '';
+      const ascii = ch >= ' ' && ch <= '~';
+      const isEmoji: boolean = !ascii && faceOf(chars, i, cov.body, cov.emoji, prevEmoji) === 'emoji';
+      prevEmoji = isEmoji;
+      const s = ascii ? style : isEmoji ? emojiStyle : bodyStyle;
+      styles.push(s);
+      // Joiners and selectors are drawn inside the emoji they belong to: no width of their own.
+      charWidths.push(isEmoji && i > 0 && isEmojiJoiner(ch.codePointAt(0) ?? 0) ? 0 : charWidth(ch, s));
     }
-    lines.push(cur);
+    let start = 0;
+    do {
+      const end = breakCodeLine(chars, charWidths, start, maxWidth);
+      const line: Line = { fragments: [], width: 0 };
+      for (let i = start; i < end; i++) {
+        const ch = chars[i] ?? '';
+        const s = styles[i] ?? style;
+        const w = charWidths[i] ?? 0;
+        const last = line.fragments[line.fragments.length - 1];
+        if (last && last.style === s) {
+          last.text += ch;
+          last.width += w;
+        } else {
+          line.fragments.push({ text: ch, style: s, x: line.width, width: w });
+        }
+        line.width += w;
+      }
+      if (end < chars.length) line.continued = true;
+      lines.push(line);
+      start = end;
+    } while (start < chars.length);
   }
   return lines;
+}
+
+/**
+ * Where a wrapped code line ends: as many characters as fit, moved back (by a few characters
+ * at most) so that no piece starts or ends with a space. Text extraction drops spaces at the
+ * ends of a line, so a break there would lose a character when the pieces are joined again.
+ */
+export function breakCodeLine(chars: string[], widths: number[], start: number, maxWidth: number): number {
+  let width = 0;
+  let end = start;
+  while (end < chars.length && (end === start || width + (widths[end] ?? 0) <= maxWidth + 0.01)) {
+    width += widths[end] ?? 0;
+    end += 1;
+  }
+  // Keep zero-width joiners with what they join.
+  while (end < chars.length && (widths[end] ?? 0) === 0) end += 1;
+  if (end >= chars.length) return chars.length;
+  const floor = Math.max(start + 1, end - 12);
+  for (let b = end; b > floor; b--) {
+    if (chars[b - 1] !== ' ' && chars[b] !== ' ' && (widths[b] ?? 0) > 0) return b;
+  }
+  return end;
 }
 
 export function expandTabs(line: string): string {

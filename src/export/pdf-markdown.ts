@@ -3,13 +3,15 @@
 // font for the rest), lists (nested, ordered, tasks), quotes, links, images (as links), rules, tables.
 import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
 import { COLORS, type Canvas, type LineDeco, type Marker } from './pdf-canvas.js';
-import { layoutCode, layoutRuns, type Run, type Style } from './pdf-layout.js';
+import { layoutCode, type Run, type Style } from './pdf-layout.js';
 
 export const BODY_SIZE = 10;
 const BODY_LH = 15;
 const CODE_SIZE = 8.6;
 const CODE_LH = 12.6;
 const CODE_PAD = 6;
+/** Room for the continuation mark of a wrapped code line. */
+const CODE_MARK_W = 6;
 const HEADING_SIZES = [0, 15, 13.5, 12, 11, 10.5, 10];
 
 export interface BlockContext {
@@ -147,7 +149,7 @@ function paragraph(canvas: Canvas, runs: Run[], ctx: BlockContext, lineHeight: n
     emptyLine(canvas, ctx, markers);
     return;
   }
-  const lines = layoutRuns(clean, ctx.width, canvas.measure);
+  const lines = canvas.layout(clean, ctx.width);
   canvas.lines(lines, ctx.x, lineHeight, baseSize, { bars: ctx.bars, markers });
 }
 
@@ -168,12 +170,14 @@ function trimRuns(runs: Run[]): Run[] {
 
 function codeBlock(canvas: Canvas, code: string, ctx: BlockContext): void {
   const style: Style = { font: 'mono', size: CODE_SIZE, color: COLORS.text };
-  const lines = layoutCode(code.replace(/\n+$/, ''), style, ctx.width - 2 * CODE_PAD, canvas.measure);
+  // The right padding is wider than the left: a wrapped line's mark sits there.
+  const textWidth = ctx.width - 2 * CODE_PAD - CODE_MARK_W;
+  const lines = layoutCode(code.replace(/\n+$/, ''), style, textWidth, canvas.measure, canvas.coverage);
   const d: LineDeco = { bars: ctx.bars, background: { x: ctx.x, width: ctx.width, color: COLORS.codeBg } };
   const markers = takeMarkers(ctx);
   canvas.ensure(CODE_PAD + CODE_LH);
   canvas.gap(CODE_PAD, d);
-  canvas.lines(lines, ctx.x + CODE_PAD, CODE_LH, CODE_SIZE, { ...d, markers });
+  canvas.lines(lines, ctx.x + CODE_PAD, CODE_LH, CODE_SIZE, { ...d, markers, markX: ctx.x + CODE_PAD + textWidth + 3 });
   canvas.gap(CODE_PAD, d);
 }
 
@@ -229,7 +233,7 @@ function table(canvas: Canvas, t: Tokens.Table, ctx: BlockContext): void {
   const widths = total <= ctx.width ? natural : natural.map((w) => Math.max(36, (w / total) * ctx.width));
   const rowDeco = deco(ctx);
   cells.forEach((row, r) => {
-    const laid = row.map((runs, c) => layoutRuns(runs, (widths[c] ?? 36) - CELL_PAD, canvas.measure));
+    const laid = row.map((runs, c) => canvas.layout(runs, (widths[c] ?? 36) - CELL_PAD));
     const height = Math.max(1, ...laid.map((l) => l.length));
     for (let i = 0; i < height; i++) {
       canvas.ensure(BODY_LH);

@@ -1,7 +1,9 @@
 // PDF export (SPEC §9) with pdfkit: a font that renders Chinese (bundled Noto Sans Hans, or
-// EXPORT_FONT), the room header, then every visible message in `seq` order with its Markdown
-// rendered, rounds separated, pages numbered as they are added ("第 N 页"; no total, so the
-// document streams: pages are written out as soon as they are full and never buffered).
+// EXPORT_FONT) with Noto Emoji for emoji, a header table about the room, then every visible
+// message in `seq` order with its Markdown rendered, a divider where each round starts, images
+// of the room's own uploads embedded (one in memory at a time), and pages numbered
+// "第 N / M 页". Pages are written out as soon as they are full and never buffered: M is drawn
+// from one form object written at the end.
 import PDFDocument from 'pdfkit';
 import type { Message } from '../types.js';
 import {
@@ -10,12 +12,15 @@ import {
   displayTime,
   labelsFor,
   memberRemarks,
+  modeLabel,
   roleLabel,
   type ExportInput,
   type Labels,
 } from './format.js';
-import { Canvas, COLORS, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
-import { layoutRuns, type Run, type Style } from './pdf-layout.js';
+import { loadRaster, type RasterImage } from './images.js';
+import { Canvas, COLORS, fontSources, loadFaces, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
+import { embedFontsOffThread } from './pdf-fonts.js';
+import type { Run, Style } from './pdf-layout.js';
 import { renderMarkdown, renderPlain, type BlockContext } from './pdf-markdown.js';
 import { coalesce, waitFor } from './stream.js';
 import { exportItems, type ReplyRef } from './walk.js';
@@ -34,6 +39,7 @@ const HIGH_WATER = 1 << 20;
 export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStream, opts: PdfExportOptions = {}): Promise<void> {
   const labels = labelsFor(input.room.language);
   const fonts = resolveFonts(opts);
+  const loaded = await loadFaces(fonts);
   const doc = new PDFDocument({
     size: 'A4',
     margins: MARGINS,
@@ -48,7 +54,7 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
       CreationDate: input.exportedAt,
     },
   });
-  const faces = registerFonts(doc, fonts);
+  const faces = registerFonts(doc, fonts, loaded);
   const canvas = new Canvas(doc, faces, {
     roomName: input.room.room_name,
     headerRight: `${labels.title} · ${displayTime(input.exportedAt, input.timezone)}`,
@@ -65,14 +71,17 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
     let first = true;
     for await (const item of exportItems(input.messages)) {
       if (item.kind === 'message') {
-        drawMessage(canvas, item.message, item.reply, labels, input, first);
+        const image = await imageOf(item.message, input);
+        drawMessage(canvas, item.message, item.reply, labels, input, first, image);
         first = false;
       } else {
-        drawRoundSeparator(canvas, item.kind === 'round' ? labels.round(item.number) : labels.outsideRounds);
+        drawRoundSeparator(canvas, `${labels.round(item.number)} · ${displayTime(item.timestamp, input.timezone)}`);
         first = true;
       }
       await relieve(doc, out);
     }
+    canvas.finishPageCount();
+    await embedFontsOffThread(doc, fontSources(fonts));
     doc.end();
     await finished;
   } catch (err) {
@@ -104,49 +113,58 @@ function inline(canvas: Canvas, parts: Run[], x: number, lineHeight: number, bas
   return cx - x;
 }
 
-const LABEL_W = 64;
+const LABEL_W = 72;
 
+/**
+ * The header: the room name as the title, then a short table (room, mode, exported at,
+ * members with their roles, description and announcement) between rules.
+ */
 function drawRoomHeader(canvas: Canvas, input: ExportInput, labels: Labels): void {
   const { room, timezone } = input;
   const muted = (size = 9): Style => ({ font: 'body', size, color: COLORS.muted });
-  const title = layoutRuns([{ text: room.room_name, style: { font: 'bold', size: 20, color: COLORS.text } }], canvas.width, canvas.measure);
+  const title = canvas.layout([{ text: room.room_name, style: { font: 'bold', size: 20, color: COLORS.text } }], canvas.width);
   canvas.lines(title, canvas.left, 28, 20);
-  canvas.lines(layoutRuns([{ text: labels.title, style: muted(10) }], canvas.width, canvas.measure), canvas.left, 16, 10);
-  canvas.gap(10);
+  canvas.lines(canvas.layout([{ text: labels.title, style: muted(10) }], canvas.width), canvas.left, 16, 10);
+  canvas.gap(8);
+  canvas.rule(canvas.left, canvas.width, COLORS.rule, 0.75);
 
-  const field = (label: string, runs: Run[]): void => {
-    const lines = layoutRuns(runs, canvas.width - LABEL_W, canvas.measure);
-    const markers = [{ text: label, x: canvas.left, style: muted(9) }];
+  const row = (label: string, runs: Run[]): void => {
+    canvas.gap(4);
+    const lines = canvas.layout(runs, canvas.width - LABEL_W - 8);
+    const markers = [{ text: label, x: canvas.left + 4, style: { font: 'bold', size: 9, color: COLORS.muted } as Style }];
     canvas.lines(lines.length ? lines : [{ fragments: [], width: 0 }], canvas.left + LABEL_W, 14.5, 9.5, { markers });
-    canvas.gap(2);
+    canvas.gap(3);
+    canvas.rule(canvas.left, canvas.width, COLORS.hairline, 0.5);
   };
   const plain = (text: string, style: Style = { font: 'body', size: 9.5, color: COLORS.text }): Run[] => [{ text, style }];
 
-  field(labels.description, plain(cleanText(room.room_description.trim()) || labels.none));
-  const a = room.announcement;
-  const ann = cleanText(a?.user_announcement?.trim() ?? '');
-  const annRuns = plain(ann || labels.none);
-  if (ann && a.announcement_publisher) {
-    const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
-    annRuns.push({ text: `${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`, style: muted(9) });
-  }
-  field(labels.announcement, annRuns);
-  if (a?.system_announcement?.trim()) field(labels.systemAnnouncement, plain(cleanText(a.system_announcement.trim())));
-  field(labels.exportedAt, plain(displayTime(input.exportedAt, timezone)));
-  field(labels.timezone, plain(timezone));
-  field(labels.roomId, plain(room.room_id, { font: 'mono', size: 8.8, color: COLORS.text }));
-
+  row(labels.room, [
+    { text: room.room_name, style: { font: 'bold', size: 9.5, color: COLORS.text } },
+    { text: `  ${room.room_id}`, style: { font: 'mono', size: 8, color: COLORS.faint } },
+  ]);
+  row(labels.mode, plain(modeLabel(labels, room.interaction_mode)));
+  row(labels.exportedAt, [...plain(displayTime(input.exportedAt, timezone)), { text: `  ${timezone}`, style: muted(8.5) }]);
   const members: Run[] = [];
   room.members.forEach((m, i) => {
     members.push({ text: m.name, style: { font: 'bold', size: 9.5, color: roleColor(m.role) } });
     members.push({ text: `${labels.paren[0]}${memberRemarks(labels, room, m).join(labels.listSep)}${labels.paren[1]}`, style: muted(9) });
     if (i < room.members.length - 1) members.push({ text: '\n', style: muted(9) });
   });
-  field(`${labels.members} (${room.members.length})`, members.length ? members : plain(labels.none));
-
-  canvas.gap(8);
-  canvas.rule(canvas.left, canvas.width, COLORS.faint, 1);
-  canvas.gap(14);
+  row(`${labels.members} (${room.members.length})`, members.length ? members : plain(labels.none));
+  const description = cleanText(room.room_description.trim());
+  if (description) row(labels.description, plain(description));
+  const a = room.announcement;
+  const ann = cleanText(a?.user_announcement?.trim() ?? '');
+  if (ann) {
+    const annRuns = plain(ann);
+    if (a.announcement_publisher) {
+      const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
+      annRuns.push({ text: `${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`, style: muted(9) });
+    }
+    row(labels.announcement, annRuns);
+  }
+  if (a?.system_announcement?.trim()) row(labels.systemAnnouncement, plain(cleanText(a.system_announcement.trim())));
+  canvas.gap(18);
 }
 
 function roleColor(role: string): string {
@@ -174,7 +192,42 @@ const HEAD_LH = 18;
 /** The head of a message and the first line of its body (a heading or code line at most). */
 const KEEP_WITH_HEAD = HEAD_LH + 1 + 22;
 
-function drawMessage(canvas: Canvas, m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, first: boolean): void {
+/** Display height of embedded images at most, in points. */
+const IMAGE_MAX_HEIGHT = 300;
+/** Pixels loaded per point of the largest display size: 1.5 is about 108 dpi, sharp on paper and screen. */
+const IMAGE_DENSITY = 1.5;
+/** An image's pixel shown at most this big (96 dpi), so small images are not blown up. */
+const IMAGE_MAX_SCALE = 0.75;
+
+/** The image attached to a message, when it is an image upload of this room itself. */
+async function imageOf(m: Message, input: ExportInput): Promise<RasterImage | null> {
+  if (m.deleted || !m.file_url || !input.ownUpload) return null;
+  const file = input.ownUpload(m.file_url);
+  if (!file) return null;
+  const width = 595.28 - 2 * 56;
+  return loadRaster(file, width * IMAGE_DENSITY, IMAGE_MAX_HEIGHT * IMAGE_DENSITY);
+}
+
+function drawImage(canvas: Canvas, image: RasterImage, link: string | undefined): void {
+  const scale = Math.min(IMAGE_MAX_SCALE, canvas.width / image.width, IMAGE_MAX_HEIGHT / image.height);
+  const w = image.width * scale;
+  const h = image.height * scale;
+  canvas.ensure(h + 4);
+  canvas.gap(3);
+  canvas.image(image.data, canvas.left, canvas.y, w, h, link);
+  canvas.y += h;
+  canvas.gap(4);
+}
+
+function drawMessage(
+  canvas: Canvas,
+  m: Message,
+  reply: ReplyRef | 'unknown' | null,
+  labels: Labels,
+  input: ExportInput,
+  first: boolean,
+  image: RasterImage | null = null,
+): void {
   if (!first) {
     canvas.ensure(12 + KEEP_WITH_HEAD);
     if (canvas.y > canvas.top) {
@@ -199,12 +252,14 @@ function drawMessage(canvas: Canvas, m: Message, reply: ReplyRef | 'unknown' | n
     const att = attachmentOf(m, input.fileUrl);
     if (att) {
       if (text) canvas.gap(4);
+      const link = /^(https?:|mailto:)/i.test(att.url) ? att.url : undefined;
+      if (image) drawImage(canvas, image, link);
       const runs: Run[] = [
         { text: `${labels.attachment}${labels.colon}`, style: { font: 'body', size: 9, color: COLORS.muted } },
-        { text: att.name, style: { font: 'body', size: 9, color: COLORS.link, underline: true, link: /^(https?:|mailto:)/i.test(att.url) ? att.url : undefined } },
+        { text: att.name, style: { font: 'body', size: 9, color: COLORS.link, underline: true, link } },
       ];
       if (att.type) runs.push({ text: `  ${att.type}`, style: { font: 'body', size: 8, color: COLORS.faint } });
-      canvas.lines(layoutRuns(runs, canvas.width, canvas.measure), canvas.left, 14, 9);
+      canvas.lines(canvas.layout(runs, canvas.width), canvas.left, 14, 9);
     }
   }
   canvas.gap(4);

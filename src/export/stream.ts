@@ -66,6 +66,13 @@ export class ChunkWriter {
     if (!this.out.write(chunk)) await waitFor(this.out, ['drain']);
   }
 
+  /** Writes the collected text, then `bytes` as they are (large binary parts: no copy into the text). */
+  async pushBytes(bytes: Buffer): Promise<void> {
+    await this.flush(true);
+    if (isDestroyed(this.out)) throw new Error('export stream closed before the export was written');
+    if (!this.out.write(bytes)) await waitFor(this.out, ['drain']);
+  }
+
   /** Writes what is left, ends the stream and resolves once it has finished. */
   async end(): Promise<void> {
     await this.flush(true);

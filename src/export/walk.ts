@@ -1,6 +1,6 @@
-// One pass over a room's messages for both exports: drops skip records (visible:false), marks
-// round boundaries and resolves what a reply answers. It keeps only small maps (round id →
-// number, message id → seq and sender), never the messages themselves.
+// One pass over a room's messages for the Markdown, HTML and PDF exports: drops skip records
+// (visible:false), marks where each round starts and resolves what a reply answers. It keeps
+// only small maps (round id → number, message id → seq and sender), never the messages.
 import type { Message } from '../types.js';
 
 export interface ReplyRef {
@@ -9,9 +9,8 @@ export interface ReplyRef {
 }
 
 export type ExportItem =
-  | { kind: 'round'; roundId: string; number: number }
-  /** Visible messages without a round follow messages of a round. */
-  | { kind: 'outside' }
+  /** Before the first visible message of a round; each round is announced once. */
+  | { kind: 'round'; roundId: string; number: number; timestamp: string }
   | {
       kind: 'message';
       message: Message;
@@ -20,11 +19,12 @@ export type ExportItem =
     };
 
 /**
- * How long an export may run before it lets other work (requests, timers, sockets) in. Both
+ * How long an export may run before it lets other work (requests, timers, sockets) in. The
  * writers render synchronously between writes, and a PDF's writes rarely have to wait, so
- * without this a 10,000-message export would hold the event loop for seconds.
+ * without this a 10,000-message export would hold the event loop for seconds. Two exports may
+ * run at once (slots.ts), so a turn of the loop waits at most about twice this.
  */
-export const EXPORT_SLICE_MS = 20;
+export const EXPORT_SLICE_MS = 10;
 
 export async function* exportItems(
   messages: Iterable<Message> | AsyncIterable<Message>,
@@ -32,16 +32,17 @@ export async function* exportItems(
 ): AsyncGenerator<ExportItem> {
   const roundNumbers = new Map<string, number>();
   const seen = new Map<string, ReplyRef>();
-  let shownRound: string | null | undefined;
+  const announced = new Set<string>();
   let sliceStart = performance.now();
   for await (const message of messages) {
     const roundId = message.round_id ?? null;
     if (roundId !== null && !roundNumbers.has(roundId)) roundNumbers.set(roundId, roundNumbers.size + 1);
     if (!message.visible) continue;
-    if (roundId !== shownRound) {
-      if (roundId !== null) yield { kind: 'round', roundId, number: roundNumbers.get(roundId) ?? 0 };
-      else if (shownRound !== undefined) yield { kind: 'outside' };
-      shownRound = roundId;
+    // A person's message during a round belongs to no round; it gets no divider of its own, and
+    // the round's own messages after it do not announce the round again.
+    if (roundId !== null && !announced.has(roundId)) {
+      announced.add(roundId);
+      yield { kind: 'round', roundId, number: roundNumbers.get(roundId) ?? 0, timestamp: message.timestamp };
     }
     let reply: ReplyRef | 'unknown' | null = null;
     if (message.response_to) reply = seen.get(message.response_to) ?? 'unknown';

@@ -10,8 +10,9 @@ import { AppError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
-import type { Store } from '../storage/store.js';
-import type { RoomRecord } from '../types.js';
+import { StaleRoomError, type Store } from '../storage/store.js';
+import type { Message, RoomRecord } from '../types.js';
+import { changeEvents } from './change-events.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -29,10 +30,14 @@ export interface RuntimeDeps {
 }
 
 interface Pending {
-  cmd: Command;
+  /** A command, or null for a refresh from the store (another node committed). */
+  cmd: Command | null;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
+
+/** Times a batch is recomputed after another node committed the room first. */
+const MAX_STALE_RETRIES = 8;
 
 /** Commands taken into one commit at most (bounds a batch's latency and size). */
 const MAX_BATCH = 256;
@@ -81,6 +86,18 @@ export class RoomRuntime {
     });
   }
 
+  /**
+   * Re-reads the room from the store when it holds a newer version (another node committed),
+   * and publishes what changed; in the room's queue, so it never interleaves with a command.
+   */
+  refresh(version?: number): Promise<void> {
+    if (this.stopped || (version !== undefined && version <= this.version)) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ cmd: null, resolve: () => resolve(), reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
   /** Arms the timer for the stored turn (start-up), without a command. */
   armFromState(): void {
     const turn = this.state.current_round && !this.state.current_round.completed ? this.state.current_round.turn : null;
@@ -109,13 +126,22 @@ export class RoomRuntime {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
-      while (this.queue.length > 0) await this.runBatch(this.queue.splice(0, MAX_BATCH));
+      while (this.queue.length > 0) {
+        const head = this.queue[0]!;
+        if (head.cmd === null) {
+          this.queue.shift();
+          await this.reload().then(head.resolve, head.reject);
+          continue;
+        }
+        const end = this.queue.findIndex((p) => p.cmd === null);
+        await this.runBatch(this.queue.splice(0, Math.min(MAX_BATCH, end < 0 ? this.queue.length : end)));
+      }
     } finally {
       this.draining = false;
     }
   }
 
-  private async runBatch(batch: Pending[]): Promise<void> {
+  private async runBatch(batch: Pending[], attempt = 0): Promise<void> {
     let base: Draft = {
       room: this.state,
       lastSeq: this.lastSeq,
@@ -136,7 +162,7 @@ export class RoomRuntime {
       // Each command works on its own copy: one that throws leaves the batch as it was.
       const draft: Draft = { ...base, room: structuredClone(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
       try {
-        const answer = await handle(draft, pending.cmd, this.env(), reads);
+        const answer = await handle(draft, pending.cmd!, this.env(), reads);
         base = draft;
         done.push({ pending, answer });
       } catch (err) {
@@ -149,10 +175,15 @@ export class RoomRuntime {
         const commit = { messages: base.messages, expectedVersion: this.version, ...(base.roomChanged ? { room: base.room } : {}) };
         this.version = await this.deps.store.commitRoom(this.roomId, commit);
       } catch (err) {
+        if (err instanceof StaleRoomError && attempt < MAX_STALE_RETRIES) {
+          // Another node wrote the room: take its state, then compute the batch again on it.
+          await this.reload();
+          return this.runBatch(done.map((d) => d.pending).concat(), attempt + 1);
+        }
         this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
         // The cause stays in the log; callers get internal_error without detail.
         for (const { pending } of done) pending.reject(err);
-        if (done.some(({ pending }) => pending.cmd.type === 'timeout')) this.retryTimeout();
+        if (done.some(({ pending }) => pending.cmd?.type === 'timeout')) this.retryTimeout();
         return;
       }
     }
@@ -173,6 +204,33 @@ export class RoomRuntime {
       } catch (err) {
         pending.reject(err);
       }
+    }
+  }
+
+  /** Takes the stored state (newer than ours), publishing the difference as events. */
+  private async reload(): Promise<void> {
+    const loaded = await this.deps.store.loadRoom(this.roomId);
+    if (!loaded || loaded.version === this.version) return;
+    const added: Message[] = [];
+    for (let after = this.lastSeq; after < loaded.lastSeq; ) {
+      const page = await this.deps.store.readMessages(this.roomId, { afterSeq: after, limit: 500 });
+      if (page.length === 0) break;
+      added.push(...page);
+      after = page[page.length - 1]!.seq;
+    }
+    const lastPersonSeq = await this.deps.store.lastPersonSeq(this.roomId);
+    const before = this.state;
+    this.state = loaded.room;
+    this.lastSeq = loaded.lastSeq;
+    this.version = loaded.version;
+    this.lastPersonSeq = lastPersonSeq;
+    this.armFromState();
+    const { events, access, turnsIssued } = changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs);
+    try {
+      this.deps.publish(access, events);
+      if (turnsIssued.length > 0) this.deps.turnsIssued(this.roomId, turnsIssued);
+    } catch (err) {
+      this.deps.logger.error({ err, room_id: this.roomId }, 'publishing room events failed');
     }
   }
 

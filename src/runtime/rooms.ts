@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import { presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Store } from '../storage/store.js';
-import type { Caller, InteractionMode, Member, Room, RoomRecord } from '../types.js';
+import type { Caller, InteractionMode, Member, Message, Room, RoomRecord } from '../types.js';
 import type { Command } from './commands.js';
 import { RoomRuntime } from './room-runtime.js';
 
@@ -119,6 +119,15 @@ export class Rooms {
     this.runtimes.set(room.room_id, this.newRuntime({ room, lastSeq: 0, version, lastPersonSeq: 0 }));
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
     return presentRoom(room);
+  }
+
+  /** A room built elsewhere (import): created, its messages committed, then announced. */
+  async adopt(caller: Caller, room: RoomRecord, messages: readonly Message[]): Promise<void> {
+    const created = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length });
+    const version = messages.length > 0 ? await this.opts.store.commitRoom(room.room_id, { messages, expectedVersion: created }) : created;
+    const lastPersonSeq = await this.opts.store.lastPersonSeq(room.room_id);
+    this.runtimes.set(room.room_id, this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }));
+    this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
   }
 
   /** Start-up: every stored turn holder keeps its turn with a fresh full deadline (SPEC §6.1.10). */

@@ -1,25 +1,58 @@
-// export_chat_history: renders a room to data/exports/ and returns a signed download link.
-// Files are written under a temporary name and renamed when complete, so a download never
-// sees half a file; exports older than EXPORT_TTL_MS are deleted on the next export.
+// export_chat_history: renders a room to data/exports/ and returns a signed download link;
+// import_chat_history: creates a new room from a JSON export.
+// Export files are written under a temporary name and renamed when complete, so a download
+// never sees half a file; exports older than EXPORT_TTL_MS are deleted on the next export. At
+// most two exports run at once server-wide (src/export/slots.ts).
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
+import { v4 as uuidv4 } from 'uuid';
 import { z } from 'zod';
 import type { ToolServices as App } from './services.js';
+import { EXPORT_EXT, type ExportFormat, type ExportInput } from '../export/format.js';
+import { buildImport, parseRoomFile, type BuiltImport } from '../export/import.js';
 import { ATTACHMENT_LINK_TTL_MS, serverOrigin, signEncodedPath } from '../export/links.js';
+import { preloadExportModules } from '../export/preload.js';
+import { ExportSlots } from '../export/slots.js';
+import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
 import { presentRoom } from '../rooms/present.js';
+import { newRoomId } from '../rooms/rules.js';
+import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
-import { roomId } from './schemas.js';
+import { roomId, roomName } from './schemas.js';
 
 export const EXPORT_TTL_MS = 60 * 60_000;
 
-/** `{room_id}-{yyyyMMddHHmmss}-{random}.{md|pdf}`: the room id lets a download check membership. */
-export const EXPORT_NAME = /^([a-z0-9-]{1,120})-(\d{14})-([a-z0-9]{6})\.(md|pdf)$/;
+/**
+ * `{room_id}-{yyyyMMddHHmmss}-{random}.{md|pdf|html|json}`: the room id lets a download check
+ * membership.
+ */
+export const EXPORT_NAME = /^([a-z0-9-]{1,120})-(\d{14})-([a-z0-9]{6})\.(md|pdf|html|json)$/;
+
+/** Content-Type of a download, by extension. */
+export const EXPORT_CONTENT_TYPES: Record<string, string> = {
+  md: 'text/markdown; charset=utf-8',
+  pdf: 'application/pdf',
+  html: 'text/html; charset=utf-8',
+  json: 'application/json; charset=utf-8',
+};
 
 export function exportsDir(app: App): string {
   return path.join(app.config.dataDir, 'exports');
+}
+
+const slotsByApp = new WeakMap<App, ExportSlots>();
+
+/** The server's export slots (SPEC §10: at most 2 exports run at once). */
+export function exportSlots(app: App): ExportSlots {
+  let slots = slotsByApp.get(app);
+  if (!slots) {
+    slots = new ExportSlots();
+    slotsByApp.set(app, slots);
+  }
+  return slots;
 }
 
 async function removeOld(dir: string, now: number): Promise<void> {
@@ -30,64 +63,144 @@ async function removeOld(dir: string, now: number): Promise<void> {
   }
 }
 
+type Writer = (input: ExportInput, out: NodeJS.WritableStream) => Promise<void>;
+
+/** Loaded on first use: pdfkit, sharp and the fonts cost start-up time every server would pay. */
+async function writerFor(app: App, format: ExportFormat): Promise<Writer> {
+  switch (format) {
+    case 'markdown':
+      return (await import('../export/markdown.js')).writeMarkdownExport;
+    case 'html':
+      return (await import('../export/html.js')).writeHtmlExport;
+    case 'json':
+      return (await import('../export/json.js')).writeJsonExport;
+    case 'pdf': {
+      const { writePdfExport } = await import('../export/pdf.js');
+      const opts = app.config.exportFont ? { fontPath: app.config.exportFont } : {};
+      return (input, out) => writePdfExport(input, out, opts);
+    }
+  }
+}
+
 export function exportTools(app: App) {
+  // In the background once the server is up: the first export then finds its modules loaded.
+  setTimeout(() => void preloadExportModules(), 500).unref();
   return [
     defineTool({
       name: 'export_chat_history',
       description:
-        "Export the room's history (visible messages in order, with sender, role, time in the room timezone) as Markdown or PDF. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`.",
-      input: z.object({ room_id: roomId, format: z.enum(['markdown', 'pdf']) }).strict(),
+        "Export the room's history. `markdown`, `pdf` and `html` hold the visible messages in order, with sender, role and time in the room timezone (HTML is one self-contained file that opens offline); `json` is the versioned room format (settings, members, every message including skip records, rounds) that import_chat_history reads. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`. At most 2 exports run at once on the server; others wait, and `rate_limited` answers when too many wait.",
+      input: z.object({ room_id: roomId, format: z.enum(['markdown', 'pdf', 'html', 'json']) }).strict(),
       handler: async (args, ctx) => {
         const room = await app.reads.memberRoom(args.room_id, ctx.caller);
-        const dir = exportsDir(app);
-        const exportedAt = new Date(app.now());
-        await removeOld(dir, exportedAt.getTime());
-        const ext = args.format === 'markdown' ? 'md' : 'pdf';
-        const name = `${room.room_id}-${formatInTimeZone(exportedAt, 'UTC', 'yyyyMMddHHmmss')}-${randomBytes(3).toString('hex')}.${ext}`;
-        const target = path.join(dir, name);
-        const partial = `${target}.partial`;
-        const input = {
-          room: presentRoom(room),
-          messages: await app.reads.allMessages(room.room_id),
-          exportedAt,
-          timezone: room.timezone,
-          fileUrl: (url: string) => attachmentLink(app, url),
-        };
-        const out = createWriteStream(partial);
-        try {
-          // Loaded on first use: pdfkit and its fonts cost start-up time every server would pay.
-          if (args.format === 'markdown') {
-            const { writeMarkdownExport } = await import('../export/markdown.js');
-            await writeMarkdownExport(input, out);
-          } else {
-            const { writePdfExport } = await import('../export/pdf.js');
-            await writePdfExport(input, out, app.config.exportFont ? { fontPath: app.config.exportFont } : {});
+        return exportSlots(app).run(async () => {
+          const dir = exportsDir(app);
+          const exportedAt = new Date(app.now());
+          await removeOld(dir, exportedAt.getTime());
+          const ext = EXPORT_EXT[args.format];
+          const name = `${room.room_id}-${formatInTimeZone(exportedAt, 'UTC', 'yyyyMMddHHmmss')}-${randomBytes(3).toString('hex')}.${ext}`;
+          const target = path.join(dir, name);
+          const partial = `${target}.partial`;
+          const input: ExportInput = {
+            room: presentRoom(room),
+            messages: await app.reads.allMessages(room.room_id),
+            exportedAt,
+            timezone: room.timezone,
+            fileUrl: (url: string) => attachmentLink(app, room.room_id, url),
+            ownUpload: (url: string) => ownUploadPath(app.config.dataDir, room.room_id, url),
+          };
+          const write = await writerFor(app, args.format);
+          const out = createWriteStream(partial);
+          try {
+            await write(input, out);
+            await rename(partial, target);
+          } catch (err) {
+            out.destroy();
+            await rm(partial, { force: true });
+            throw err;
           }
-          await rename(partial, target);
-        } catch (err) {
-          out.destroy();
-          await rm(partial, { force: true });
-          throw err;
-        }
-        const { size } = await stat(target);
-        return {
-          url: app.links.sign(`/api/v1/exports/${name}`),
-          filename: downloadName(room.room_name, exportedAt, room.timezone, ext),
-          bytes: size,
-          format: args.format,
-        };
+          const { size } = await stat(target);
+          return {
+            url: app.links.sign(`/api/v1/exports/${name}`),
+            filename: downloadName(room.room_name, exportedAt, room.timezone, ext),
+            bytes: size,
+            format: args.format,
+          };
+        });
+      },
+    }),
+    defineTool({
+      name: 'import_chat_history',
+      description:
+        'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names, in order, renumbered from seq 1. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing.',
+      input: z.object({ data: z.unknown(), room_name: roomName.optional() }).strict(),
+      handler: async (args, ctx) => {
+        const file = parseRoomFile(args.data, app.config.maxMessageChars);
+        const now = new Date(app.now());
+        const name = args.room_name ?? file.room.room_name;
+        const built = buildImport(
+          file,
+          {
+            roomId: newRoomId(name, now),
+            creator: await importerMember(app, ctx.caller, now),
+            now,
+            newId: uuidv4,
+            participantIdByName: (n) => app.participants.byName(n)?.id ?? null,
+          },
+          args.room_name,
+        );
+        await persistImportedRoom(app, ctx.caller, built);
+        return { room: presentRoom(built.room), imported_messages: built.messages.length };
       },
     }),
   ];
 }
 
+/** The importer as the first member (and host) of the new room, as create_room makes it. */
+async function importerMember(app: App, caller: Caller, now: Date): Promise<Member> {
+  const found = await app.participants.get(caller);
+  const agent = found?.kind === 'agent' ? found.record : undefined;
+  const user = found?.kind === 'user' ? found.record : undefined;
+  const lastActive = app.presence.lastActive(caller.id) ?? now.getTime();
+  return {
+    name: caller.name,
+    role: caller.role,
+    introduce: agent?.introduce ?? '',
+    status: app.presence.isOnline(caller.id) ? 'online' : 'offline',
+    last_active: new Date(lastActive).toISOString(),
+    is_host: true,
+    skip_list: agent?.skip_list ?? [],
+    language_preference: agent?.preferred_language ?? user?.language ?? app.config.defaultLanguage,
+    timezone_preference: agent?.timezone ?? user?.timezone ?? app.config.displayTimezone,
+    participant_id: caller.id,
+    joined_at: now.toISOString(),
+  };
+}
+
 /**
- * An export leaves the server, so its attachment links are absolute and signed for
- * ATTACHMENT_LINK_TTL_MS (a relative link, or one that dies with the export file, would be
- * useless in a shared document). Other URLs are kept as they are.
+ * Persisting an import goes through the room runtimes: the room is created, then its messages
+ * are committed in one durable write, and only then is the importer's socket told about it.
+ * If that second write fails the new room stays, empty, with the importer as its only member
+ * (the store has no room deletion); the call answers internal_error.
  */
-function attachmentLink(app: App, fileUrl: string): string {
-  if (!fileUrl.startsWith('/api/v1/files/')) return fileUrl;
+async function persistImportedRoom(app: App, caller: Caller, built: BuiltImport): Promise<void> {
+  try {
+    await app.rooms.adopt(caller, built.room, built.messages);
+  } catch (err) {
+    app.logger.error({ err, room_id: built.room.room_id }, 'import_chat_history: writing the new room failed');
+    throw err;
+  }
+}
+
+/**
+ * An export leaves the server, so links to the room's own uploads are absolute and signed for
+ * ATTACHMENT_LINK_TTL_MS (a relative link, or one that dies with the export file, would be
+ * useless in a shared document). Only the exported room's own uploads are signed (SPEC §10):
+ * a link to another room's upload, which anyone may paste into a message, stays exactly as it
+ * was written, so exporting never grants access to a file of another room.
+ */
+function attachmentLink(app: App, roomId: string, fileUrl: string): string {
+  if (!isOwnUpload(roomId, fileUrl)) return fileUrl;
   try {
     return serverOrigin(app.config) + signEncodedPath(app.links, fileUrl, ATTACHMENT_LINK_TTL_MS);
   } catch {

@@ -14,7 +14,7 @@ import { AppError } from '../errors.js';
 import { signEncodedPath } from '../export/links.js';
 import { ROOM_ID } from '../rooms/rules.js';
 import { fsyncPath } from '../storage/fs-ops.js';
-import { downloadName, EXPORT_NAME, exportsDir } from '../tools/export.js';
+import { downloadName, EXPORT_CONTENT_TYPES, EXPORT_NAME, exportsDir } from '../tools/export.js';
 import type { Caller } from '../types.js';
 import { bearerToken, sendError } from './http-util.js';
 
@@ -193,7 +193,9 @@ export function fileRoutes(app: App, api: express.Router, io: UploadIo = default
       const ext = match[4]!;
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.attachment(downloadName(room?.room_name ?? roomId, info.mtime, room?.timezone ?? app.config.displayTimezone, ext));
-      res.type(ext === 'md' ? 'text/markdown; charset=utf-8' : 'application/pdf');
+      res.type(EXPORT_CONTENT_TYPES[ext] ?? 'application/octet-stream');
+      // An HTML export is a download, never a page of this origin: no script, no requests.
+      if (ext === 'html') res.setHeader('Content-Security-Policy', "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox");
       res.sendFile(file);
     } catch (err) {
       sendError(res, err, app);

@@ -49,16 +49,17 @@ describe('markdown export', () => {
     expect(header).toContain('**公告**：本周五前完成评审（bob 发布于 2026-01-01 09:00:00）');
     expect(header).toContain('**导出时间**：2026-01-02 11:04:05');
     expect(header).toContain('**时区**：Asia/Shanghai');
+    expect(header).toContain('**模式**：轮流模式');
     expect(header).toContain('## 成员');
-    expect(header).toContain('- **alice** — AI 代理，主持人');
+    expect(header).toContain('- **alice** — 智能体，主持人');
     expect(header).toContain('- **bob** — 用户，创建者');
-    expect(header).toContain('- **carol** — AI 代理');
+    expect(header).toContain('- **carol** — 智能体');
   });
 
   it('lists visible messages in seq order with sender, role and time in the room timezone', async () => {
     const md = await markdown();
     expect(md).toContain('### #1 · bob · 用户 · 2026-01-01 08:00:00');
-    expect(md).toContain('### #2 · alice · AI 代理 · 2026-01-01 08:00:02');
+    expect(md).toContain('### #2 · alice · 智能体 · 2026-01-01 08:00:02');
     const order = [...md.matchAll(/^### #(\d+) /gm)].map((m) => Number(m[1]));
     expect(order).toEqual([1, 2, 5, 6, 7]);
   });
@@ -84,17 +85,30 @@ describe('markdown export', () => {
     expect(md).toContain('W'.repeat(500));
   });
 
-  it('shows round boundaries, numbered in order, and messages outside rounds', async () => {
+  it('marks where each round starts, once, and puts no divider before messages outside rounds', async () => {
     const md = await markdown();
     const r1 = md.indexOf('## 第 1 轮');
     const r2 = md.indexOf('## 第 2 轮');
-    const outside = md.indexOf('## 轮次之外');
     expect(r1).toBeGreaterThan(md.indexOf('### #1 '));
     expect(r1).toBeLessThan(md.indexOf('### #2 '));
     expect(r2).toBeGreaterThan(md.indexOf('### #2 '));
     expect(r2).toBeLessThan(md.indexOf('### #5 '));
-    expect(outside).toBeGreaterThan(md.indexOf('### #6 '));
-    expect(outside).toBeLessThan(md.indexOf('### #7 '));
+    expect(md).not.toContain('轮次之外');
+    // Two round headings; the message's own "## 结论" heading is its text, not a divider.
+    expect([...md.matchAll(/^## /gm)].map((m) => md.slice(m.index, md.indexOf('\n', m.index)))).toEqual(['## 成员', '## 第 1 轮', '## 结论', '## 第 2 轮']);
+  });
+
+  it('announces a round once even when a person speaks in the middle of it', async () => {
+    const msgs = [
+      makeMessage({ seq: 1, round_id: 'r-a', text_content: 'agent one' }),
+      makeMessage({ seq: 2, sender: 'bob', role: 'user', text_content: 'person in between' }),
+      makeMessage({ seq: 3, round_id: 'r-a', sender: 'carol', text_content: 'agent two' }),
+      makeMessage({ seq: 4, sender: 'bob', role: 'user', text_content: 'person after' }),
+      makeMessage({ seq: 5, round_id: 'r-b', text_content: 'next round' }),
+    ];
+    const md = await markdown({ messages: msgs });
+    expect([...md.matchAll(/^## 第 (\d+) 轮/gm)].map((m) => Number(m[1]))).toEqual([1, 2]);
+    expect(md.indexOf('## 第 2 轮')).toBeGreaterThan(md.indexOf('person after'));
   });
 
   it('uses English labels for rooms in other languages', async () => {
@@ -172,7 +186,7 @@ describe('shared helpers', () => {
 
   it('picks Chinese labels for zh* languages', () => {
     expect(labelsFor('zh-CN').round(3)).toBe('第 3 轮');
-    expect(labelsFor('zh-TW').page(2)).toBe('第 2 页');
+    expect(labelsFor('zh-TW').page(2, '9')).toBe('第 2 / 9 页');
     expect(labelsFor('en').roles.user).toBe('person');
     expect(labelsFor('fr').roles.ai_agent).toBe('AI agent');
     expect(labelsFor('zh').roles.system).toBe('系统');

@@ -1,0 +1,68 @@
+// The events that tell subscribers how a room changed between two committed states, for changes
+// this process did not compute itself (another node committed them, SPEC §11). The node that
+// commits publishes the events it computed; the others read the new state and the new messages
+// from the store and publish what this diff finds: messages in seq order, membership and
+// status changes, round start and end, the turn (built by the one agent_turn builder), and the
+// room itself.
+import { agentTurnData, type AccessEvent, type RoomEvent } from '../protocol/events.js';
+import { presentMessage, presentRoom } from '../rooms/present.js';
+import type { Message, RoomRecord } from '../types.js';
+import { memberStatus } from './commands.js';
+
+export interface ChangeEvents {
+  access: AccessEvent[];
+  events: RoomEvent[];
+  turnsIssued: string[];
+}
+
+export function changeEvents(before: RoomRecord, after: RoomRecord, added: readonly Message[], turnTimeoutMs: number): ChangeEvents {
+  const roomId = after.room_id;
+  const access: AccessEvent[] = [];
+  const events: RoomEvent[] = [];
+  const turnsIssued: string[] = [];
+
+  const oldMembers = new Map(before.members.map((m) => [m.participant_id, m]));
+  const newMembers = new Map(after.members.map((m) => [m.participant_id, m]));
+  for (const [id, member] of newMembers) {
+    const old = oldMembers.get(id);
+    if (!old) {
+      access.push({ type: 'joined', room_id: roomId, participant_id: id });
+      events.push({ event: 'member_join', room_id: roomId, data: { member: structuredClone(member) } });
+    } else if (old.status !== member.status || (old.activity ?? null) !== (member.activity ?? null) || (old.activity_note ?? null) !== (member.activity_note ?? null)) {
+      events.push({ event: 'member_status_change', room_id: roomId, data: { member: memberStatus(member) } });
+    }
+  }
+  for (const [id, member] of oldMembers) {
+    if (newMembers.has(id)) continue;
+    access.push({ type: 'left', room_id: roomId, participant_id: id });
+    events.push({ event: 'member_leave', room_id: roomId, data: { member: { ...structuredClone(member), is_host: false } } });
+  }
+
+  for (const message of added) events.push({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, after) } });
+
+  const oldRound = before.current_round;
+  const newRound = after.current_round;
+  const oldRunning = oldRound && !oldRound.completed ? oldRound : null;
+  if (oldRunning && (newRound?.round_id !== oldRunning.round_id || newRound.completed)) {
+    const reason = newRound?.round_id === oldRunning.round_id && newRound.completed ? newRound.end_reason : 'superseded';
+    events.push({ event: 'round_end', room_id: roomId, data: { round_id: oldRunning.round_id, reason } });
+  }
+  if (newRound && newRound.round_id !== oldRound?.round_id) {
+    events.push({
+      event: 'round_start',
+      room_id: roomId,
+      data: { round_id: newRound.round_id, agent_queue: [...newRound.agent_queue], mode: after.interaction_mode, kind: newRound.kind },
+    });
+    if (newRound.completed) events.push({ event: 'round_end', room_id: roomId, data: { round_id: newRound.round_id, reason: newRound.end_reason } });
+  }
+  const oldTurn = agentTurnData(before, turnTimeoutMs);
+  const newTurn = agentTurnData(after, turnTimeoutMs);
+  if (newTurn && JSON.stringify(newTurn) !== JSON.stringify(oldTurn)) {
+    events.push({ event: 'agent_turn', room_id: roomId, data: newTurn });
+    turnsIssued.push(newTurn.agent_name);
+  }
+  if (JSON.stringify(presentRoom(before)) !== JSON.stringify(presentRoom(after))) {
+    events.push({ event: 'room_update', room_id: roomId, data: { room: presentRoom(after) } });
+  }
+  return { access, events, turnsIssued };
+}
