@@ -1,6 +1,8 @@
 // Composition of the services (no transports): storage → identity → room runtimes → reads and
 // waits → tools. The server mounts transports on top; tests may use it directly. Time (clock
 // and timers) is injected here and passed to every service that waits or times out.
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
 import { RateLimits } from './limits/rate-limits.js';
@@ -14,6 +16,7 @@ import { RoomReads } from './runtime/reads.js';
 import { Rooms } from './runtime/rooms.js';
 import { TurnWaits } from './runtime/waits.js';
 import { createStore } from './storage/index.js';
+import { PgStore, RoomFeed } from './storage/postgres/index.js';
 import type { Store } from './storage/store.js';
 import { buildRegistry, type ToolServices } from './tools/index.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -37,15 +40,26 @@ export interface AppOptions {
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const now = options.now ?? Date.now;
   const timers = options.timers ?? realTimers;
-  const rawStore = options.store ?? createStore(config.dataDir, logger, { nameKeyOf: nameKey });
+  const rawStore = options.store ?? openStore(config, logger);
   await rawStore.open();
   const metrics = new Metrics(rawStore);
   const store = instrumentStore(rawStore, metrics);
   const bus = instrumentBus(new InProcessBus(), metrics);
-  const participants = new Participants(store, { language: config.defaultLanguage, timezone: config.displayTimezone });
+  const shared = rawStore instanceof PgStore;
+  // Uploads and exports stay files under DATA_DIR (shared by the nodes, docs/scale-out.md).
+  if (shared) for (const dir of ['uploads', 'exports']) await mkdir(path.join(config.dataDir, dir), { recursive: true });
+  const participants = new Participants(
+    store,
+    { language: config.defaultLanguage, timezone: config.displayTimezone },
+    undefined,
+    shared,
+    now,
+  );
   await participants.load();
   const presence = new Presence(now, timers, options.presenceWindowMs ?? PRESENCE_WINDOW_MS, options.socketGraceMs ?? SOCKET_GRACE_MS);
-  for (const found of await store.listParticipants()) {
+  // With a shared store each node knows the presence of its own clients only (a node that
+  // seeded everyone from last_active would mark agents offline that another node serves).
+  for (const found of shared ? [] : await store.listParticipants()) {
     const id = found.kind === 'agent' ? found.record.agent_id : found.record.user_id;
     presence.seed(id, Date.parse(found.record.last_active));
   }
@@ -59,6 +73,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     turnTimeoutMs: config.turnTimeoutMs,
     maxMessageChars: config.maxMessageChars,
     defaults: { language: config.defaultLanguage, timezone: config.displayTimezone },
+    shared,
   });
   const reads = new RoomReads(rooms, store);
   const waits = new TurnWaits(rooms, reads, store, presence, timers, now);
@@ -89,8 +104,36 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       await store.close();
     },
   });
-  await rooms.restoreAll();
+  if (rawStore instanceof PgStore) {
+    // Other nodes commit to the same rooms: their changes reach this node's subscribers.
+    const feed = new RoomFeed({
+      connectionString: rawStore.connectionString,
+      onChange: (change) => rooms.remoteChange(change.roomId, change.version),
+      onResync: () => rooms.refreshAll(),
+      onError: (err) => logger.warn({ err }, 'room feed connection lost; reconnecting'),
+      poll: { pool: rawStore.connectionPool, everyMs: 2000, rooms: () => rooms.loadedIds() },
+    });
+    await feed.start();
+    const close = app.close;
+    app.close = async () => {
+      await feed.stop();
+      await close();
+    };
+  }
+  await rooms.restoreAll({ shared });
   return app;
+}
+
+/** The store the configuration names: PostgreSQL (STORE=postgres) or the file store under DATA_DIR. */
+function openStore(config: Config, logger: Logger): Store {
+  if (config.store.kind === 'postgres') {
+    return new PgStore({
+      connectionString: config.store.databaseUrl,
+      poolSize: config.store.poolSize,
+      onPoolError: (err) => logger.warn({ err }, 'PostgreSQL connection error (the pool reconnects)'),
+    });
+  }
+  return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages });
 }
 
 /** Turn and round counters (GET /api/v1/metrics), fed from the published events. */

@@ -48,6 +48,47 @@ export interface Config {
   mcpMaxUnboundSessions: number;
   /** An unbound MCP session idle this long is closed. */
   mcpUnboundIdleMs: number;
+  /** The file store (DATA_DIR) or PostgreSQL (SPEC §11). */
+  store: StoreConfig;
+  /** Messages the file store keeps in memory over all rooms (CACHE_MESSAGES). */
+  cacheMessages: number;
+}
+
+/**
+ * Which store the server runs on (SPEC §11):
+ *   STORE               file (default) | postgres
+ *   DATABASE_URL        postgres://user:password@host:5432/database — required with STORE=postgres
+ *   DATABASE_POOL_SIZE  connections per node (default 10, 1–200)
+ * Errors name the variable; the URL itself is never echoed (it may hold a password).
+ */
+export type StoreConfig = { kind: 'file' } | { kind: 'postgres'; databaseUrl: string; poolSize: number };
+
+export function parseStoreConfig(env: Env): StoreConfig {
+  const kind = (env.STORE ?? '').trim().toLowerCase() || 'file';
+  if (kind === 'file') return { kind: 'file' };
+  if (kind !== 'postgres') throw new ConfigError('STORE', `expected "file" or "postgres", got "${env.STORE}"`);
+
+  const databaseUrl = env.DATABASE_URL?.trim() ?? '';
+  if (!databaseUrl) throw new ConfigError('DATABASE_URL', 'STORE=postgres needs DATABASE_URL (postgres://user:password@host:5432/database)');
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'not a URL; expected postgres://user:password@host:5432/database');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `expected a postgres:// or postgresql:// URL, got a ${url.protocol}// one`);
+  }
+  if (!url.hostname && !url.searchParams.get('host')) throw new ConfigError('DATABASE_URL', 'names no host');
+
+  const rawPool = env.DATABASE_POOL_SIZE?.trim() ?? '';
+  let poolSize = 10;
+  if (rawPool !== '') {
+    if (!/^\d+$/.test(rawPool)) throw new ConfigError('DATABASE_POOL_SIZE', `expected an integer, got "${rawPool}"`);
+    poolSize = Number(rawPool);
+    if (poolSize < 1 || poolSize > 200) throw new ConfigError('DATABASE_POOL_SIZE', `must be between 1 and 200, got ${poolSize}`);
+  }
+  return { kind: 'postgres', databaseUrl, poolSize };
 }
 
 export class ConfigError extends Error {
@@ -128,6 +169,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(tlsCert ? 'TLS_KEY' : 'TLS_CERT', 'TLS_CERT and TLS_KEY must be set together');
   }
   return {
+    store: parseStoreConfig(env),
+    cacheMessages: intVar(env, 'CACHE_MESSAGES', 50_000, 0, 100_000_000),
     port: intVar(env, 'PORT', 3000, 0, 65535),
     host: hostVar(env, 'HOST', '127.0.0.1'),
     dataDir: path.resolve(stringVar(env, 'DATA_DIR', './data')),

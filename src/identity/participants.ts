@@ -32,6 +32,9 @@ export interface ParticipantDefaults {
 /** Tokens whose hash is remembered (see hashOf). */
 const RECENT_TOKENS = 10_000;
 
+/** With a shared store, a known token is checked there again after this long. */
+const TOKEN_RECHECK_MS = 5000;
+
 /** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
 const MAX_TOKENS = 10;
 
@@ -63,12 +66,42 @@ export class Participants {
   private readonly recentHashes = new TokenHashCache(RECENT_TOKENS);
   private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
 
+  /** Shared store (PostgreSQL, several nodes): when each token hash was last checked there. */
+  private readonly checkedAt = new Map<string, number>();
+
   constructor(
     private readonly store: Store,
     private readonly defaults: ParticipantDefaults,
     loginFailures: FailureDelay = new FailureDelay(),
+    /** Other processes write the same store (SPEC §11): `prime` checks tokens there. */
+    private readonly shared = false,
+    private readonly now: () => number = Date.now,
   ) {
     this.loginFailures = loginFailures;
+  }
+
+  /**
+   * With a shared store, makes `authenticate` right for a token another node issued or revoked:
+   * an unknown token, or one last checked more than TOKEN_RECHECK_MS ago, is looked up in the
+   * store first (so a rotation elsewhere takes effect here within that time). No-op otherwise.
+   */
+  get isShared(): boolean {
+    return this.shared;
+  }
+
+  async prime(token: string | undefined | null): Promise<void> {
+    if (!this.shared || !token) return;
+    const tokenHash = hashToken(token);
+    const known = this.byTokenHash.get(tokenHash);
+    if (known && this.now() - (this.checkedAt.get(tokenHash) ?? 0) < TOKEN_RECHECK_MS) return;
+    const found = await this.store.findParticipantByTokenHash(tokenHash);
+    if (found) {
+      this.index(found);
+      for (const hash of found.record.token_hashes) this.checkedAt.set(hash, this.now());
+    } else if (known) {
+      this.byTokenHash.delete(tokenHash);
+      this.checkedAt.delete(tokenHash);
+    }
   }
 
   /** Builds the indexes from the store (start-up). */

@@ -65,7 +65,8 @@ export interface CommandReads {
 
 export interface CommandEnv extends Omit<StepEnv, 'online'> {
   maxMessageChars: number;
-  isOnline(participantId: string): boolean;
+  /** Presence of a member (this node's presence; with a shared store also the stored status). */
+  isOnline(member: Member): boolean;
 }
 
 /** A private copy of the room state that one command (or a batch of them) changes. */
@@ -238,7 +239,7 @@ function turnOf(room: RoomRecord, name: string) {
 function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged = false, lead: Message[] = []): void {
   const running = draft.room.current_round && !draft.room.current_round.completed ? draft.room.current_round : null;
   const holderBefore = running?.turn?.agent ?? null;
-  const online = new Set(draft.room.members.filter((m) => m.role === 'ai_agent' && env.isOnline(m.participant_id)).map((m) => m.name));
+  const online = new Set(draft.room.members.filter((m) => m.role === 'ai_agent' && env.isOnline(m)).map((m) => m.name));
   const step = runEngine({ room: draft.room, lastSeq: draft.lastSeq, lastPersonSeq: draft.lastPersonSeq }, action, { ...env, online });
   if (!step.ok) throw new AppError(step.code, step.message, step.details);
   // The caller's own messages go first, announced with the processed marks as they are now. A

@@ -11,7 +11,7 @@ import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
 import { StaleRoomError, type Store } from '../storage/store.js';
-import type { Message, RoomRecord } from '../types.js';
+import type { Member, Message, RoomRecord } from '../types.js';
 import { changeEvents } from './change-events.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
@@ -22,7 +22,7 @@ export interface RuntimeDeps {
   timers: Timers;
   turnTimeoutMs: number;
   maxMessageChars: number;
-  isOnline(participantId: string): boolean;
+  isOnline(member: Member): boolean;
   /** Called after a batch is durable: access changes first, then the room's events in order. */
   publish(access: readonly AccessEvent[], events: readonly RoomEvent[]): void;
   /** Agents given a turn by a committed batch (wait_for_turn wakes them). */

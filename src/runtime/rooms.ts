@@ -33,6 +33,8 @@ export interface RoomsOptions {
   turnTimeoutMs: number;
   maxMessageChars: number;
   defaults: { language: string; timezone: string };
+  /** Other nodes write the same store (PostgreSQL). */
+  shared?: boolean;
 }
 
 /** SPEC §4: rounds a room runs on its own before waiting for a person. */
@@ -130,14 +132,21 @@ export class Rooms {
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
   }
 
-  /** Start-up: every stored turn holder keeps its turn with a fresh full deadline (SPEC §6.1.10). */
-  async restoreAll(): Promise<void> {
+  /**
+   * Start-up: every stored turn holder keeps its turn with a fresh full deadline (SPEC §6.1.10).
+   * With a shared store other nodes may be running those rooms: a deadline still ahead is kept
+   * (this node arms it too, and whichever node fires first wins), one that passed while no node
+   * ran the room is renewed.
+   */
+  async restoreAll(options: { shared?: boolean } = {}): Promise<void> {
     const ids = await this.opts.store.listRoomIds();
     await Promise.all(
       ids.map(async (roomId) => {
         const runtime = await this.runtime(roomId);
         const round = runtime?.room.current_round;
-        if (runtime && round && !round.completed && round.turn) {
+        const running = round && !round.completed && round.turn ? round.turn : null;
+        if (options.shared && running?.deadline && Date.parse(running.deadline) > this.opts.now()) return;
+        if (runtime && running) {
           await runtime.execute({ type: 'restart' }).catch((err: unknown) => {
             this.opts.logger.error({ err, room_id: roomId }, 'could not restore the turn; its stored deadline stays armed');
             runtime.armFromState();
@@ -145,6 +154,25 @@ export class Rooms {
         }
       }),
     );
+  }
+
+  /** Another node committed the room (shared store): loaded rooms take its state and events. */
+  remoteChange(roomId: string, version: number): void {
+    if (this.stopped) return;
+    const runtime = this.runtimes.get(roomId);
+    const work = runtime ? runtime.refresh(version) : this.runtime(roomId).then(() => undefined);
+    work.catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not take a change made on another node'));
+  }
+
+  /** After the feed reconnected: notifications may have been missed. */
+  refreshAll(): void {
+    for (const runtime of this.runtimes.values()) {
+      runtime.refresh().catch((err: unknown) => this.opts.logger.warn({ err, room_id: runtime.roomId }, 'could not refresh a room'));
+    }
+  }
+
+  loadedIds(): string[] {
+    return [...this.runtimes.keys()];
   }
 
   stop(): void {
@@ -174,7 +202,9 @@ export class Rooms {
       timers,
       turnTimeoutMs,
       maxMessageChars,
-      isOnline: (id) => presence.isOnline(id),
+      // With a shared store an agent may be connected to another node: the status that node
+      // stored in the room counts too (SPEC §11: presence whichever node a client talks to).
+      isOnline: (member) => presence.isOnline(member.participant_id) || (this.opts.shared === true && member.status !== 'offline'),
       publish: (access, events) => {
         for (const event of access) bus.publishAccess(event);
         for (const event of events) bus.publish(event);
@@ -187,6 +217,7 @@ export class Rooms {
 
   /** A loaded room whose stored member status disagrees with presence is corrected (SPEC §6). */
   private reconcilePresence(runtime: RoomRuntime): void {
+    if (this.opts.shared) return; // other nodes own the presence of their clients
     for (const member of runtime.room.members) {
       const online = this.opts.presence.isOnline(member.participant_id);
       if ((member.status !== 'offline') === online) continue;

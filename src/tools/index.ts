@@ -22,6 +22,7 @@ export function buildRegistry(app: ToolServices): ToolRegistry {
       app.logger.info({ requestId: call.requestId, tool: call.tool, transport: call.transport, outcome: call.outcome, ms: call.ms }, 'call');
     },
     authenticate: (token) => app.participants.authenticate(token),
+    prime: (token) => app.participants.prime(token),
     touched: (caller) => {
       app.presence.touch(caller.id);
       const now = app.now();

@@ -47,6 +47,8 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Registe
 
 export interface RegistryHooks {
   authenticate(token: string): Caller | undefined;
+  /** Brings the token's participant up to date when other nodes share the store (no-op otherwise). */
+  prime?(token: string): Promise<void>;
   /** Any authenticated call counts as activity (presence). */
   touched(caller: Caller): void;
   /** Throws `rate_limited` when the client address is over its limit (counted for every call). */
@@ -132,6 +134,7 @@ export class ToolRegistry {
     await this.hooks.limitAddress(options.address ?? null);
     const tool = this.tools.get(name);
     if (!tool) throw new AppError('unknown_tool', `No tool named "${name.slice(0, 64)}"`);
+    if (options.token && !options.caller) await this.hooks.prime?.(options.token);
     const caller = this.resolveCaller(options);
     if (caller) await this.hooks.limitCaller(caller);
     if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');

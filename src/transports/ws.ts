@@ -199,9 +199,20 @@ export class WsHub {
     const parsed = parseClientFrame(text);
     if (session.state === 'awaiting_auth') {
       if (!parsed.ok || parsed.frame.type !== 'auth') return session.closeUnauthorized('first frame must be {"type":"auth","token":…}');
-      const caller = this.app.participants.authenticate(parsed.frame.token);
-      if (!caller) return session.closeUnauthorized('unknown or revoked token');
-      return this.authenticate(session, caller);
+      const token = parsed.frame.token;
+      if (!this.app.participants.isShared) {
+        const caller = this.app.participants.authenticate(token);
+        if (!caller) return session.closeUnauthorized('unknown or revoked token');
+        return this.authenticate(session, caller);
+      }
+      // A shared store (several nodes): the token may come from another node. Frames that
+      // arrive before the check ends are refused like any before auth (clients wait for auth_ok).
+      this.settle(session, this.app.participants.prime(token).then(() => {
+        const caller = this.app.participants.authenticate(token);
+        if (!caller) return session.closeUnauthorized('unknown or revoked token');
+        if (session.state === 'awaiting_auth') this.authenticate(session, caller);
+      }), () => session.closeUnauthorized('could not check the token'));
+      return;
     }
     if (session.state !== 'open') return;
     if (!parsed.ok) {

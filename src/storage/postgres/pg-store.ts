@@ -131,6 +131,11 @@ export class PgStore implements Store {
     if (options.notify !== 'in-commit') this.notifier = new CommitNotifier(this.pool, options.onPoolError);
   }
 
+  /** Where the store connects (the room feed opens its own LISTEN connection there). */
+  get connectionString(): string {
+    return this.options.connectionString;
+  }
+
   /** The node's pool, for components that share it (deadlines, rate limits). */
   get connectionPool(): pg.Pool {
     return this.pool;
