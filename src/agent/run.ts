@@ -2,6 +2,7 @@
 // Checks the chat server and the model server, registers (or uses --token / its saved token),
 // joins its rooms, keeps a WebSocket open and answers every turn with an OpenAI-compatible model
 // (streamed), or with `echo: <last message>` in --echo mode. Model errors become skip reasons.
+import { parseOrExit } from './command.js';
 import { parseArgs } from 'node:util';
 import { ChatroomClient, type TurnAnswer, type TurnInfo } from '../client/index.js';
 import type { Message, Participant } from '../types.js';
@@ -252,17 +253,8 @@ export function parseAgentArgs(argv: string[], env: Record<string, string | unde
 
 /** `agent-chatroom agent …` (src/cli.ts). Runs until SIGINT/SIGTERM. */
 export async function agentCommand(argv: string[] = process.argv.slice(3)): Promise<void> {
-  let options: AgentOptions | 'help';
-  try {
-    options = parseAgentArgs(argv);
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
-    process.exit(2);
-  }
-  if (options === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
+  const options = parseOrExit(parseAgentArgs, argv, USAGE);
+  if (!options) return;
   const tag = options.name ?? 'agent';
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${tag}] ${line}\n`);
   let agent: RunningAgent;

@@ -3,6 +3,7 @@
 // as its prompt; its answer is posted, and a crash, a non-zero exit, silence or the deadline
 // becomes a skip whose reason people see. One child at a time; the CLI's session id is kept per
 // room so the next turn resumes the same conversation.
+import { parseOrExit } from '../agent/command.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -293,17 +294,8 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
 
 /** `agent-chatroom cli-agent …` (src/cli.ts). Runs until SIGINT/SIGTERM. */
 export async function cliAgentCommand(argv: string[] = process.argv.slice(3)): Promise<void> {
-  let options: CliAgentOptions | 'help';
-  try {
-    options = parseCliAgentArgs(argv);
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
-    process.exit(2);
-  }
-  if (options === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
+  const options = parseOrExit(parseCliAgentArgs, argv, USAGE);
+  if (!options) return;
   const tag = options.name ?? options.preset ?? 'cli-agent';
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${tag}] ${line}\n`);
   let agent: RunningCliAgent;

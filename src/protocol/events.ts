@@ -2,7 +2,7 @@
 // WebSocket hub, MCP) and the typed client. Types plus the pure builders of `agent_turn` and
 // `your_turn`, so the frame is built in exactly one place.
 import type { Member, Message, Room, RoomRecord } from '../types.js';
-import type { RoundEndReason, RoundKind, TurnReason } from '../rounds/types.js';
+import type { EngineEffect, RoundEndReason, RoundKind, TurnReason } from '../rounds/types.js';
 
 export type Activity = 'thinking' | 'working' | 'idle';
 
@@ -15,19 +15,8 @@ export interface MemberStatus {
   note: string | null;
 }
 
-export interface AgentTurnData {
-  round_id: string;
-  agent_id: string;
-  agent_name: string;
-  can_skip: boolean;
-  reason: TurnReason;
-  deadline: string;
-  timeout_ms: number;
-  /** The running round's queue (names), the holder's index in it, and the mention chain. */
-  agent_queue: string[];
-  current_agent_index: number;
-  pending_mentions: string[];
-}
+/** `agent_turn` (SPEC §8): the engine's turn effect plus the agent's id. */
+export type AgentTurnData = Omit<Extract<EngineEffect, { type: 'agent_turn' }>, 'type'> & { agent_id: string };
 
 export type RoomEvent =
   | { event: 'message_new'; room_id: string; data: { message: Message } }
