@@ -136,6 +136,7 @@ export class FileStore implements Store {
   private compacting: Promise<void> | undefined;
   /** Snapshots with changes in the journal that their file does not have yet. */
   private readonly dirty = new Set<SnapshotFile<object>>();
+  private writingSnapshots: Promise<void> | undefined;
   /** Bytes of the snapshots at their last write (the compaction threshold follows it). */
   private snapshotBytes = 0;
 
@@ -328,6 +329,7 @@ export class FileStore implements Store {
   }
 
   private async doCompact(): Promise<void> {
+    while (this.writingSnapshots) await this.writingSnapshots;
     const started = Date.now();
     const gens = await this.journal.rotate();
     const files = [...this.dirty];
@@ -426,8 +428,8 @@ export class FileStore implements Store {
     const done = write.then(
       async () => {
         this.pendingWrites.delete(write);
-        if (this.snapshotBytes < this.syncSnapshotBytes) await this.compactAfterCurrent();
-        else if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
+        if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
+        else if (this.snapshotBytes < this.syncSnapshotBytes) await this.writeSnapshotsAfterCurrent();
       },
       (err: unknown) => {
         this.pendingWrites.delete(write);
@@ -437,10 +439,32 @@ export class FileStore implements Store {
     return done;
   }
 
-  /** A compaction that starts after any running one, so it covers every change made so far. */
-  private async compactAfterCurrent(): Promise<void> {
+  /**
+   * Small snapshots: rewrites the changed snapshot files (temp, fsync, rename, fsync directory)
+   * after any write of them already running, so they hold every change made so far. The
+   * journal is left as it is (it stays the durable record and is compacted by size as usual;
+   * replaying entries a snapshot already holds changes nothing), which spares each change the
+   * journal rotation and deletion. Never rejects: a failure is logged and the next write or
+   * compaction catches up.
+   */
+  private async writeSnapshotsAfterCurrent(): Promise<void> {
     if (this.compacting) await this.compacting;
-    await this.compact();
+    while (this.writingSnapshots) await this.writingSnapshots;
+    if (this.dirty.size === 0) return;
+    this.writingSnapshots = (async () => {
+      const files = [...this.dirty];
+      this.dirty.clear();
+      try {
+        for (const file of files) await file.write();
+        this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
+      } catch (err) {
+        for (const file of files) this.dirty.add(file);
+        this.logger.error({ err }, 'rewriting a snapshot failed; the journal keeps the change');
+      }
+    })().finally(() => {
+      this.writingSnapshots = undefined;
+    });
+    await this.writingSnapshots;
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
