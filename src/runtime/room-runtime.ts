@@ -36,8 +36,11 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-/** Times a batch is recomputed after another node committed the room first. */
-const MAX_STALE_RETRIES = 8;
+/**
+ * Times a batch is recomputed after another node committed the room first (several nodes
+ * writing one busy room take turns; each retry waits a short random time so they spread out).
+ */
+const MAX_STALE_RETRIES = 50;
 
 /** Commands taken into one commit at most (bounds a batch's latency and size). */
 const MAX_BATCH = 256;
@@ -178,6 +181,8 @@ export class RoomRuntime {
         if (err instanceof StaleRoomError && attempt < MAX_STALE_RETRIES) {
           // Another node wrote the room: take its state, then compute the batch again on it.
           await this.reload();
+          const backoff = Math.random() * Math.min(50, 2 ** attempt);
+          await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, backoff));
           return this.runBatch(done.map((d) => d.pending).concat(), attempt + 1);
         }
         this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
