@@ -8,8 +8,8 @@
 // replays them right after `subscribed`, in order), and later ones are deduped by seq.
 import WebSocket from 'ws';
 import type { RoomEvent, RoomEventName } from '../events/bus.js';
-import type { AuthOkFrame, ServerFrame } from '../transports/ws-protocol.js';
-import { CLOSE } from '../transports/ws-protocol.js';
+import type { AuthOkFrame, ServerFrame } from '../protocol/frames.js';
+import { CLOSE } from '../protocol/frames.js';
 import type { Participant } from '../types.js';
 import { BACKOFF_DEFAULTS, backoffDelay, type BackoffOptions } from './backoff.js';
 import { ChatroomError, restCall } from './rest.js';
@@ -19,7 +19,7 @@ export { ChatroomError, restCall } from './rest.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export type { AgentTurnData, TurnAnswer, TurnContext, TurnHandler, TurnInfo } from './turns.js';
 export { skipReason, SKIP_REASON_MAX } from './turns.js';
-export type { ServerFrame } from '../transports/ws-protocol.js';
+export type { ServerFrame } from '../protocol/frames.js';
 export type { RoomEvent, RoomEventName } from '../events/bus.js';
 export type { Message, Participant, Room } from '../types.js';
 

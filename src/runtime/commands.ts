@@ -4,7 +4,7 @@
 // it visible and publishes. A command that throws leaves its draft unused: no trace.
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
-import type { Activity, AccessEvent, MemberStatus, RoomEvent } from '../protocol/events.js';
+import { yourTurn, type Activity, type AccessEvent, type MemberStatus, type RoomEvent } from '../protocol/events.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 import type { EngineAction } from '../rounds/types.js';
 import type { Caller, InteractionMode, Member, Message, RoomRecord, SystemStatus } from '../types.js';
@@ -191,7 +191,7 @@ export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads:
       requireWritable(draft.room);
       engine(draft, { type: 'extend_turn', agent: cmd.caller.name }, env);
       const name = cmd.caller.name;
-      return (room) => ({ your_turn: turnOf(room, name), extensions: room.current_round?.turn?.extensions ?? 0 });
+      return (room) => ({ your_turn: yourTurn(room, name), extensions: room.current_round?.turn?.extensions ?? 0 });
     }
     case 'pass': {
       requireAdmin(draft.room, cmd.caller);
@@ -227,13 +227,6 @@ export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads:
 }
 
 const roomAnswer: Answer = (room) => presentRoom(room);
-
-function turnOf(room: RoomRecord, name: string) {
-  const round = room.current_round;
-  const turn = round && !round.completed ? round.turn : null;
-  if (!round || !turn || turn.agent !== name || room.system_status === 'paused') return null;
-  return { room_id: room.room_id, round_id: round.round_id, can_skip: turn.can_skip, reason: turn.reason, deadline: turn.deadline };
-}
 
 /** Runs one engine action on the draft; refusals become errors. */
 function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged = false, lead: Message[] = []): void {

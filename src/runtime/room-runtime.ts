@@ -112,11 +112,6 @@ export class RoomRuntime {
     this.arm(null);
   }
 
-  /** True when nothing is queued or in flight (the runtime may be dropped from memory). */
-  get idle(): boolean {
-    return !this.draining && this.queue.length === 0;
-  }
-
   private env(): CommandEnv {
     return {
       now: this.deps.now(),

@@ -21,7 +21,7 @@ import { presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
-import { roomId, roomName } from './schemas.js';
+import { roomId, roomName } from '../protocol/schemas.js';
 
 export const EXPORT_TTL_MS = 60 * 60_000;
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
 import { defineTool } from './registry.js';
-import { language, participantName, password, timezone } from './schemas.js';
+import { language, participantName, password, timezone } from '../protocol/schemas.js';
 
 /** Profile fields stay small (SPEC §10): registration needs no token, so its size is what an outsider can store. */
 const introduce = z.string().max(500);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { WAIT_MAX_S } from '../runtime/waits.js';
 import type { Message } from '../types.js';
 import { defineTool } from './registry.js';
-import { messageId, roomId } from './schemas.js';
+import { messageId, roomId } from '../protocol/schemas.js';
 import type { ToolServices } from './services.js';
 import { checkFileUrl, removeUnreferencedUpload } from './uploads.js';
 

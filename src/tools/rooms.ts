@@ -6,7 +6,7 @@ import { FailureDelay } from '../limits/rate-limits.js';
 import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
 import type { ToolServices } from './services.js';
-import { language, password, roomDescription, roomId, roomName, timezone } from './schemas.js';
+import { language, password, roomDescription, roomId, roomName, timezone } from '../protocol/schemas.js';
 
 const mode = z.enum(['default', 'host']);
 

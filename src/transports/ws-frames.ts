@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { validationError } from '../tools/registry.js';
-import { roomId } from '../tools/schemas.js';
-import type { ClientFrame } from './ws-protocol.js';
+import { roomId } from '../protocol/schemas.js';
+import type { ClientFrame } from '../protocol/frames.js';
 
 const callId = z.union([z.string().min(1).max(128), z.number().int().safe()]);
 

@@ -3,7 +3,7 @@
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Caller } from '../types.js';
-import { CLOSE, type ServerFrame } from './ws-protocol.js';
+import { CLOSE, type ServerFrame } from '../protocol/frames.js';
 
 /** Live frames waiting while a room's replay is still being written. */
 /** A serialised frame: a UTF-8 Buffer when shared by many sockets (encoded once). */

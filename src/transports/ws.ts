@@ -20,7 +20,7 @@ import { memberOf } from '../runtime/commands.js';
 import type { Caller } from '../types.js';
 import { parseClientFrame } from './ws-frames.js';
 import type { MountFactory } from './mount.js';
-import { CLOSE, type CallFrame, type EventFrame, type RoomCursor } from './ws-protocol.js';
+import { CLOSE, type CallFrame, type EventFrame, type RoomCursor } from '../protocol/frames.js';
 import { Session, type RoomSub } from './ws-session.js';
 import { originAllowed, rawText, refuse, serialise, SocketIndex } from './ws-wire.js';
 

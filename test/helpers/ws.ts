@@ -1,7 +1,7 @@
 // A raw WebSocket test client: records every frame, waits for frames matching a predicate,
 // and reports how the socket closed. No reconnects, no dedupe: it shows the wire as it is.
 import WebSocket from 'ws';
-import type { AuthOkFrame, ServerFrame } from '../../src/transports/ws-protocol.js';
+import type { AuthOkFrame, ServerFrame } from '../../src/protocol/frames.js';
 
 export interface Closed {
   code: number;

@@ -1,2 +1,0 @@
-// Moved to src/protocol/frames.ts (shared by server and client).
-export * from '../protocol/frames.js';
