@@ -16,7 +16,7 @@ import { RoomReads } from './runtime/reads.js';
 import { Rooms } from './runtime/rooms.js';
 import { TurnWaits } from './runtime/waits.js';
 import { createStore } from './storage/index.js';
-import { PgStore, RoomFeed } from './storage/postgres/index.js';
+import { PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
 import type { Store } from './storage/store.js';
 import { buildRegistry, type ToolServices } from './tools/index.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -90,7 +90,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     reads,
     waits,
     links: new LinkSigner(config.linkSecret, now),
-    limits: RateLimits.fromConfig(config),
+    // One budget per client across the nodes (SPEC §11): the counters live in the database.
+    limits: RateLimits.fromConfig(config, rawStore instanceof PgStore ? postgresLimiters(rawStore.connectionPool) : undefined),
     metrics,
   };
   // One object: the server sets config.port once it listens, and the tools must see it.

@@ -7,7 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig } from '../../src/config.js';
+import { testConfig, type Config } from '../../src/config.js';
 import { silentLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { restCall } from '../helpers/process.js';
@@ -18,7 +18,7 @@ const enabled = pgTestsEnabled();
 let pgServer: PgServer | undefined;
 const nodes: RunningServer[] = [];
 
-async function startNodes(count: number, turnTimeoutMs = 60_000): Promise<RunningServer[]> {
+async function startNodes(count: number, turnTimeoutMs = 60_000, overrides: Partial<Config> = {}): Promise<RunningServer[]> {
   const databaseUrl = await pgServer!.createDatabase();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'chatroom-cluster-'));
   const started: RunningServer[] = [];
@@ -30,6 +30,7 @@ async function startNodes(count: number, turnTimeoutMs = 60_000): Promise<Runnin
       store: { kind: 'postgres', databaseUrl, poolSize: 5 },
       rateLimitRegisterPerHour: 0,
       maxConnectionsPerAddress: 10_000,
+      ...overrides,
     });
     const node = await startServer(config, silentLogger);
     started.push(node);
@@ -135,5 +136,16 @@ describe.skipIf(!enabled)('the server on PostgreSQL', () => {
     const { messages } = await ok(b!.url, 'get_messages', { room_id: room.room_id, after_seq: 0 }, person.token);
     expect(messages.filter((m: { skip_reason: string | null }) => m.skip_reason === 'timeout').map((m: { sender: string }) => m.sender)).toEqual(['Sleepy']);
     await watcher.close();
+  });
+
+  it('rate limits are one budget across the nodes: calls spread over two nodes share the per-token limit', async () => {
+    const [a, b] = await startNodes(2, 60_000, { rateLimitPerToken: 6, rateLimitPerAddress: 0 });
+    const person = await ok(a!.url, 'register_user', { name: 'Budget' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await restCall((i % 2 ? b! : a!).url, 'list_rooms', {}, person.token)).status);
+    // Six calls pass in total (three per node), not six per node.
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
+    const over = await restCall(b!.url, 'list_rooms', {}, person.token);
+    expect(over.body.error).toMatchObject({ code: 'rate_limited' });
   });
 });
