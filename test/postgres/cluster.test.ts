@@ -148,4 +148,27 @@ describe.skipIf(!enabled)('the server on PostgreSQL', () => {
     const over = await restCall(b!.url, 'list_rooms', {}, person.token);
     expect(over.body.error).toMatchObject({ code: 'rate_limited' });
   });
+
+  it('an edit and a deletion made on one node reach the subscribers on every node as message_update', async () => {
+    const [a, b, c] = await startNodes(3);
+    const person = await ok(a!.url, 'register_user', { name: 'Editor' });
+    const { room } = await ok(a!.url, 'create_room', { room_name: 'Edit room' }, person.token);
+    const watchers = [a!, b!, c!].map((node) => TestSocket.connect(wsUrl(node), person.token));
+    const sockets = await Promise.all(watchers);
+    const { message } = await ok(a!.url, 'send_message', { room_id: room.room_id, text_content: 'first draft' }, person.token);
+    for (const socket of sockets) await socket.waitForEvent('message_new', (d) => d.message.message_id === message.message_id);
+    // Edited on node B, deleted on node C: every node's subscriber gets both, in that order.
+    await ok(b!.url, 'edit_message', { message_id: message.message_id, text_content: 'final text' }, person.token);
+    for (const socket of sockets) await socket.waitForEvent('message_update', (d) => d.message.text_content === 'final text');
+    await ok(c!.url, 'delete_message', { message_id: message.message_id }, person.token);
+    for (const socket of sockets) {
+      await socket.waitForEvent('message_update', (d) => d.message.deleted === true);
+      const updates = socket.events(room.room_id).filter((f) => f.event === 'message_update');
+      expect(updates.map((f: any) => [f.data.message.seq, f.data.message.text_content, f.data.message.deleted])).toEqual([
+        [1, 'final text', false],
+        [1, '', true],
+      ]);
+    }
+    for (const socket of sockets) await socket.close();
+  });
 });

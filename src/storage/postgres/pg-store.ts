@@ -437,6 +437,16 @@ export class PgStore implements Store {
     return rows[0]?.record;
   }
 
+  async readRewritten(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]> {
+    const { rows } = await this.pool.query<{ record: Message }>(
+      `SELECT record FROM messages
+       WHERE room_id = $1 AND seq <= $2 AND written_version > $3 AND written_version <= $4
+       ORDER BY written_version, seq`,
+      [roomId, throughSeq, afterVersion, throughVersion],
+    );
+    return rows.map((r) => r.record);
+  }
+
   async messageCount(): Promise<number> {
     // Seqs are gapless, so the rooms' last seqs add up to the message count without a scan.
     const { rows } = await this.pool.query<{ n: string }>('SELECT coalesce(sum(last_seq), 0) AS n FROM rooms');
