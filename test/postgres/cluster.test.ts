@@ -3,15 +3,12 @@
 // node works on another, a turn given on one node reaches an agent connected to another, every
 // node's subscribers see every message in seq order without a gap or a repeat, concurrent senders
 // on all nodes get a gapless seq, and a silent agent's deadline fires exactly once.
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig, type Config } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { Config } from '../../src/config.js';
+import type { RunningServer } from '../../src/server.js';
 import { restCall } from '../helpers/process.js';
 import { TestSocket } from '../helpers/ws.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
 import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
@@ -19,30 +16,14 @@ let pgServer: PgServer | undefined;
 const nodes: RunningServer[] = [];
 
 async function startNodes(count: number, turnTimeoutMs = 60_000, overrides: Partial<Config> = {}): Promise<RunningServer[]> {
-  const databaseUrl = await pgServer!.createDatabase();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'chatroom-cluster-'));
+  const site = await newSite(pgServer!);
   const started: RunningServer[] = [];
   for (let i = 0; i < count; i++) {
-    const config = testConfig({
-      dataDir,
-      turnTimeoutMs,
-      linkSecret: 'shared-link-secret-for-the-test-cluster',
-      store: { kind: 'postgres', databaseUrl, poolSize: 5 },
-      rateLimitRegisterPerHour: 0,
-      maxConnectionsPerAddress: 10_000,
-      ...overrides,
-    });
-    const node = await startServer(config, silentLogger);
+    const node = await startNode(site, { turnTimeoutMs, ...overrides });
     started.push(node);
     nodes.push(node);
   }
   return started;
-}
-
-async function ok(url: string, tool: string, args: unknown, token?: string) {
-  const answer = await restCall(url, tool, args, token);
-  if (!answer.body.ok) throw new Error(`${tool}: ${JSON.stringify(answer.body)}`);
-  return answer.body.data;
 }
 
 const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
