@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
-import { wsRoomSuites } from '../suites/ws-rooms.js';
+import { roomHelpers, wsRoomSuites } from '../suites/ws-rooms.js';
 
 let server: TestServer;
 let url: string;
@@ -18,16 +18,7 @@ afterAll(async () => {
 });
 
 let counter = 0;
-/** A fresh person with a fresh room of their own (no agents: posts start no rounds). */
-async function personWithRoom(prefix = 'P') {
-  const person = await registerUser(server, `${prefix}${++counter}`);
-  const { room } = await server.ok('create_room', { room_name: `Room ${counter}` }, person.token);
-  return { person, roomId: room.room_id as string };
-}
-
-function post(roomId: string, token: string, text: string) {
-  return server.ok('send_message', { room_id: roomId, text_content: text }, token);
-}
+const { personWithRoom, post } = roomHelpers(() => server, () => ++counter);
 
 describe('auth', () => {
   it('answers auth_ok with the participant (no token hash) and its rooms, already subscribed', async () => {

@@ -9,16 +9,23 @@ let server: TestServer;
 let url: string;
 let counter = 0;
 
-/** A fresh person with a fresh room of their own (no agents: posts start no rounds). */
-async function personWithRoom(prefix = 'P') {
-  const person = await registerUser(server, `${prefix}${++counter}`);
-  const { room } = await server.ok('create_room', { room_name: `Room ${counter}` }, person.token);
-  return { person, roomId: room.room_id as string };
+/** Helpers on the server `get` returns; `next` numbers names so they stay unique on it. */
+export function roomHelpers(get: () => TestServer, next: () => number) {
+  return {
+    /** A fresh person with a fresh room of their own (no agents: posts start no rounds). */
+    async personWithRoom(prefix = 'P') {
+      const n = next();
+      const person = await registerUser(get(), `${prefix}${n}`);
+      const { room } = await get().ok('create_room', { room_name: `Room ${n}` }, person.token);
+      return { person, roomId: room.room_id as string };
+    },
+    post(roomId: string, token: string, text: string) {
+      return get().ok('send_message', { room_id: roomId, text_content: text }, token);
+    },
+  };
 }
 
-function post(roomId: string, token: string, text: string) {
-  return server.ok('send_message', { room_id: roomId, text_content: text }, token);
-}
+const { personWithRoom, post } = roomHelpers(() => server, () => ++counter);
 
 export function wsRoomSuites(): void {
   describe('rooms over the socket', () => {
