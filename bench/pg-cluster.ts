@@ -55,15 +55,15 @@ async function ok(url: string, tool: string, args: unknown, token?: string): Pro
 
 async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
   const senders = 64;
-  const people = await Promise.all(Array.from({ length: senders }, (_, i) => ok(nodes[i % 3]!.url, 'register_user', { name: `S${rooms}${i}` })));
+  const people = await Promise.all(Array.from({ length: senders }, (_, i) => ok(nodes[i % nodes.length]!.url, 'register_user', { name: `S${rooms}${i}` })));
   const shared = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Sends' }, people[0].token)).room.room_id;
   const roomOf: string[] = [];
   for (const [i, p] of people.entries()) {
     if (rooms === 'one') {
-      if (i > 0) await ok(nodes[i % 3]!.url, 'join_room', { room_id: shared }, p.token);
+      if (i > 0) await ok(nodes[i % nodes.length]!.url, 'join_room', { room_id: shared }, p.token);
       roomOf.push(shared);
     } else {
-      roomOf.push((await ok(nodes[i % 3]!.url, 'create_room', { room_name: `Own ${i}` }, p.token)).room.room_id);
+      roomOf.push((await ok(nodes[i % nodes.length]!.url, 'create_room', { room_name: `Own ${i}` }, p.token)).room.room_id);
     }
   }
   const latencies: number[] = [];
@@ -74,7 +74,7 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
     people.map(async (p, i) => {
       for (let n = 0; performance.now() < end; n++) {
         const started = performance.now();
-        const answer = await rest(nodes[i % 3]!.url, 'send_message', { room_id: roomOf[i], text_content: `bench ${i}/${n} 基准测试` }, p.token);
+        const answer = await rest(nodes[i % nodes.length]!.url, 'send_message', { room_id: roomOf[i], text_content: `bench ${i}/${n} 基准测试` }, p.token);
         if (answer.ok) latencies.push(performance.now() - started);
         else failed++;
       }
@@ -87,22 +87,24 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
 async function delivery(nodes: BenchServer[]) {
   const person = await ok(nodes[0]!.url, 'register_user', { name: 'Broadcaster' });
   const roomId = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Fan-out' }, person.token)).room.room_id;
+  /** Scheduled send time by message number k (its text says `fan-out k`). */
   const sentAt = new Map<number, number>();
   const latencies: number[] = [];
   const perNode = [[], [], []] as number[][];
   let received = 0;
   let reordered = 0;
   const clients: Client[] = [];
-  for (let i = 0; i < 300; i++) {
+  const subscribers = Number(process.env.BENCH_SUBSCRIBERS ?? 300);
+  for (let i = 0; i < subscribers; i++) {
     let last = 0;
-    const node = i % 3;
+    const node = i % nodes.length;
     clients.push(
       await socket(nodes[node]!.url, person.token, (frame, at) => {
         if (frame.type !== 'event' || frame.event !== 'message_new' || frame.room_id !== roomId) return;
         const seq = frame.data.message.seq as number;
         if (seq <= last) reordered++;
         last = seq;
-        const sent = sentAt.get(seq);
+        const sent = sentAt.get(Number(/^fan-out (\d+) /.exec(frame.data.message.text_content)?.[1] ?? -1));
         if (sent === undefined) return;
         received++;
         latencies.push(at - sent);
@@ -110,6 +112,7 @@ async function delivery(nodes: BenchServer[]) {
       }),
     );
   }
+  console.error(`${subscribers} subscribers connected`);
   const total = 100 * seconds;
   const t0 = performance.now();
   const pending: Promise<unknown>[] = [];
@@ -117,21 +120,18 @@ async function delivery(nodes: BenchServer[]) {
     const due = t0 + k * 10;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    pending.push(
-      rest(nodes[0]!.url, 'send_message', { room_id: roomId, text_content: `fan-out ${k} ${'x'.repeat(200)}` }, person.token).then((a) => {
-        if (a.ok) sentAt.set(a.data.message.seq, due);
-      }),
-    );
+    sentAt.set(k, due);
+    pending.push(rest(nodes[0]!.url, 'send_message', { room_id: roomId, text_content: `fan-out ${k} ${'x'.repeat(200)}` }, person.token));
   }
   await Promise.all(pending);
   const deadline = performance.now() + 10_000;
-  while (received < total * 300 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (received < total * subscribers && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   for (const c of clients) c.ws.terminate();
   return {
-    subscribers: 300,
+    subscribers,
     perSecond: 100,
     deliveries: received,
-    expected: total * 300,
+    expected: total * subscribers,
     reordered,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
@@ -215,13 +215,23 @@ try {
     TURN_TIMEOUT_MS: '60000',
   };
   // One at a time: the first applies the migrations.
-  for (let i = 0; i < 3; i++) nodes.push(await startBenchServer(env));
+  const count = Number(process.env.BENCH_NODES ?? 3);
+  for (let i = 0; i < count; i++) nodes.push(await startBenchServer(env));
+  console.error(`${new Date().toISOString()} ${count} nodes up`);
+  const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+    console.error(`${new Date().toISOString()} ${name}…`);
+    const result = await run();
+    console.error(JSON.stringify(result));
+    return result;
+  };
+  // BENCH_STEPS=sends,delivery,handoff,failover picks steps (default: all, in this order).
+  const only = new Set((process.env.BENCH_STEPS ?? 'sends,delivery,handoff,failover').split(','));
   const results = {
-    sendsOneRoom: await sends(nodes, 'one'),
-    sendsPerSender: await sends(nodes, 'per-sender'),
-    delivery: await delivery(nodes),
-    handoff: await handoff(nodes),
-    failover: await failover(nodes),
+    sendsPerSender: only.has('sends') ? await step('sends, 64 rooms', () => sends(nodes, 'per-sender')) : null,
+    sendsOneRoom: only.has('sends') ? await step('sends, one room', () => sends(nodes, 'one')) : null,
+    delivery: only.has('delivery') ? await step('delivery', () => delivery(nodes)) : null,
+    handoff: only.has('handoff') ? await step('hand-off', () => handoff(nodes)) : null,
+    failover: only.has('failover') ? await step('fail-over', () => failover(nodes)) : null,
   };
   console.log(JSON.stringify(results, null, 2));
 } finally {
