@@ -142,7 +142,7 @@ async function delivery(nodes: BenchServer[]) {
 async function handoff(nodes: BenchServer[], handoffs = 300) {
   const person = await ok(nodes[0]!.url, 'register_user', { name: 'HandoffHost' });
   const roomId = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Hand-off' }, person.token)).room.room_id;
-  await ok(nodes[0]!.url, 'update_room', { room_id: roomId, max_auto_rounds: 100_000 }, person.token);
+  await ok(nodes[0]!.url, 'update_room', { room_id: roomId, max_auto_rounds: 1000 }, person.token);
   const latencies: number[] = [];
   let sentAt = 0;
   let done: () => void = () => undefined;
@@ -202,6 +202,11 @@ async function failover(nodes: BenchServer[]) {
 
 const pg = await startPgServer({ fsync: true });
 const nodes: BenchServer[] = [];
+// Stopped from outside (a timeout): stop the nodes and the cluster rather than leave them behind.
+process.once('SIGTERM', () => {
+  for (const node of nodes) node.child.kill('SIGKILL');
+  void pg.stop().finally(() => process.exit(1));
+});
 try {
   const databaseUrl = await pg.createDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-pg-cluster-'));
@@ -212,6 +217,8 @@ try {
     DATA_DIR: dataDir,
     LINK_SECRET: 'bench-link-secret-bench-link-secret',
     RATE_LIMIT_PER_ADDRESS: '0',
+    // 300 subscribers share one person's token.
+    MAX_SOCKETS_PER_TOKEN: '1000',
     TURN_TIMEOUT_MS: '60000',
   };
   // One at a time: the first applies the migrations.
