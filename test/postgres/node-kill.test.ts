@@ -142,7 +142,7 @@ describe.skipIf(!enabled)('a node killed with SIGKILL', () => {
     const restarts: Array<Promise<void> | undefined> = [];
     for (let kills = 0; kills < 20; kills++) {
       const before = acked.size;
-      await expect.poll(() => acked.size, { timeout: 10_000 }).toBeGreaterThan(before + 10);
+      await expect.poll(() => acked.size, { timeout: 10_000 }).toBeGreaterThan(before + 5);
       const victim = kills % nodes.length;
       await restarts[victim];
       await kill(nodes[victim]!);
@@ -168,6 +168,6 @@ describe.skipIf(!enabled)('a node killed with SIGKILL', () => {
     expect(new Set(texts).size).toBe(texts.length);
     const bySeq = new Map(log.map((m) => [m.seq, m.text_content]));
     for (const [key, seq] of acked) expect(bySeq.get(seq)).toBe(key);
-    expect(acked.size).toBeGreaterThan(200);
-  }, 120_000);
+    expect(acked.size).toBeGreaterThan(100);
+  }, 180_000);
 });
