@@ -2,30 +2,37 @@
 // full story; in short:
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots (created as `[]` at first start), compacted
-//                                       from memory in the background (snapshot.ts)
-//   journal/state-{gen}.jsonl           every change of a room / agent / user record, one line
-//                                       each, group-committed (state-journal.ts); replayed over
-//                                       the snapshots at start, deleted once compacted
+//   agents.json users.json rooms.json   snapshots (created as `[]` at first start); while small
+//                                       rewritten with each change (state-writer.ts), past that
+//                                       compacted from the journal in the background
+//   journal/state-{gen}.jsonl           past that size, every change of a room / agent / user
+//                                       record, one line each, group-committed
+//                                       (state-journal.ts); replayed over the snapshots at start,
+//                                       deleted once compacted
 //   room_messages/{room_id}.jsonl       append-only logs (room-log.ts)
 //   uploads/ exports/                   created here, written by others
 //   server.lock                         one process per directory (lock.ts)
 //
 // The guarantees of store.ts, and how this store gives them:
-// - Durable on resolve: journal and log appends are write + fsync (a new file also fsyncs its
-//   directory) before the promise resolves.
+// - Durable on resolve: snapshot rewrites (temp, fsync, rename, directory fsync), journal and
+//   log appends (write + fsync; a new file also fsyncs its directory) finish before the promise
+//   resolves.
 // - No trace on reject: memory (records, indexes, message lists) changes only after the write
 //   is durable, in one synchronous step. A failed append is cut back to the file's last durable
 //   size. So what is served after a failure is what a fresh open of the directory loads.
-// - commitRoom appends the messages to the room log first, then the room state to the journal;
-//   if the journal append fails the log is cut back before rejecting. A kill between the two
-//   leaves the messages with the previous state (docs/storage.md, "the crash window").
+// - commitRoom appends the messages to the room log and writes the room state (snapshot temp
+//   file or journal line) so that the state becomes durable only after the log: the snapshot is
+//   renamed into place, or the journal line appended, once the log append is fsync'd. If the
+//   state write fails the log is cut back before rejecting. A kill between the two leaves the
+//   messages with the previous state (docs/storage.md, "the crash window").
 // - One writer per room: commits of one room run one after another (a queue per room), each
 //   checked against the version the previous one produced; commits of different rooms run
 //   concurrently and share journal fsyncs.
 // - Reads hand out copies; what callers put in is copied too.
-// - The cost of a change is the size of the changed record: snapshots are rewritten only by a
-//   compaction, once the journal outgrows them (amortised) or periodically, and on close.
+// - The cost of a change is bounded: a small state is rewritten whole (under syncSnapshotBytes,
+//   256 KiB by default); past that a change costs its own journal line, and the snapshots are
+//   rewritten only by a compaction, once the journal outgrows them (amortised) or
+//   periodically, and on close.
 //
 // Messages (room-messages.ts): memory holds a compact index per room and one LRU cache of
 // messages (cacheMessages / CACHE_MESSAGES), never the history; older messages are read from
@@ -46,6 +53,7 @@ import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
 import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
+import { DirectStateWriter } from './state-writer.js';
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
 import {
   NameTakenError,
@@ -75,9 +83,10 @@ export interface FileStoreOptions {
   /** Compact at least this often while the journal holds changes. Default 60 s; 0 = never (tests). */
   compactEveryMs?: number;
   /**
-   * While the snapshots together are smaller than this, every change is also written into them
-   * before it is acknowledged (they stay current for people and tools reading them); larger
-   * snapshots follow the journal in the background. Default 256 KiB; 0 = always background.
+   * While the snapshots together are smaller than this, a change is made durable by rewriting
+   * the snapshot files it touches (they stay current for people and tools reading them); larger
+   * state goes through the journal and the snapshots follow in the background. Default 256 KiB;
+   * 0 = always the journal.
    */
   syncSnapshotBytes?: number;
   /**
@@ -110,7 +119,7 @@ const LOG_SUFFIX = '.jsonl';
 // Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-/** Snapshots below this total size are rewritten with every change (see journalAppend). */
+/** Snapshots below this total size are rewritten with every change (see stateWrite). */
 const SYNC_SNAPSHOT_BYTES = 256 * 1024;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
@@ -136,7 +145,10 @@ export class FileStore implements Store {
   private compacting: Promise<void> | undefined;
   /** Snapshots with changes in the journal that their file does not have yet. */
   private readonly dirty = new Set<SnapshotFile<object>>();
-  private writingSnapshots: Promise<void> | undefined;
+  /** Rewrites small snapshots with each change (state-writer.ts). */
+  private readonly direct: DirectStateWriter;
+  /** Journal appends decided and not yet settled (they keep changes out of the direct writer). */
+  private journalWrites = 0;
   /** Bytes of the snapshots at their last write (the compaction threshold follows it). */
   private snapshotBytes = 0;
 
@@ -186,6 +198,7 @@ export class FileStore implements Store {
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id);
+    this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
       dir: join(this.dataDir, JOURNAL_DIR),
       fsOps: this.fsOps,
@@ -221,7 +234,7 @@ export class FileStore implements Store {
           this.compactTimer.unref();
         }
         // Changes found in the journal at start go into the snapshots: small ones before open
-        // resolves (see journalAppend), large ones soon, off the start path.
+        // resolves (see stateWrite), large ones soon, off the start path.
         if (this.journal.pending) {
           if (this.snapshotBytes < this.syncSnapshotBytes) await this.compact();
           else void this.compact();
@@ -329,7 +342,7 @@ export class FileStore implements Store {
   }
 
   private async doCompact(): Promise<void> {
-    while (this.writingSnapshots) await this.writingSnapshots;
+    await this.direct.idle();
     const started = Date.now();
     const gens = await this.journal.rotate();
     const files = [...this.dirty];
@@ -406,65 +419,56 @@ export class FileStore implements Store {
     if (written > 0) this.logger.info({ rooms: written, ms: Date.now() - started }, 'message indexes persisted');
   }
 
+  private fileOf(entry: StateEntry): SnapshotFile<object> {
+    return (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
+  }
+
+  /** The snapshot file of a journaled change, marked for the next compaction. */
   private snapshotOf(entry: StateEntry): SnapshotFile<object> {
-    const file = (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
+    const file = this.fileOf(entry);
     this.dirty.add(file);
     return file;
   }
 
   /**
-   * Appends state changes to the journal; `apply` runs once they are durable. While the
-   * snapshots are small (below `syncSnapshotBytes`) the change is also compacted into them before
-   * the call resolves, so agents.json, users.json and rooms.json read by a person or a tool
-   * show every acknowledged change; past that size a change costs only its journal line and the
-   * snapshots follow in the background.
+   * Makes state changes durable once `gate` (a write they depend on) resolved, then runs `apply`
+   * with the records in memory, then resolves. Two ways, chosen per change:
+   * - small snapshots (below `syncSnapshotBytes`), nothing in the journal: the snapshot files
+   *   are rewritten with the change (state-writer.ts), so agents.json, users.json and rooms.json
+   *   read by a person or a tool show every acknowledged change;
+   * - otherwise a journal line (the cost of the change is its own size), the snapshots follow by
+   *   compaction. Once the journal holds anything, every change goes there until a compaction
+   *   has folded it in: a journal line must never be older than the snapshot beside it.
    */
-  private journalAppend(entries: StateEntry[], apply: () => void): Promise<void> {
-    const write = this.journal.append(entries, () => {
-      for (const e of entries) this.snapshotOf(e).set(e.r);
-      apply();
-    });
+  private stateWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown> = Promise.resolve()): Promise<void> {
+    const direct =
+      this.snapshotBytes < this.syncSnapshotBytes && this.journalWrites === 0 && !this.journal.pending && !this.compacting;
+    const write = direct ? this.directWrite(entries, apply, gate) : this.journalWrite(entries, apply, gate);
     this.pendingWrites.add(write);
-    const done = write.then(
-      async () => {
-        this.pendingWrites.delete(write);
-        if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
-        else if (this.snapshotBytes < this.syncSnapshotBytes) await this.writeSnapshotsAfterCurrent();
-      },
-      (err: unknown) => {
-        this.pendingWrites.delete(write);
-        throw err;
-      },
-    );
-    return done;
+    const forget = (): void => void this.pendingWrites.delete(write);
+    write.then(forget, forget);
+    return write;
   }
 
-  /**
-   * Small snapshots: rewrites the changed snapshot files (temp, fsync, rename, fsync directory)
-   * after any write of them already running, so they hold every change made so far. The
-   * journal is left as it is (it stays the durable record and is compacted by size as usual;
-   * replaying entries a snapshot already holds changes nothing), which spares each change the
-   * journal rotation and deletion. Never rejects: a failure is logged and the next write or
-   * compaction catches up.
-   */
-  private async writeSnapshotsAfterCurrent(): Promise<void> {
-    if (this.compacting) await this.compacting;
-    while (this.writingSnapshots) await this.writingSnapshots;
-    if (this.dirty.size === 0) return;
-    this.writingSnapshots = (async () => {
-      const files = [...this.dirty];
-      this.dirty.clear();
-      try {
-        for (const file of files) await file.write();
-        this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-      } catch (err) {
-        for (const file of files) this.dirty.add(file);
-        this.logger.error({ err }, 'rewriting a snapshot failed; the journal keeps the change');
-      }
-    })().finally(() => {
-      this.writingSnapshots = undefined;
-    });
-    await this.writingSnapshots;
+  private async directWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
+    await this.direct.write(entries, gate, apply);
+    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
+  }
+
+  private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
+    this.journalWrites++;
+    try {
+      await gate;
+      // A direct rewrite in flight may carry an older version of these records.
+      await this.direct.idle();
+      await this.journal.append(entries, () => {
+        for (const e of entries) this.snapshotOf(e).set(e.r);
+        apply();
+      });
+    } finally {
+      this.journalWrites--;
+    }
+    if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
@@ -521,7 +525,7 @@ export class FileStore implements Store {
     this.reservedKeys.set(key, reservation);
     try {
       const entry = { t: participant.kind, r: copy(participant.record) } as StateEntry;
-      await this.journalAppend([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
+      await this.stateWrite([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
     } finally {
       if (--reservation.count === 0) this.reservedKeys.delete(key);
     }
@@ -575,7 +579,7 @@ export class FileStore implements Store {
     this.creating.add(roomId);
     try {
       const record = copy(room);
-      await this.journalAppend([{ t: 'room', r: record }], () => {
+      await this.stateWrite([{ t: 'room', r: record }], () => {
         this.versions.set(roomId, 1);
         this.indexMembers(undefined, record);
       });
@@ -635,23 +639,30 @@ export class FileStore implements Store {
       this.versions.set(roomId, next);
     };
     const sizeBefore = this.logs.sizeOf(roomId);
-    if (added.length > 0) {
-      const { start } = await this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines));
-      let at = start;
-      for (const l of lines) {
-        offsets.push(at);
-        at += l.length;
-      }
-    }
+    let logged = false;
+    const logWrite =
+      added.length === 0
+        ? Promise.resolve()
+        : this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
+            let at = start;
+            for (const l of lines) {
+              offsets.push(at);
+              at += l.length;
+            }
+            logged = true;
+          });
     if (!room) {
+      await logWrite;
       apply();
       return next;
     }
+    // The state is written while the log append runs and made visible only after it (the
+    // direct writer renames the snapshot once the log is durable; the journal waits for it).
     try {
-      await this.journalAppend([{ t: 'room', r: room }], apply);
+      await this.stateWrite([{ t: 'room', r: room }], apply, logWrite);
     } catch (err) {
-      // The messages are durable but the commit failed: take them back off the log.
-      if (added.length > 0) await this.logs.cutBack(roomId, sizeBefore);
+      // The messages may be durable but the commit failed: take them back off the log.
+      if (logged) await this.logs.cutBack(roomId, sizeBefore);
       throw err;
     }
     return next;
