@@ -35,6 +35,8 @@ export interface RoomsOptions {
   defaults: { language: string; timezone: string };
   /** Other nodes write the same store (PostgreSQL). */
   shared?: boolean;
+  /** Shared store: whether another live node still serves the participant (its offline here is not stored). */
+  onlineElsewhere?: (participantId: string) => Promise<boolean>;
 }
 
 /** SPEC §4: rounds a room runs on its own before waiting for a person. */
@@ -229,6 +231,18 @@ export class Rooms {
   }
 
   private presenceChanged(change: PresenceChange): void {
+    if (this.stopped) return;
+    const elsewhere = this.opts.onlineElsewhere;
+    if (change.online || !elsewhere) return this.storePresence(change);
+    elsewhere(change.participantId).then(
+      // A newer change on this node (back online) supersedes this one.
+      (served) => !served && !this.opts.presence.isOnline(change.participantId) && this.storePresence(change),
+      (err: unknown) => this.opts.logger.warn({ err }, 'could not ask whether another node serves a participant'),
+    );
+  }
+
+  /** Stores a member status in every room of the participant (also for a dead node's clients). */
+  storePresence(change: PresenceChange): void {
     if (this.stopped) return;
     void this.opts.store.roomsOf(change.participantId).then(
       (roomIds) => {

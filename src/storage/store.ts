@@ -111,4 +111,10 @@ export interface Store {
   findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined>;
   /** Message count over all rooms (metrics, start-up log). */
   messageCount(): Promise<number>;
+  /**
+   * Shared stores (PostgreSQL) only: the messages at seq ≤ `throughSeq` whose latest version was
+   * written by a commit with a room version in (`afterVersion`, `throughVersion`], in commit
+   * order: the edits and deletions another node committed since this node's copy (SPEC §11).
+   */
+  readRewritten?(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]>;
 }

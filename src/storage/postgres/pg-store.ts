@@ -57,7 +57,7 @@ export interface PgStoreOptions {
   /**
    * When commits NOTIFY room_changes: 'after-commit' (default) right after, batched
    * (./notifier.ts), or 'in-commit' inside the commit's transaction (commit order, survives a
-   * crash, but serialises commits on the WAL flush: see 002_deadlines.sql).
+   * crash, but serialises commits on the WAL flush: see 001_initial.sql).
    */
   notify?: 'after-commit' | 'in-commit';
 }
@@ -99,7 +99,7 @@ const column = (text: string): string => text.replaceAll('\0', '');
 /** What search matches against: lower-cased like the reference store. */
 const searchText = (text: string): string => column(text.toLowerCase());
 
-/** The turn deadline the commit function stores for the deadlines table (002_deadlines.sql). */
+/** The turn deadline the commit function stores for the deadlines table (001_initial.sql). */
 function deadlineParams(room: RoomRecord | undefined): [deadline: string | null, turnKey: string | null] {
   const turn = room ? turnDeadlineOf(room) : null;
   return turn ? [turn.deadline, turn.turnKey] : [null, null];
@@ -435,6 +435,16 @@ export class PgStore implements Store {
       [roomId, column(senderId), column(clientMsgId)],
     );
     return rows[0]?.record;
+  }
+
+  async readRewritten(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]> {
+    const { rows } = await this.pool.query<{ record: Message }>(
+      `SELECT record FROM messages
+       WHERE room_id = $1 AND seq <= $2 AND written_version > $3 AND written_version <= $4
+       ORDER BY written_version, seq`,
+      [roomId, throughSeq, afterVersion, throughVersion],
+    );
+    return rows.map((r) => r.record);
   }
 
   async messageCount(): Promise<number> {
