@@ -560,6 +560,12 @@ export class FileStore implements Store {
     return [...this.rooms.records.keys()];
   }
 
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    const out: string[] = [];
+    for (const room of this.rooms.records.values()) if (test(room)) out.push(room.room_id);
+    return out;
+  }
+
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
     const out: PublicRoomSummary[] = [];
     for (const room of this.rooms.records.values()) if (includeArchived || !room.archived) out.push(summarise(room));
