@@ -40,14 +40,15 @@
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
 // (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
 // passed the cheap checks is reported when read (file and byte); the rest keeps working.
-import { open as openFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { metaOf, readAt, scanRoomLog } from './log-reader.js';
-import { RoomIndex } from './room-index.js';
+import { IndexFiles, type ManifestEntry } from './index-files.js';
+import { metaOf, scanRoomLog } from './log-reader.js';
+import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
@@ -101,6 +102,11 @@ export interface FileStoreOptions {
    * lower case (enough for stores opened by storage tests).
    */
   nameKeyOf?: (name: string) => string;
+  /**
+   * After open, load the indexes of the rooms start-up registered lazily, one at a time in the
+   * background (so a `getMessage` by id never waits for them all). Default true.
+   */
+  warmIndexes?: boolean;
 }
 
 export interface FileStoreStats extends IoStats {
@@ -171,6 +177,10 @@ export class FileStore implements Store {
 
   // Messages: per-room indexes, the cache, reads from the logs.
   private readonly messages: RoomMessages;
+  private readonly indexFiles: IndexFiles;
+  /** Log mtimes of the rooms registered lazily at open (carried into the next manifest). */
+  private readonly lazyMtimes = new Map<string, number>();
+  private readonly warmIndexes: boolean;
 
   private state: State = 'new';
   private lock: DataDirLock | undefined;
@@ -217,7 +227,10 @@ export class FileStore implements Store {
       logger: this.logger,
       cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
+      loadIndex: (roomId) => this.loadIndex(roomId),
     });
+    this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
+    this.warmIndexes = options.warmIndexes ?? true;
   }
 
   // ── lifecycle ──
@@ -227,6 +240,7 @@ export class FileStore implements Store {
     this.openPromise = this.doOpen().then(
       async () => {
         this.state = 'open';
+        if (this.warmIndexes) setImmediate(() => void this.messages.loadAll());
         if (this.compactEveryMs > 0) {
           this.compactTimer = setInterval(() => {
             if (this.journal.pending) void this.compact();
@@ -273,12 +287,24 @@ export class FileStore implements Store {
     }
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
+    const manifest = await this.indexFiles.readManifest();
     let indexed = 0;
+    let lazy = 0;
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
       const path = join(logDir, file);
-      const fileSize = (await stat(path)).size;
-      const resume = await this.loadPersistedIndex(roomId, path, fileSize);
+      const { size: fileSize, mtimeMs } = await stat(path);
+      const known = manifest.get(roomId);
+      if (known && known.size === fileSize && known.mtimeMs === mtimeMs) {
+        // Untouched since the clean shutdown that wrote the manifest: no torn tail, last seq
+        // known. Its index is loaded on first use (index-files.ts).
+        this.messages.registerLazy(roomId, known.lastSeq, known.count);
+        this.lazyMtimes.set(roomId, mtimeMs);
+        this.logs.registerExisting(roomId, fileSize);
+        lazy++;
+        return;
+      }
+      const resume = await this.indexFiles.load(roomId, path, fileSize);
       if (resume) indexed++;
       const { index, size } = await scanRoomLog(path, roomId, this.logger, fileSize, resume);
       this.messages.register(roomId, index);
@@ -293,6 +319,7 @@ export class FileStore implements Store {
         rooms: this.rooms.records.size,
         room_logs: files.length,
         persisted_indexes_used: indexed,
+        indexes_loaded_on_use: lazy,
         journal_entries: journaled,
         messages,
         ms: Date.now() - started,
@@ -322,6 +349,7 @@ export class FileStore implements Store {
     await this.compacting;
     if (this.journal.pending) await this.compact();
     await this.journal.close();
+    await this.messages.stopLoading();
     await this.persistIndexes();
     await this.logs.closeAll();
     await this.lock?.release();
@@ -358,65 +386,42 @@ export class FileStore implements Store {
     }
   }
 
-  // ── persisted message indexes ──
-  // `room_messages/{room_id}.idx` is a cache of a room's index (room-index.ts), written on a
-  // clean shutdown for the rooms whose index changed, so that the next start reads it instead
-  // of scanning the log: it is trusted only if its checksum holds, the log is at least as long
-  // as the bytes it covers, and the last bytes it covers are still the same (a fingerprint);
-  // the log after them is scanned as usual (appends after the index was written, a torn tail).
-  // Anything else — missing, stale, damaged — means a full scan, which is always correct.
+  // ── persisted message indexes (index-files.ts) ──
 
-  private idxPath(roomId: string): string {
-    return join(this.dataDir, ROOM_MESSAGES_DIR, `${roomId}.idx`);
+  /** A lazily registered room's index: its `.idx` and the log after it (first use after start). */
+  private async loadIndex(roomId: string): Promise<RoomIndex> {
+    const path = this.messages.fileOf(roomId);
+    const size = this.logs.sizeOf(roomId);
+    const resume = await this.indexFiles.load(roomId, path, size);
+    return (await scanRoomLog(path, roomId, this.logger, size, resume)).index;
   }
 
-  private async fingerprint(path: string, size: number): Promise<string> {
-    if (size === 0) return '';
-    const handle = await openFile(path, 'r');
-    try {
-      const from = Math.max(0, size - 64);
-      return (await readAt(handle, from, size - from)).toString('hex');
-    } finally {
-      await handle.close();
-    }
-  }
-
-  private async loadPersistedIndex(roomId: string, logPath: string, fileSize: number): Promise<{ index: RoomIndex; from: number } | undefined> {
-    let buf: Buffer;
-    try {
-      buf = await readFile(this.idxPath(roomId));
-    } catch {
-      return undefined;
-    }
-    try {
-      const { index, size, fingerprint } = RoomIndex.deserialize(buf);
-      if (size > fileSize) throw new Error(`covers ${size} bytes, the log has ${fileSize}`);
-      if ((await this.fingerprint(logPath, size)) !== fingerprint) throw new Error('the log changed');
-      return { index, from: size };
-    } catch (err) {
-      this.logger.info({ room_id: roomId, reason: (err as Error).message }, 'persisted message index not used; scanning the log');
-      return undefined;
-    }
-  }
-
+  /**
+   * Clean shutdown: the `.idx` of each room whose index changed, then the manifest (every room
+   * log's size, mtime, last seq and count), so the next start need not read them.
+   */
   private async persistIndexes(): Promise<void> {
     const started = Date.now();
     let written = 0;
+    const manifest = new Map<string, ManifestEntry>();
+    for (const [roomId, entry] of this.messages.lazyEntries()) {
+      manifest.set(roomId, { ...entry, size: this.logs.sizeOf(roomId), mtimeMs: this.lazyMtimes.get(roomId) ?? -1 });
+    }
     for (const [roomId, index] of this.messages.entries()) {
-      if (!index.dirty || index.count === 0) continue;
+      if (index.count === 0) continue;
+      const path = this.messages.fileOf(roomId);
       const size = this.logs.sizeOf(roomId);
-      const path = this.idxPath(roomId);
-      try {
-        await writeFile(`${path}.tmp`, index.serialize(size, await this.fingerprint(this.messages.fileOf(roomId), size)));
-        await rename(`${path}.tmp`, path);
+      if (index.dirty) {
+        if (!(await this.indexFiles.write(roomId, index, path, size))) continue;
         index.dirty = false;
         written++;
-      } catch (err) {
-        this.logger.warn({ err, room_id: roomId }, 'writing a persisted message index failed; the next start scans that log');
-        await rm(`${path}.tmp`, { force: true }).catch(() => undefined);
       }
+      const mtimeMs = await stat(path).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
+      manifest.set(roomId, { size, mtimeMs, lastSeq: index.lastSeq, count: index.count });
     }
-    if (written > 0) this.logger.info({ rooms: written, ms: Date.now() - started }, 'message indexes persisted');
+    for (const [roomId, e] of manifest) if (e.mtimeMs < 0) manifest.delete(roomId);
+    await this.indexFiles.writeManifest(manifest);
+    this.logger.info({ rooms: written, manifest: manifest.size, ms: Date.now() - started }, 'message indexes persisted');
   }
 
   private fileOf(entry: StateEntry): SnapshotFile<object> {
@@ -557,6 +562,12 @@ export class FileStore implements Store {
 
   async listRoomIds(): Promise<string[]> {
     return [...this.rooms.records.keys()];
+  }
+
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    const out: string[] = [];
+    for (const room of this.rooms.records.values()) if (test(room)) out.push(room.room_id);
+    return out;
   }
 
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {

@@ -80,6 +80,10 @@ export class MemoryStore implements Store {
     return [...this.rooms.keys()];
   }
 
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    return [...this.rooms.values()].filter((e) => test(e.room)).map((e) => e.room.room_id);
+  }
+
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
     return [...this.rooms.values()].filter((e) => includeArchived || !e.room.archived).map((e) => summarise(e.room));
   }

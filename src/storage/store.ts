@@ -86,8 +86,14 @@ export interface Store {
 
   // ── rooms ──
   loadRoom(roomId: string): Promise<LoadedRoom | undefined>;
-  /** Every room id (start-up: restore running turns; the runtime loads rooms lazily). */
+  /** Every room id (counts, admin views; the runtime loads rooms lazily). */
   listRoomIds(): Promise<string[]>;
+  /**
+   * Ids of the rooms whose stored state passes `test` (start-up: the rooms with a running turn or
+   * a member status to reconcile, without loading every room). `test` may be handed the store's
+   * own record: it must only read it, never keep or change it.
+   */
+  roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]>;
   /** Public summaries for list_rooms (SPEC §3: names, descriptions, mode, counts, has_password). */
   listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]>;
   /** Ids of the rooms the participant is a member of (derived from room states). */

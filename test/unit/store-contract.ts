@@ -240,6 +240,16 @@ export function storeContract(
         expect(await store.readMessages('no-such-room', { afterSeq: 0, limit: 10 })).toEqual([]);
       });
 
+      it('roomIdsWhere: the ids of the rooms whose stored state passes the test', async () => {
+        const a = makeRoom(newRoomId(), { room_name: 'Alpha' });
+        const b = makeRoom(newRoomId(), { room_name: 'Beta', archived: true });
+        await store.createRoom(a);
+        await store.createRoom(b);
+        expect((await store.roomIdsWhere(() => true)).sort()).toEqual([a.room_id, b.room_id].sort());
+        expect(await store.roomIdsWhere((room) => room.archived)).toEqual([b.room_id]);
+        expect(await store.roomIdsWhere((room) => room.room_name === 'Gamma')).toEqual([]);
+      });
+
       it('lists public summaries, archived ones only when asked', async () => {
         const open = makeRoom(newRoomId(), { password_hash: 'h', members: [member('u1', 'u'), member('a1', 'a')] });
         const archived = makeRoom(newRoomId(), { archived: true, interaction_mode: 'host' });

@@ -221,6 +221,11 @@ export class PgStore implements Store {
     return rows.map((r) => r.room_id);
   }
 
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    const { rows } = await this.pool.query<{ state: RoomRecord }>('SELECT state FROM rooms ORDER BY position');
+    return rows.filter((r) => test(r.state)).map((r) => r.state.room_id);
+  }
+
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
     const { rows } = await this.pool.query<{ summary: PublicRoomSummary }>(
       'SELECT summary FROM rooms WHERE $1 OR NOT archived ORDER BY position',
