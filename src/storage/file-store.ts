@@ -56,15 +56,8 @@ import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
 import { DirectStateWriter } from './state-writer.js';
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
-import {
-  NameTakenError,
-  StaleRoomError,
-  type LoadedRoom,
-  type MessagePage,
-  type ParticipantRecord,
-  type RoomCommit,
-  type Store,
-} from './store.js';
+import { NameTakenError, StaleRoomError } from './store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
 export interface FileStoreOptions {
   dataDir: string;

@@ -1,15 +1,8 @@
 // An in-memory Store for unit tests and the reference semantics of the seam (store.ts): every
 // write is "durable" at once, and a write hook lets tests make any write fail without a trace.
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
-import {
-  NameTakenError,
-  StaleRoomError,
-  type LoadedRoom,
-  type MessagePage,
-  type ParticipantRecord,
-  type RoomCommit,
-  type Store,
-} from './store.js';
+import { NameTakenError, StaleRoomError } from './store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 import type { Message, PublicRoomSummary, RoomRecord } from '../types.js';
 
 export type WriteKind = 'participant' | 'createRoom' | 'commitRoom';

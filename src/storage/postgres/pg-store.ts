@@ -32,15 +32,8 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
 import { participantIdOf, summarise } from '../store-util.js';
-import {
-  NameTakenError,
-  StaleRoomError,
-  type LoadedRoom,
-  type MessagePage,
-  type ParticipantRecord,
-  type RoomCommit,
-  type Store,
-} from '../store.js';
+import { NameTakenError, StaleRoomError } from '../store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
 import { migrate } from './migrations.js';
 import { CommitNotifier } from './notifier.js';
