@@ -125,10 +125,10 @@ export class Rooms {
     return presentRoom(room);
   }
 
-  /** A room built elsewhere (import): created, its messages committed, then announced. */
+  /** A room built elsewhere (import): created with its messages in one write, then announced. */
   async adopt(caller: Caller, room: RoomRecord, messages: readonly Message[]): Promise<void> {
-    const created = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length });
-    const version = messages.length > 0 ? await this.opts.store.commitRoom(room.room_id, { messages, expectedVersion: created }) : created;
+    // One write: the room and its history exist together or not at all (SPEC §5, no trace).
+    const version = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length }, messages);
     const lastPersonSeq = await this.opts.store.lastPersonSeq(room.room_id);
     this.runtimes.set(room.room_id, this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }));
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });

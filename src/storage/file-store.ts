@@ -573,17 +573,20 @@ export class FileStore implements Store {
     return [...(this.roomsByMember.get(participantId) ?? [])];
   }
 
-  async createRoom(room: RoomRecord): Promise<number> {
+  async createRoom(room: RoomRecord, messages: readonly Message[] = []): Promise<number> {
     this.assertOpen();
     const roomId = room.room_id;
     if (typeof roomId !== 'string' || !SAFE_ROOM_ID.test(roomId)) {
       throw new Error(`room id ${JSON.stringify(roomId)} cannot name a log file`);
     }
     if (this.rooms.records.has(roomId) || this.creating.has(roomId)) throw new Error(`room ${roomId} exists`);
+    checkCommitSeqs(roomId, 0, () => undefined, messages);
     this.creating.add(roomId);
     try {
       const record = copy(room);
-      await this.stateWrite([{ t: 'room', r: record }], () => {
+      const append = this.appendMessages(roomId, messages);
+      await this.writeStateAfter(append, record, () => {
+        append.apply();
         this.versions.set(roomId, 1);
         this.indexMembers(undefined, record);
       });
@@ -629,22 +632,36 @@ export class FileStore implements Store {
         if (at !== undefined) throw new Error(`message ${m.message_id} is stored at seq ${at}, not ${m.seq}`);
       }
     }
-    // Copies, serialised before anything is written: what is stored is what was committed.
-    const added = commit.messages.map(copy);
     const room = commit.room ? copy(commit.room) : undefined;
-    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
-
     const next = version + 1;
+    const append = this.appendMessages(roomId, commit.messages);
     // Once everything is durable: make it visible, all in one synchronous step.
-    const offsets: number[] = [];
     const apply = (): void => {
-      this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf));
+      append.apply();
       if (room) this.indexMembers(current, room);
       this.versions.set(roomId, next);
     };
+    if (!room) {
+      await append.written;
+      apply();
+      return next;
+    }
+    await this.writeStateAfter(append, room, apply);
+    return next;
+  }
+
+  /**
+   * Starts appending messages to the room's log. The copies are serialised before anything is
+   * written (what is stored is what was committed); `apply` puts them in the indexes once the
+   * append is durable; `undo` takes a durable append back off the log.
+   */
+  private appendMessages(roomId: string, messages: readonly Message[]): MessageAppend {
+    const added = messages.map(copy);
+    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
+    const offsets: number[] = [];
     const sizeBefore = this.logs.sizeOf(roomId);
     let logged = false;
-    const logWrite =
+    const written =
       added.length === 0
         ? Promise.resolve()
         : this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
@@ -655,21 +672,28 @@ export class FileStore implements Store {
             }
             logged = true;
           });
-    if (!room) {
-      await logWrite;
-      apply();
-      return next;
-    }
-    // The state is written while the log append runs and made visible only after it (the
-    // direct writer renames the snapshot once the log is durable; the journal waits for it).
+    return {
+      written,
+      apply: () => this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf)),
+      undo: async () => {
+        if (logged) await this.logs.cutBack(roomId, sizeBefore);
+      },
+    };
+  }
+
+  /**
+   * Writes a room's state so that it becomes durable only after the messages' append: the
+   * state is written while the log append runs and made visible after it (the direct writer
+   * renames the snapshot once the log is durable; the journal waits for it). If the state write
+   * fails, the messages are taken back off the log before rejecting.
+   */
+  private async writeStateAfter(append: MessageAppend, room: RoomRecord, apply: () => void): Promise<void> {
     try {
-      await this.stateWrite([{ t: 'room', r: room }], apply, logWrite);
+      await this.stateWrite([{ t: 'room', r: room }], apply, append.written);
     } catch (err) {
-      // The messages may be durable but the commit failed: take them back off the log.
-      if (logged) await this.logs.cutBack(roomId, sizeBefore);
+      await append.undo();
       throw err;
     }
-    return next;
   }
 
   private indexMembers(before: RoomRecord | undefined, after: RoomRecord): void {
@@ -719,4 +743,12 @@ export class FileStore implements Store {
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
   }
+}
+
+/** Messages on their way into a room log (FileStore.appendMessages). */
+interface MessageAppend {
+  /** Resolves once the append is durable. */
+  written: Promise<void>;
+  apply(): void;
+  undo(): Promise<void>;
 }

@@ -87,10 +87,12 @@ export class MemoryStore implements Store {
       .map((e) => e.room.room_id);
   }
 
-  async createRoom(room: RoomRecord): Promise<number> {
+  async createRoom(room: RoomRecord, messages: readonly Message[] = []): Promise<number> {
     if (this.rooms.has(room.room_id)) throw new Error(`room ${room.room_id} exists`);
+    checkCommitSeqs(room.room_id, 0, () => undefined, messages);
     this.options.beforeWrite?.('createRoom', room.room_id);
-    this.rooms.set(room.room_id, { room: copy(room), version: 1, messages: [] });
+    this.rooms.set(room.room_id, { room: copy(room), version: 1, messages: messages.map(copy) });
+    for (const m of messages) this.messageRoom.set(m.message_id, room.room_id);
     return 1;
   }
 

@@ -98,8 +98,12 @@ export interface Store {
   listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]>;
   /** Ids of the rooms the participant is a member of (derived from room states). */
   roomsOf(participantId: string): Promise<string[]>;
-  /** Creates a room (no messages yet). Rejects if the id exists. Resolves with its version. */
-  createRoom(room: RoomRecord): Promise<number>;
+  /**
+   * Creates a room, with its first messages (seqs 1, 2, …) when given (an imported history), in
+   * one durable write: on reject neither exists (guarantee 2). Rejects if the id exists.
+   * Resolves with its version.
+   */
+  createRoom(room: RoomRecord, messages?: readonly Message[]): Promise<number>;
   /** Guarantees 2–4 above. Resolves with the room's new version. */
   commitRoom(roomId: string, commit: RoomCommit): Promise<number>;
 
