@@ -158,7 +158,7 @@ export class RoomRuntime {
     };
     for (const pending of batch) {
       // Each command works on its own copy: one that throws leaves the batch as it was.
-      const draft: Draft = { ...base, room: structuredClone(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
+      const draft: Draft = { ...base, room: draftOf(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
       try {
         const answer = await handle(draft, pending.cmd!, this.env(), reads);
         base = draft;
@@ -254,4 +254,15 @@ export class RoomRuntime {
     const handle = this.deps.timers.setTimeout(() => this.fire(deadline), TIMEOUT_RETRY_MS);
     this.timer = { handle, deadline };
   }
+}
+
+/**
+ * A private copy of a room for one command. `history_rounds` (one id per round ever played, the
+ * only part that grows with the room's age) is shared, not copied: nothing changes it in place —
+ * the engine returns a new array when a round ends (engine-step.ts) — so the copy costs the same
+ * in a room's first round and its ten-thousandth.
+ */
+function draftOf(room: RoomRecord): RoomRecord {
+  const { history_rounds, ...rest } = room;
+  return { ...structuredClone(rest), history_rounds };
 }
