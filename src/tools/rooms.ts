@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../identity/secrets.js';
 import { FailureDelay } from '../limits/rate-limits.js';
+import type { Command } from '../runtime/commands.js';
 import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
 import type { ToolServices } from './services.js';
@@ -50,6 +51,21 @@ export function roomTools(app: ToolServices) {
     return room.password_hash;
   }
 
+  /** A tool that runs one command on a room and answers with the room. */
+  function roomCommand<S extends z.ZodType<{ room_id: string }>>(
+    name: string,
+    description: string,
+    input: S,
+    command: (args: z.infer<S>, caller: Caller) => Command,
+  ) {
+    return defineTool({
+      name,
+      description,
+      input,
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, command(args, ctx.caller)) }),
+    });
+  }
+
   return [
     defineTool({
       name: 'create_room',
@@ -92,24 +108,19 @@ export function roomTools(app: ToolServices) {
         return { room: await rooms.execute(args.room_id, { type: 'join', caller: ctx.caller, member, passwordHash }) };
       },
     }),
-    defineTool({
-      name: 'leave_room',
-      description: 'Leave a room.',
-      input: z.object({ room_id: roomId }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'leave', caller: ctx.caller }) }),
-    }),
-    defineTool({
-      name: 'set_room_status',
-      description: 'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
-      input: z.object({ room_id: roomId, system_status: z.enum(['active', 'paused']) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'set_status', caller: ctx.caller, status: args.system_status }) }),
-    }),
-    defineTool({
-      name: 'set_announcement',
-      description: "Set the room's announcement (room admins).",
-      input: z.object({ room_id: roomId, user_announcement: z.string().max(2000) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'announce', caller: ctx.caller, text: args.user_announcement }) }),
-    }),
+    roomCommand('leave_room', 'Leave a room.', z.object({ room_id: roomId }).strict(), (_args, caller) => ({ type: 'leave', caller })),
+    roomCommand(
+      'set_room_status',
+      'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
+      z.object({ room_id: roomId, system_status: z.enum(['active', 'paused']) }).strict(),
+      (args, caller) => ({ type: 'set_status', caller, status: args.system_status }),
+    ),
+    roomCommand(
+      'set_announcement',
+      "Set the room's announcement (room admins).",
+      z.object({ room_id: roomId, user_announcement: z.string().max(2000) }).strict(),
+      (args, caller) => ({ type: 'announce', caller, text: args.user_announcement }),
+    ),
     defineTool({
       name: 'update_room',
       description: 'Change room settings (room admins): description, password (null clears), mode, user participation, max_auto_rounds, turn_timeout_ms.',
@@ -135,23 +146,23 @@ export function roomTools(app: ToolServices) {
         return { room: await rooms.execute(room_id, { type: 'update_settings', caller: ctx.caller, change }) };
       },
     }),
-    defineTool({
-      name: 'remove_member',
-      description: 'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
-      input: z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'remove', caller: ctx.caller, name: args.name }) }),
-    }),
+    roomCommand(
+      'remove_member',
+      'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
+      z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
+      (args, caller) => ({ type: 'remove', caller, name: args.name }),
+    ),
     defineTool({
       name: 'get_room_stats',
       description: 'Per-agent turn statistics of a room (members only): turns answered, skipped, timed out, passed, offline, and the median answer time.',
       input: z.object({ room_id: roomId }).strict(),
       handler: async (args, ctx) => ({ stats: await reads.stats(ctx.caller, args.room_id) }),
     }),
-    defineTool({
-      name: 'archive_room',
-      description: 'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
-      input: z.object({ room_id: roomId }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'archive', caller: ctx.caller }) }),
-    }),
+    roomCommand(
+      'archive_room',
+      'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
+      z.object({ room_id: roomId }).strict(),
+      (_args, caller) => ({ type: 'archive', caller }),
+    ),
   ];
 }
