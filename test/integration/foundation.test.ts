@@ -4,6 +4,7 @@ import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { plainMessageFields } from '../helpers/message-fields.js';
 
 let server: TestServer;
 
@@ -266,20 +267,11 @@ describe('messages', () => {
       sender_id: owner.id,
       role: 'user',
       text_content: '你好 @bot.one，还有@BOT。',
-      text_content_i18n: null,
-      source_language: 'zh-CN',
-      file_url: '',
-      file_type: '',
-      mentions: ['Bot.One', 'Bot'],
-      visible: true,
+      // The rest as a plain message (no translation, file, reply or round; visible, not deleted).
       // The mentions start a round at once, and a round marks every earlier message processed,
       // this one included; a person's message outside a running round belongs to no round.
-      processed: true,
-      response_to: null,
-      display_timezone: 'Asia/Shanghai',
-      round_id: null,
-      skip_reason: null,
-      deleted: false,
+      ...plainMessageFields(),
+      mentions: ['Bot.One', 'Bot'],
     });
     expect(message.message_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(message.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
