@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { plainMessageFields } from '../helpers/message-fields.js';
 
 let server: TestServer;
@@ -220,8 +220,7 @@ describe('rooms', () => {
   it('lets admins pause and announce; others get forbidden', async () => {
     const owner = await registerUser(server, 'Owner4');
     const agent = await registerAgent(server, 'Agent4');
-    const { room } = await server.ok('create_room', { room_name: 'Admin Room' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    const room = await createRoomWith(server, owner, 'Admin Room', [agent]);
     await expectError(server.call('set_room_status', { room_id: room.room_id, system_status: 'paused' }, agent.token), 403, 'forbidden');
     await expectError(server.call('set_announcement', { room_id: room.room_id, user_announcement: 'x' }, agent.token), 403, 'forbidden');
     const paused = await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, owner.token);
@@ -235,9 +234,7 @@ describe('rooms', () => {
     const a = await registerUser(server, 'HostA');
     const b = await registerAgent(server, 'HostB');
     const c = await registerAgent(server, 'HostC');
-    const { room } = await server.ok('create_room', { room_name: 'Host Room', interaction_mode: 'host' }, a.token);
-    await server.ok('join_room', { room_id: room.room_id }, b.token);
-    await server.ok('join_room', { room_id: room.room_id }, c.token);
+    const room = await createRoomWith(server, a, { room_name: 'Host Room', interaction_mode: 'host' }, [b, c]);
     await server.ok('leave_room', { room_id: room.room_id }, a.token);
     const after = await server.ok('get_room', { room_id: room.room_id }, c.token);
     expect(after.room.members.map((m: { name: string; is_host: boolean }) => [m.name, m.is_host])).toEqual([
@@ -252,9 +249,7 @@ describe('messages', () => {
     const owner = await registerUser(server, 'Mia');
     const bot = await registerAgent(server, 'Bot.One');
     const bot2 = await registerAgent(server, 'Bot');
-    const { room } = await server.ok('create_room', { room_name: 'Msg Room' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, bot.token);
-    await server.ok('join_room', { room_id: room.room_id }, bot2.token);
+    const room = await createRoomWith(server, owner, 'Msg Room', [bot, bot2]);
     const { message } = await server.ok(
       'send_message',
       { room_id: room.room_id, text_content: '你好 @bot.one，还有@BOT。', client_msg_id: 'c-1' },
@@ -311,8 +306,7 @@ describe('messages', () => {
     const owner = await registerUser(server, 'Zoe');
     const other = await registerUser(server, 'Yan');
     const outsider = await registerUser(server, 'Xu');
-    const { room } = await server.ok('create_room', { room_name: 'Search Room' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, other.token);
+    const room = await createRoomWith(server, owner, 'Search Room', [other]);
     const first = (await server.ok('send_message', { room_id: room.room_id, text_content: 'Hello World' }, owner.token)).message;
     await server.ok('send_message', { room_id: room.room_id, text_content: '我们讨论一下架构设计' }, other.token);
     const long = 'L'.repeat(2500);
@@ -363,8 +357,7 @@ describe('messages', () => {
   it('forbids people when user participation is off, but not admins', async () => {
     const owner = await registerUser(server, 'Pat');
     const guest = await registerUser(server, 'Quinn');
-    const { room } = await server.ok('create_room', { room_name: 'Agents Only', user_participation: false }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, guest.token);
+    const room = await createRoomWith(server, owner, { room_name: 'Agents Only', user_participation: false }, [guest]);
     await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'hi' }, guest.token), 403, 'forbidden');
     await server.ok('send_message', { room_id: room.room_id, text_content: 'admin speaks' }, owner.token);
   });
@@ -375,8 +368,7 @@ describe('error codes', () => {
     const owner = await registerUser(server, 'EditOwner');
     const agent = await registerAgent(server, 'EditBot');
     const outsider = await registerUser(server, 'EditOutsider');
-    const { room } = await server.ok('create_room', { room_name: 'Edit Errors' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    const room = await createRoomWith(server, owner, 'Edit Errors', [agent]);
     await server.ok('start_round', { room_id: room.room_id }, owner.token);
     await server.ok('skip_response', { room_id: room.room_id }, agent.token);
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
@@ -475,8 +467,7 @@ describe('search, mentions, idempotency and processed', () => {
   async function roomWithAgent(prefix: string) {
     const owner = await registerUser(server, `${prefix}Owner`);
     const agent = await registerAgent(server, `${prefix}Bot`);
-    const { room } = await server.ok('create_room', { room_name: prefix }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    const room = await createRoomWith(server, owner, prefix, [agent]);
     return { owner, agent, room };
   }
   const texts = (messages: { text_content: string }[]) => messages.map((m) => m.text_content);

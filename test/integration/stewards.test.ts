@@ -3,7 +3,7 @@
 // (forbidden, permission checked first); an admin agent's start_round never resets a tripped
 // loop guard (conflict, details.reason "guard"), a person's does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -18,9 +18,7 @@ describe('people stay in charge (SPEC v2 §3)', () => {
     const creator = await registerAgent(server, 'Founder');
     const helper = await registerAgent(server, 'Helper');
     const person = await registerUser(server, 'Guardian');
-    const { room } = await server.ok('create_room', { room_name: 'Agent made' }, creator.token);
-    await server.ok('join_room', { room_id: room.room_id }, helper.token);
-    await server.ok('join_room', { room_id: room.room_id }, person.token);
+    const room = await createRoomWith(server, creator, 'Agent made', [helper, person]);
 
     for (const [tool, args] of [
       ['set_room_status', { room_id: room.room_id, system_status: 'paused' }],
@@ -42,9 +40,7 @@ describe('people stay in charge (SPEC v2 §3)', () => {
     const creator = await registerAgent(server, 'Boss');
     const other = await registerAgent(server, 'Worker');
     const person = await registerUser(server, 'Watcher');
-    const { room } = await server.ok('create_room', { room_name: 'Guarded' }, creator.token);
-    await server.ok('join_room', { room_id: room.room_id }, other.token);
-    await server.ok('join_room', { room_id: room.room_id }, person.token);
+    const room = await createRoomWith(server, creator, 'Guarded', [other, person]);
     await server.ok('update_room', { room_id: room.room_id, max_auto_rounds: 1 }, creator.token);
     // One round of two answers trips the guard (1 round × 2 agents).
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, person.token);

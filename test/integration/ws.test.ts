@@ -1,7 +1,7 @@
 // The WebSocket hub against the real server: auth, events, isolation, replay, limits.
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer;
@@ -110,10 +110,8 @@ describe('a whole default round over the socket', () => {
     const alice = await registerUser(server, 'RoundAlice');
     const ann = await registerAgent(server, 'RoundAnn');
     const bob = await registerAgent(server, 'RoundBob');
-    const { room } = await server.ok('create_room', { room_name: 'Round room' }, alice.token);
+    const room = await createRoomWith(server, alice, 'Round room', [ann, bob]);
     const roomId = room.room_id as string;
-    await server.ok('join_room', { room_id: roomId }, ann.token);
-    await server.ok('join_room', { room_id: roomId }, bob.token);
     const sa = await TestSocket.connect(url, ann.token);
     const sb = await TestSocket.connect(url, bob.token);
     const su = await TestSocket.connect(url, alice.token);
@@ -169,8 +167,7 @@ describe('a whole default round over the socket', () => {
   it('sends agent_turn again to a fresh socket of the turn holder, and again when it subscribes', async () => {
     const alice = await registerUser(server, 'HolderAlice');
     const ann = await registerAgent(server, 'HolderAnn');
-    const { room } = await server.ok('create_room', { room_name: 'Holder room' }, alice.token);
-    await server.ok('join_room', { room_id: room.room_id }, ann.token);
+    const room = await createRoomWith(server, alice, 'Holder room', [ann]);
     const sa = await TestSocket.connect(url, ann.token);
     await post(room.room_id, alice.token, 'your turn, Ann');
     const first = await sa.waitForEvent('agent_turn');
@@ -196,9 +193,8 @@ describe('a whole default round over the socket', () => {
   it('sends agent_turn again with a later deadline after send_message with end_turn: false', async () => {
     const alice = await registerUser(server, 'KeepAlice');
     const ann = await registerAgent(server, 'KeepAnn');
-    const { room } = await server.ok('create_room', { room_name: 'Keep room' }, alice.token);
+    const room = await createRoomWith(server, alice, 'Keep room', [ann]);
     const roomId = room.room_id as string;
-    await server.ok('join_room', { room_id: roomId }, ann.token);
     const sa = await TestSocket.connect(url, ann.token);
     await post(roomId, alice.token, 'tell me two things');
     const first = await sa.waitForEvent('agent_turn');
@@ -236,10 +232,8 @@ describe('isolation and membership', () => {
     const alice = await registerUser(server, 'BusyAlice');
     const ann = await registerAgent(server, 'BusyAnn');
     const bob = await registerAgent(server, 'BusyBob');
-    const { room } = await server.ok('create_room', { room_name: 'Busy round room' }, alice.token);
+    const room = await createRoomWith(server, alice, 'Busy round room', [ann, bob]);
     const roomId = room.room_id as string;
-    await server.ok('join_room', { room_id: roomId }, ann.token);
-    await server.ok('join_room', { room_id: roomId }, bob.token);
     const mallory = await registerUser(server, 'Mallory');
     const own = await server.ok('create_room', { room_name: 'Mallorys room' }, mallory.token);
     const sm = await TestSocket.connect(url, mallory.token);
