@@ -103,3 +103,32 @@ export function serverAndWorkDirForFile(prefix: string): { readonly server: Test
   });
   return shared;
 }
+
+/**
+ * Registers each of `members` (name → user or agent, in order); the first creates the room
+ * (`settings`: its name, or the create_room arguments) and the others join it in order.
+ */
+export async function roomWithNewMembers(
+  server: TestServer,
+  settings: string | { room_name: string; [key: string]: unknown },
+  members: Record<string, 'user' | 'agent'>,
+): Promise<{ room: any; members: Array<{ token: string; id: string; name: string }> }> {
+  const registered: Array<{ token: string; id: string; name: string }> = [];
+  for (const [name, kind] of Object.entries(members)) registered.push(await (kind === 'user' ? registerUser(server, name) : registerAgent(server, name)));
+  const [creator, ...others] = registered;
+  const room = await createRoomWith(server, creator!, settings, others);
+  return { room, members: registered };
+}
+
+/** A person's room (`settings` as for createRoomWith) joined by new agents of these names, in order. */
+export async function roomWithAgents(
+  server: TestServer,
+  personName: string,
+  settings: string | { room_name: string; [key: string]: unknown },
+  agentNames: readonly string[],
+): Promise<{ person: { token: string; id: string; name: string }; room: any; agents: Array<{ token: string; id: string; name: string }> }> {
+  const person = await registerUser(server, personName);
+  const agents: Array<{ token: string; id: string; name: string }> = [];
+  for (const name of agentNames) agents.push(await registerAgent(server, name));
+  return { person, room: await createRoomWith(server, person, settings, agents), agents };
+}

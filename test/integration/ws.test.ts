@@ -1,7 +1,7 @@
 // The WebSocket hub against the real server: auth, events, isolation, replay, limits.
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRoomWith, registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { registerAgent, registerUser, roomWithNewMembers, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer;
@@ -107,10 +107,7 @@ describe('auth', () => {
 
 describe('a whole default round over the socket', () => {
   it('delivers round_start, agent_turn, message_new, …, round_end in commit order to every member', async () => {
-    const alice = await registerUser(server, 'RoundAlice');
-    const ann = await registerAgent(server, 'RoundAnn');
-    const bob = await registerAgent(server, 'RoundBob');
-    const room = await createRoomWith(server, alice, 'Round room', [ann, bob]);
+    const { room, members: [alice, ann, bob] } = await roomWithNewMembers(server, 'Round room', { RoundAlice: 'user', RoundAnn: 'agent', RoundBob: 'agent' });
     const roomId = room.room_id as string;
     const sa = await TestSocket.connect(url, ann.token);
     const sb = await TestSocket.connect(url, bob.token);
@@ -165,9 +162,7 @@ describe('a whole default round over the socket', () => {
   });
 
   it('sends agent_turn again to a fresh socket of the turn holder, and again when it subscribes', async () => {
-    const alice = await registerUser(server, 'HolderAlice');
-    const ann = await registerAgent(server, 'HolderAnn');
-    const room = await createRoomWith(server, alice, 'Holder room', [ann]);
+    const { room, members: [alice, ann] } = await roomWithNewMembers(server, 'Holder room', { HolderAlice: 'user', HolderAnn: 'agent' });
     const sa = await TestSocket.connect(url, ann.token);
     await post(room.room_id, alice.token, 'your turn, Ann');
     const first = await sa.waitForEvent('agent_turn');
@@ -191,9 +186,7 @@ describe('a whole default round over the socket', () => {
   });
 
   it('sends agent_turn again with a later deadline after send_message with end_turn: false', async () => {
-    const alice = await registerUser(server, 'KeepAlice');
-    const ann = await registerAgent(server, 'KeepAnn');
-    const room = await createRoomWith(server, alice, 'Keep room', [ann]);
+    const { room, members: [alice, ann] } = await roomWithNewMembers(server, 'Keep room', { KeepAlice: 'user', KeepAnn: 'agent' });
     const roomId = room.room_id as string;
     const sa = await TestSocket.connect(url, ann.token);
     await post(roomId, alice.token, 'tell me two things');
@@ -229,10 +222,7 @@ describe('isolation and membership', () => {
   });
 
   it('a non-member receives nothing of a room where agents take turns, members join and messages change', async () => {
-    const alice = await registerUser(server, 'BusyAlice');
-    const ann = await registerAgent(server, 'BusyAnn');
-    const bob = await registerAgent(server, 'BusyBob');
-    const room = await createRoomWith(server, alice, 'Busy round room', [ann, bob]);
+    const { room, members: [alice, ann, bob] } = await roomWithNewMembers(server, 'Busy round room', { BusyAlice: 'user', BusyAnn: 'agent', BusyBob: 'agent' });
     const roomId = room.room_id as string;
     const mallory = await registerUser(server, 'Mallory');
     const own = await server.ok('create_room', { room_name: 'Mallorys room' }, mallory.token);
