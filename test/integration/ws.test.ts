@@ -23,6 +23,13 @@ async function personWithRoom(prefix = 'P') {
   return { person, roomId: room.room_id as string };
 }
 
+/** A new person (`prefix` + a counter) who joins the room. */
+async function newMember(roomId: string, prefix: string) {
+  const person = await registerUser(server, `${prefix}${++counter}`);
+  await server.ok('join_room', { room_id: roomId }, person.token);
+  return person;
+}
+
 function post(roomId: string, token: string, text: string) {
   return server.ok('send_message', { room_id: roomId, text_content: text }, token);
 }
@@ -241,8 +248,7 @@ describe('isolation and membership', () => {
       await su.nthEvent('round_end', round);
     }
     await server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, alice.token);
-    const carol = await registerUser(server, `BusyCarol${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, carol.token);
+    const carol = await newMember(roomId, 'BusyCarol');
     const { message } = await post(roomId, carol.token, 'secret typo');
     await server.ok('edit_message', { message_id: message.message_id, text_content: 'secret fixed' }, carol.token);
     await su.waitForEvent('message_update');
@@ -348,8 +354,7 @@ describe('subscriptions', () => {
 describe('events over the socket', () => {
   it('message_update for edit_message and delete_message reaches the other members', async () => {
     const { person, roomId } = await personWithRoom('Edit');
-    const other = await registerUser(server, `Reader${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, other.token);
+    const other = await newMember(roomId, 'Reader');
     const so = await TestSocket.connect(url, other.token);
     const { message } = await post(roomId, person.token, 'draft');
     await server.ok('edit_message', { message_id: message.message_id, text_content: 'final' }, person.token);
@@ -363,8 +368,7 @@ describe('events over the socket', () => {
 
   it('member_leave reaches the remaining members when someone leaves', async () => {
     const { person, roomId } = await personWithRoom('Stay');
-    const leaver = await registerUser(server, `Leaver${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, leaver.token);
+    const leaver = await newMember(roomId, 'Leaver');
     const sp = await TestSocket.connect(url, person.token);
     await server.ok('leave_room', { room_id: roomId }, leaver.token);
     const left = await sp.waitForEvent('member_leave');
@@ -375,8 +379,7 @@ describe('events over the socket', () => {
 
   it('a removed member gets unsubscribed and nothing more of the room; the others see member_leave', async () => {
     const { person, roomId } = await personWithRoom('Admin');
-    const removed = await registerUser(server, `Removed${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, removed.token);
+    const removed = await newMember(roomId, 'Removed');
     const sr = await TestSocket.connect(url, removed.token);
     const sp = await TestSocket.connect(url, person.token);
     await post(roomId, person.token, 'before removal');
@@ -422,8 +425,7 @@ describe('events over the socket', () => {
 
   it('client_msg_id stays with the sender: broadcast message_new frames do not carry it', async () => {
     const { person, roomId } = await personWithRoom('Idem');
-    const other = await registerUser(server, `Watcher${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, other.token);
+    const other = await newMember(roomId, 'Watcher');
     const sp = await TestSocket.connect(url, person.token);
     const so = await TestSocket.connect(url, other.token);
     const clientMsgId = 'cmid-7f3a9c-unique';
