@@ -6,14 +6,22 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { hashToken } from '../src/identity/secrets.js';
-import type { Message, RoomRecord, UserRecord } from '../src/types.js';
+import type { AgentRecord, Member, Message, RoomRecord, UserRecord } from '../src/types.js';
 
 const WORDS = ['架构', '设计', 'review', 'Agent', 'hello', '数据库', '性能', '测试', 'deploy', 'message', '接口', 'latency', '方案', 'schema'];
 
 export interface Dataset {
   token: string;
   roomIds: string[];
+  /** Tokens of the generated agents (`agentToken(dataset, i)`); agent i is a member of room i % rooms. */
+  agentSecret: string;
+  agents: number;
 }
+
+/** The token of generated agent `i` (the dataset stores only its hash). */
+export const agentToken = (secret: string, i: number): string => `act_bench_${secret}_${i}`;
+export const agentName = (i: number): string => `bench-agent-${i}`;
+export const DATASET_FILE = 'bench-dataset.json';
 
 function text(i: number): string {
   let out = '';
@@ -23,10 +31,18 @@ function text(i: number): string {
 
 /**
  * Writes `rooms` rooms of `messagesPerRoom` messages each; with `bigRoom`, the first room gets
- * that many messages instead (start-up and cold reads of one large room).
+ * that many messages instead (start-up and cold reads of one large room). With `agents`, that
+ * many registered agents, agent i an offline member of room i % rooms (participants at scale).
  */
-export async function writeDataset(dataDir: string, rooms: number, messagesPerRoom: number, options: { bigRoom?: number } = {}): Promise<Dataset> {
+export async function writeDataset(
+  dataDir: string,
+  rooms: number,
+  messagesPerRoom: number,
+  options: { bigRoom?: number; agents?: number } = {},
+): Promise<Dataset> {
   const token = `act_bench_${randomUUID()}`;
+  const agentSecret = randomUUID().slice(0, 8);
+  const agentCount = options.agents ?? 0;
   const userId = randomUUID();
   const now = new Date('2026-11-01T00:00:00.000Z');
   const roomIds = Array.from({ length: rooms }, (_, r) => `bench-room-${r}-20261101000000-abcdefgh${r}`);
@@ -76,9 +92,37 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
     archived: false,
     processed_through_seq: r === 0 && options.bigRoom !== undefined ? options.bigRoom : messagesPerRoom,
   }));
+  const agents: AgentRecord[] = [];
+  for (let i = 0; i < agentCount; i++) {
+    const agent: AgentRecord = {
+      agent_id: `bench-agent-id-${i}`,
+      name: agentName(i),
+      introduce: '',
+      rooms: [],
+      status: 'offline',
+      last_active: now.toISOString(),
+      capabilities: [],
+      skip_list: [],
+      language_support: ['zh-CN'],
+      preferred_language: 'zh-CN',
+      timezone: 'Asia/Shanghai',
+      created_at: now.toISOString(),
+      token_hashes: [hashToken(agentToken(agentSecret, i))],
+    };
+    agents.push(agent);
+    const member: Member = {
+      ...roomRecords[i % rooms]!.members[0]!,
+      name: agent.name,
+      role: 'ai_agent',
+      is_host: false,
+      participant_id: agent.agent_id,
+    };
+    roomRecords[i % rooms]!.members.push(member);
+  }
   await mkdir(join(dataDir, 'room_messages'), { recursive: true });
   await writeFile(join(dataDir, 'users.json'), JSON.stringify([user]));
-  await writeFile(join(dataDir, 'agents.json'), '[]');
+  // One record a line, as the server writes its snapshots.
+  await writeFile(join(dataDir, 'agents.json'), `[\n${agents.map((a) => JSON.stringify(a)).join(',\n')}\n]`);
   await writeFile(join(dataDir, 'rooms.json'), JSON.stringify(roomRecords));
   let n = 0;
   for (const [r, room_id] of roomIds.entries()) {
@@ -120,5 +164,8 @@ export async function writeDataset(dataDir: string, rooms: number, messagesPerRo
     out.end();
     await once(out, 'finish');
   }
-  return { token, roomIds };
+  const dataset = { token, roomIds, agentSecret, agents: agentCount };
+  // For benches that run against the directory later (bench/server-scale.ts): not read by the server.
+  await writeFile(join(dataDir, DATASET_FILE), JSON.stringify(dataset));
+  return dataset;
 }

@@ -1,6 +1,7 @@
 // Composition of the services (no transports): storage → identity → room runtimes → reads and
 // waits → tools. The server mounts transports on top; tests may use it directly. Time (clock
 // and timers) is injected here and passed to every service that waits or times out.
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './config.js';
@@ -16,7 +17,7 @@ import { RoomReads } from './runtime/reads.js';
 import { Rooms } from './runtime/rooms.js';
 import { TurnWaits } from './runtime/waits.js';
 import { createStore } from './storage/index.js';
-import { PgStore, RoomFeed } from './storage/postgres/index.js';
+import { NodePresence, PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
 import type { Store } from './storage/store.js';
 import { buildRegistry, type ToolServices } from './tools/index.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -63,6 +64,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     const id = found.kind === 'agent' ? found.record.agent_id : found.record.user_id;
     presence.seed(id, Date.parse(found.record.last_active));
   }
+  const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
   const rooms = new Rooms({
     store,
     bus,
@@ -74,7 +76,13 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     maxMessageChars: config.maxMessageChars,
     defaults: { language: config.defaultLanguage, timezone: config.displayTimezone },
     shared,
+    ...(nodePresence ? { onlineElsewhere: (id: string) => nodePresence.onlineElsewhere(id) } : {}),
   });
+  // A dead node's clients go offline (stored), unless they came back to this node.
+  nodePresence?.onOrphaned((ids) => {
+    for (const id of ids) if (!presence.isOnline(id)) rooms.storePresence({ participantId: id, online: false, lastActive: now() });
+  });
+  await nodePresence?.start();
   const reads = new RoomReads(rooms, store);
   const waits = new TurnWaits(rooms, reads, store, presence, timers, now);
   countTurns(bus, metrics);
@@ -90,7 +98,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     reads,
     waits,
     links: new LinkSigner(config.linkSecret, now),
-    limits: RateLimits.fromConfig(config),
+    // One budget per client across the nodes (SPEC §11): the counters live in the database.
+    limits: RateLimits.fromConfig(config, rawStore instanceof PgStore ? postgresLimiters(rawStore.connectionPool) : undefined),
     metrics,
   };
   // One object: the server sets config.port once it listens, and the tools must see it.
@@ -99,6 +108,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     timers,
     registry: buildRegistry(services),
     async close() {
+      await nodePresence?.stop();
       rooms.stop();
       presence.stop();
       await store.close();
@@ -134,6 +144,19 @@ function openStore(config: Config, logger: Logger): Store {
     });
   }
   return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages });
+}
+
+/** This node's heartbeat and the presence it serves, stored for the other nodes (SPEC §11). */
+function nodePresenceOf(store: PgStore, presence: Presence, graceMs: number, logger: Logger): NodePresence {
+  const node = new NodePresence({
+    pool: store.connectionPool,
+    nodeId: randomUUID(),
+    deadAfterMs: graceMs,
+    heartbeatMs: Math.min(2_000, Math.max(100, Math.floor(graceMs / 4))),
+    onError: (err) => logger.warn({ err }, 'could not store node presence'),
+  });
+  presence.onChange((change) => node.setOnline(change.participantId, change.online));
+  return node;
 }
 
 /** Turn and round counters (GET /api/v1/metrics), fed from the published events. */

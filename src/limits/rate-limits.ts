@@ -1,7 +1,11 @@
 // Abuse limits shared by every transport: per token (participant) and per client address,
 // over a sliding 10 s window. Defaults leave a busy agent (long-polling wait_for_turn and
 // posting every turn) far below the limit.
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+//
+// Where the counters live is the caller's choice (`limiters`): this process's memory by
+// default, or a table every node shares (STORE=postgres: src/storage/postgres/rate-limits.ts),
+// so that a client spreading its calls over N nodes still gets one budget (SPEC §11).
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { addressKey } from './address.js';
@@ -19,29 +23,36 @@ export interface RateLimitOptions {
   loginPerMinute?: number;
   /** MCP sessions opened (`initialize`) per minute per address; 0 disables. */
   mcpInitPerMinute?: number;
+  /** Builds each limiter (default: counters in this process's memory). */
+  limiters?: LimiterFactory;
 }
 
-function limiter(points: number | undefined, durationS: number): RateLimiterMemory | null {
-  return points !== undefined && points > 0 ? new RateLimiterMemory({ points, duration: durationS }) : null;
-}
+/** One limiter: `keyPrefix` keeps the limiters' keys apart where they share a table. */
+export type LimiterFactory = (spec: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
+
+const inMemory: LimiterFactory = (spec) => new RateLimiterMemory(spec);
 
 export class RateLimits {
-  private readonly byToken: RateLimiterMemory | null;
-  private readonly byAddress: RateLimiterMemory | null;
-  private readonly registrations: RateLimiterMemory | null;
-  private readonly logins: RateLimiterMemory | null;
-  private readonly mcpInits: RateLimiterMemory | null;
+  private readonly byToken: RateLimiterAbstract | null;
+  private readonly byAddress: RateLimiterAbstract | null;
+  private readonly registrations: RateLimiterAbstract | null;
+  private readonly logins: RateLimiterAbstract | null;
+  private readonly mcpInits: RateLimiterAbstract | null;
 
   constructor(options: RateLimitOptions) {
-    this.byToken = limiter(options.perToken, RATE_WINDOW_S);
-    this.byAddress = limiter(options.perAddress, RATE_WINDOW_S);
-    this.registrations = limiter(options.registerPerHour, 3600);
-    this.logins = limiter(options.loginPerMinute, 60);
-    this.mcpInits = limiter(options.mcpInitPerMinute, 60);
+    const make = options.limiters ?? inMemory;
+    const limiter = (keyPrefix: string, points: number | undefined, duration: number): RateLimiterAbstract | null =>
+      points !== undefined && points > 0 ? make({ keyPrefix, points, duration }) : null;
+    this.byToken = limiter('token', options.perToken, RATE_WINDOW_S);
+    this.byAddress = limiter('address', options.perAddress, RATE_WINDOW_S);
+    this.registrations = limiter('register', options.registerPerHour, 3600);
+    this.logins = limiter('login', options.loginPerMinute, 60);
+    this.mcpInits = limiter('mcp-init', options.mcpInitPerMinute, 60);
   }
 
-  static fromConfig(config: Config): RateLimits {
+  static fromConfig(config: Config, limiters?: LimiterFactory): RateLimits {
     return new RateLimits({
+      ...(limiters ? { limiters } : {}),
       perToken: config.rateLimitPerToken,
       perAddress: config.rateLimitPerAddress,
       registerPerHour: config.rateLimitRegisterPerHour,
@@ -83,13 +94,13 @@ export class RateLimits {
   }
 }
 
-function keyed(limiter: RateLimiterMemory | null, address: string | null, message?: string): Promise<void> {
+function keyed(limiter: RateLimiterAbstract | null, address: string | null, message?: string): Promise<void> {
   const key = addressKey(address);
   return key && limiter ? take(limiter, key, message) : Promise.resolve();
 }
 
 /** Takes a point; throws `rate_limited` (with retry_after_ms) when the key is over its limit. */
-async function take(limiter: RateLimiterMemory, key: string, message = 'Too many requests; slow down'): Promise<void> {
+async function take(limiter: RateLimiterAbstract, key: string, message = 'Too many requests; slow down'): Promise<void> {
   try {
     await limiter.consume(key);
   } catch (err) {

@@ -3,9 +3,11 @@
 // commits publishes the events it computed; the others read the new state and the new messages
 // from the store and publish what this diff finds: messages in seq order, membership and
 // status changes, round start and end, the turn (built by the one agent_turn builder), and the
-// room itself.
+// room itself. `readChanges` reads what the diff needs from the store: the new messages, and
+// the older ones another node rewrote (edits, deletions), which become `message_update`.
 import { agentTurnData, type AccessEvent, type RoomEvent } from '../protocol/events.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
+import type { LoadedRoom, Store } from '../storage/store.js';
 import type { Message, RoomRecord } from '../types.js';
 import { memberStatus } from './commands.js';
 
@@ -15,7 +17,37 @@ export interface ChangeEvents {
   turnsIssued: string[];
 }
 
-export function changeEvents(before: RoomRecord, after: RoomRecord, added: readonly Message[], turnTimeoutMs: number): ChangeEvents {
+export interface ReadChanges {
+  /** Messages after the node's last seq, through the loaded one, in seq order. */
+  added: Message[];
+  /** Older messages rewritten by the commits between the two versions, in commit order. */
+  updated: Message[];
+}
+
+/**
+ * What changed in the room's messages between this node's copy (`from`) and the state just
+ * loaded (`to`). Reads stop at `to`'s last seq and version: anything committed after `to` is
+ * left for the next refresh, so nothing is announced twice.
+ */
+export async function readChanges(store: Store, roomId: string, from: { version: number; lastSeq: number }, to: LoadedRoom): Promise<ReadChanges> {
+  const added: Message[] = [];
+  for (let after = from.lastSeq; after < to.lastSeq; ) {
+    const page = (await store.readMessages(roomId, { afterSeq: after, limit: 500 })).filter((m) => m.seq <= to.lastSeq);
+    if (page.length === 0) break;
+    added.push(...page);
+    after = page[page.length - 1]!.seq;
+  }
+  const updated = (await store.readRewritten?.(roomId, from.version, to.version, from.lastSeq)) ?? [];
+  return { added, updated };
+}
+
+export function changeEvents(
+  before: RoomRecord,
+  after: RoomRecord,
+  added: readonly Message[],
+  turnTimeoutMs: number,
+  updated: readonly Message[] = [],
+): ChangeEvents {
   const roomId = after.room_id;
   const access: AccessEvent[] = [];
   const events: RoomEvent[] = [];
@@ -39,6 +71,7 @@ export function changeEvents(before: RoomRecord, after: RoomRecord, added: reado
   }
 
   for (const message of added) events.push({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, after) } });
+  for (const message of updated) events.push({ event: 'message_update', room_id: roomId, data: { message: presentMessage(message, after) } });
 
   const oldRound = before.current_round;
   const newRound = after.current_round;

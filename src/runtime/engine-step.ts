@@ -63,7 +63,10 @@ export function engineView(room: RoomRecord, input: Omit<StepInput, 'room'>, tur
 export function runEngine(input: StepInput, action: EngineAction, env: StepEnv): StepResult {
   const { room } = input;
   const newId = env.newId ?? uuidv4;
-  const stored = () => JSON.stringify([room.current_round, room.history_rounds, room.processed_through_seq, room.paused_mentions ?? []]);
+  // What the engine may change, cheaply comparable: `history_rounds` only ever grows at its end
+  // (engine.ts), so its length and last id stand for it; the rest is small.
+  const stored = () =>
+    JSON.stringify([room.current_round, room.history_rounds.length, room.history_rounds.at(-1), room.processed_through_seq, room.paused_mentions ?? []]);
   const before = stored();
   const result = applyAction(
     engineView(room, input, env.turnTimeoutMs),

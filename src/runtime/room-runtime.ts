@@ -11,8 +11,8 @@ import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
 import { StaleRoomError, type Store } from '../storage/store.js';
-import type { Member, Message, RoomRecord } from '../types.js';
-import { changeEvents } from './change-events.js';
+import type { Member, RoomRecord } from '../types.js';
+import { changeEvents, readChanges } from './change-events.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -158,7 +158,7 @@ export class RoomRuntime {
     };
     for (const pending of batch) {
       // Each command works on its own copy: one that throws leaves the batch as it was.
-      const draft: Draft = { ...base, room: structuredClone(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
+      const draft: Draft = { ...base, room: draftOf(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
       try {
         const answer = await handle(draft, pending.cmd!, this.env(), reads);
         base = draft;
@@ -211,13 +211,7 @@ export class RoomRuntime {
   private async reload(): Promise<void> {
     const loaded = await this.deps.store.loadRoom(this.roomId);
     if (!loaded || loaded.version === this.version) return;
-    const added: Message[] = [];
-    for (let after = this.lastSeq; after < loaded.lastSeq; ) {
-      const page = await this.deps.store.readMessages(this.roomId, { afterSeq: after, limit: 500 });
-      if (page.length === 0) break;
-      added.push(...page);
-      after = page[page.length - 1]!.seq;
-    }
+    const { added, updated } = await readChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq }, loaded);
     const lastPersonSeq = await this.deps.store.lastPersonSeq(this.roomId);
     const before = this.state;
     this.state = loaded.room;
@@ -225,7 +219,7 @@ export class RoomRuntime {
     this.version = loaded.version;
     this.lastPersonSeq = lastPersonSeq;
     this.armFromState();
-    const { events, access, turnsIssued } = changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs);
+    const { events, access, turnsIssued } = changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs, updated);
     try {
       this.deps.publish(access, events);
       if (turnsIssued.length > 0) this.deps.turnsIssued(this.roomId, turnsIssued);
@@ -260,4 +254,15 @@ export class RoomRuntime {
     const handle = this.deps.timers.setTimeout(() => this.fire(deadline), TIMEOUT_RETRY_MS);
     this.timer = { handle, deadline };
   }
+}
+
+/**
+ * A private copy of a room for one command. `history_rounds` (one id per round ever played, the
+ * only part that grows with the room's age) is shared, not copied: nothing changes it in place —
+ * the engine returns a new array when a round ends (engine-step.ts) — so the copy costs the same
+ * in a room's first round and its ten-thousandth.
+ */
+function draftOf(room: RoomRecord): RoomRecord {
+  const { history_rounds, ...rest } = room;
+  return { ...structuredClone(rest), history_rounds };
 }

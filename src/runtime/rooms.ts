@@ -35,6 +35,8 @@ export interface RoomsOptions {
   defaults: { language: string; timezone: string };
   /** Other nodes write the same store (PostgreSQL). */
   shared?: boolean;
+  /** Shared store: whether another live node still serves the participant (its offline here is not stored). */
+  onlineElsewhere?: (participantId: string) => Promise<boolean>;
 }
 
 /** SPEC §4: rounds a room runs on its own before waiting for a person. */
@@ -123,10 +125,10 @@ export class Rooms {
     return presentRoom(room);
   }
 
-  /** A room built elsewhere (import): created, its messages committed, then announced. */
+  /** A room built elsewhere (import): created with its messages in one write, then announced. */
   async adopt(caller: Caller, room: RoomRecord, messages: readonly Message[]): Promise<void> {
-    const created = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length });
-    const version = messages.length > 0 ? await this.opts.store.commitRoom(room.room_id, { messages, expectedVersion: created }) : created;
+    // One write: the room and its history exist together or not at all (SPEC §5, no trace).
+    const version = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length }, messages);
     const lastPersonSeq = await this.opts.store.lastPersonSeq(room.room_id);
     this.runtimes.set(room.room_id, this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }));
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
@@ -136,15 +138,16 @@ export class Rooms {
    * Start-up: every stored turn holder keeps its turn with a fresh full deadline (SPEC §6.1.10).
    * With a shared store other nodes may be running those rooms: a deadline still ahead is kept
    * (this node arms it too, and whichever node fires first wins), one that passed while no node
-   * ran the room is renewed.
+   * ran the room is renewed. Only the rooms that need it are loaded now — a running turn, or a
+   * member whose stored status disagrees with presence (corrected on load) — the others load on
+   * first use (with 10,000 rooms, loading all of them was most of the start-up).
    */
   async restoreAll(options: { shared?: boolean } = {}): Promise<void> {
-    const ids = await this.opts.store.listRoomIds();
+    const ids = await this.opts.store.roomIdsWhere((room) => runningTurn(room) !== null || (!options.shared && this.statusDisagrees(room)));
     await Promise.all(
       ids.map(async (roomId) => {
         const runtime = await this.runtime(roomId);
-        const round = runtime?.room.current_round;
-        const running = round && !round.completed && round.turn ? round.turn : null;
+        const running = runtime ? runningTurn(runtime.room) : null;
         if (options.shared && running?.deadline && Date.parse(running.deadline) > this.opts.now()) return;
         if (runtime && running) {
           await runtime.execute({ type: 'restart' }).catch((err: unknown) => {
@@ -154,6 +157,11 @@ export class Rooms {
         }
       }),
     );
+  }
+
+  /** A member's stored status says online where presence says offline, or the reverse. */
+  private statusDisagrees(room: Readonly<RoomRecord>): boolean {
+    return room.members.some((m) => (m.status !== 'offline') !== this.opts.presence.isOnline(m.participant_id));
   }
 
   /** Another node committed the room (shared store): loaded rooms take its state and events. */
@@ -220,7 +228,7 @@ export class Rooms {
     if (this.opts.shared) return; // other nodes own the presence of their clients
     for (const member of runtime.room.members) {
       const online = this.opts.presence.isOnline(member.participant_id);
-      if ((member.status !== 'offline') === online) continue;
+      if ((member.status !== 'offline') === online) continue; // as statusDisagrees
       const lastActive = this.opts.presence.lastActive(member.participant_id) ?? Date.parse(member.last_active);
       runtime
         .execute({ type: 'presence', participantId: member.participant_id, online, lastActive })
@@ -229,6 +237,18 @@ export class Rooms {
   }
 
   private presenceChanged(change: PresenceChange): void {
+    if (this.stopped) return;
+    const elsewhere = this.opts.onlineElsewhere;
+    if (change.online || !elsewhere) return this.storePresence(change);
+    elsewhere(change.participantId).then(
+      // A newer change on this node (back online) supersedes this one.
+      (served) => !served && !this.opts.presence.isOnline(change.participantId) && this.storePresence(change),
+      (err: unknown) => this.opts.logger.warn({ err }, 'could not ask whether another node serves a participant'),
+    );
+  }
+
+  /** Stores a member status in every room of the participant (also for a dead node's clients). */
+  storePresence(change: PresenceChange): void {
     if (this.stopped) return;
     void this.opts.store.roomsOf(change.participantId).then(
       (roomIds) => {
@@ -241,4 +261,10 @@ export class Rooms {
       (err: unknown) => this.opts.logger.warn({ err }, 'could not list the rooms of a participant'),
     );
   }
+}
+
+/** The turn of the room's running round, if one is running. */
+function runningTurn(room: Readonly<RoomRecord>): NonNullable<NonNullable<RoomRecord['current_round']>['turn']> | null {
+  const round = room.current_round;
+  return round && !round.completed && round.turn ? round.turn : null;
 }

@@ -2,30 +2,37 @@
 // full story; in short:
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots (created as `[]` at first start), compacted
-//                                       from memory in the background (snapshot.ts)
-//   journal/state-{gen}.jsonl           every change of a room / agent / user record, one line
-//                                       each, group-committed (state-journal.ts); replayed over
-//                                       the snapshots at start, deleted once compacted
+//   agents.json users.json rooms.json   snapshots (created as `[]` at first start); while small
+//                                       rewritten with each change (state-writer.ts), past that
+//                                       compacted from the journal in the background
+//   journal/state-{gen}.jsonl           past that size, every change of a room / agent / user
+//                                       record, one line each, group-committed
+//                                       (state-journal.ts); replayed over the snapshots at start,
+//                                       deleted once compacted
 //   room_messages/{room_id}.jsonl       append-only logs (room-log.ts)
 //   uploads/ exports/                   created here, written by others
 //   server.lock                         one process per directory (lock.ts)
 //
 // The guarantees of store.ts, and how this store gives them:
-// - Durable on resolve: journal and log appends are write + fsync (a new file also fsyncs its
-//   directory) before the promise resolves.
+// - Durable on resolve: snapshot rewrites (temp, fsync, rename, directory fsync), journal and
+//   log appends (write + fsync; a new file also fsyncs its directory) finish before the promise
+//   resolves.
 // - No trace on reject: memory (records, indexes, message lists) changes only after the write
 //   is durable, in one synchronous step. A failed append is cut back to the file's last durable
 //   size. So what is served after a failure is what a fresh open of the directory loads.
-// - commitRoom appends the messages to the room log first, then the room state to the journal;
-//   if the journal append fails the log is cut back before rejecting. A kill between the two
-//   leaves the messages with the previous state (docs/storage.md, "the crash window").
+// - commitRoom appends the messages to the room log and writes the room state (snapshot temp
+//   file or journal line) so that the state becomes durable only after the log: the snapshot is
+//   renamed into place, or the journal line appended, once the log append is fsync'd. If the
+//   state write fails the log is cut back before rejecting. A kill between the two leaves the
+//   messages with the previous state (docs/storage.md, "the crash window").
 // - One writer per room: commits of one room run one after another (a queue per room), each
 //   checked against the version the previous one produced; commits of different rooms run
 //   concurrently and share journal fsyncs.
 // - Reads hand out copies; what callers put in is copied too.
-// - The cost of a change is the size of the changed record: snapshots are rewritten only by a
-//   compaction, once the journal outgrows them (amortised) or periodically, and on close.
+// - The cost of a change is bounded: a small state is rewritten whole (under syncSnapshotBytes,
+//   256 KiB by default); past that a change costs its own journal line, and the snapshots are
+//   rewritten only by a compaction, once the journal outgrows them (amortised) or
+//   periodically, and on close.
 //
 // Messages (room-messages.ts): memory holds a compact index per room and one LRU cache of
 // messages (cacheMessages / CACHE_MESSAGES), never the history; older messages are read from
@@ -33,29 +40,24 @@
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
 // (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
 // passed the cheap checks is reported when read (file and byte); the rest keeps working.
-import { open as openFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { metaOf, readAt, scanRoomLog } from './log-reader.js';
-import { RoomIndex } from './room-index.js';
+import { IndexFiles, type ManifestEntry } from './index-files.js';
+import { metaOf, scanRoomLog } from './log-reader.js';
+import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
 import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
+import { DirectStateWriter } from './state-writer.js';
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
-import {
-  NameTakenError,
-  StaleRoomError,
-  type LoadedRoom,
-  type MessagePage,
-  type ParticipantRecord,
-  type RoomCommit,
-  type Store,
-} from './store.js';
+import { NameTakenError, StaleRoomError } from './store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
 export interface FileStoreOptions {
   dataDir: string;
@@ -75,9 +77,10 @@ export interface FileStoreOptions {
   /** Compact at least this often while the journal holds changes. Default 60 s; 0 = never (tests). */
   compactEveryMs?: number;
   /**
-   * While the snapshots together are smaller than this, every change is also written into them
-   * before it is acknowledged (they stay current for people and tools reading them); larger
-   * snapshots follow the journal in the background. Default 256 KiB; 0 = always background.
+   * While the snapshots together are smaller than this, a change is made durable by rewriting
+   * the snapshot files it touches (they stay current for people and tools reading them); larger
+   * state goes through the journal and the snapshots follow in the background. Default 256 KiB;
+   * 0 = always the journal.
    */
   syncSnapshotBytes?: number;
   /**
@@ -92,6 +95,11 @@ export interface FileStoreOptions {
    * lower case (enough for stores opened by storage tests).
    */
   nameKeyOf?: (name: string) => string;
+  /**
+   * After open, load the indexes of the rooms start-up registered lazily, one at a time in the
+   * background (so a `getMessage` by id never waits for them all). Default true.
+   */
+  warmIndexes?: boolean;
 }
 
 export interface FileStoreStats extends IoStats {
@@ -110,7 +118,7 @@ const LOG_SUFFIX = '.jsonl';
 // Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-/** Snapshots below this total size are rewritten with every change (see journalAppend). */
+/** Snapshots below this total size are rewritten with every change (see stateWrite). */
 const SYNC_SNAPSHOT_BYTES = 256 * 1024;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
@@ -136,7 +144,10 @@ export class FileStore implements Store {
   private compacting: Promise<void> | undefined;
   /** Snapshots with changes in the journal that their file does not have yet. */
   private readonly dirty = new Set<SnapshotFile<object>>();
-  private writingSnapshots: Promise<void> | undefined;
+  /** Rewrites small snapshots with each change (state-writer.ts). */
+  private readonly direct: DirectStateWriter;
+  /** Journal appends decided and not yet settled (they keep changes out of the direct writer). */
+  private journalWrites = 0;
   /** Bytes of the snapshots at their last write (the compaction threshold follows it). */
   private snapshotBytes = 0;
 
@@ -159,6 +170,10 @@ export class FileStore implements Store {
 
   // Messages: per-room indexes, the cache, reads from the logs.
   private readonly messages: RoomMessages;
+  private readonly indexFiles: IndexFiles;
+  /** Log mtimes of the rooms registered lazily at open (carried into the next manifest). */
+  private readonly lazyMtimes = new Map<string, number>();
+  private readonly warmIndexes: boolean;
 
   private state: State = 'new';
   private lock: DataDirLock | undefined;
@@ -186,6 +201,7 @@ export class FileStore implements Store {
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id);
+    this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
       dir: join(this.dataDir, JOURNAL_DIR),
       fsOps: this.fsOps,
@@ -204,7 +220,10 @@ export class FileStore implements Store {
       logger: this.logger,
       cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
+      loadIndex: (roomId) => this.loadIndex(roomId),
     });
+    this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
+    this.warmIndexes = options.warmIndexes ?? true;
   }
 
   // ── lifecycle ──
@@ -214,6 +233,7 @@ export class FileStore implements Store {
     this.openPromise = this.doOpen().then(
       async () => {
         this.state = 'open';
+        if (this.warmIndexes) setImmediate(() => void this.messages.loadAll());
         if (this.compactEveryMs > 0) {
           this.compactTimer = setInterval(() => {
             if (this.journal.pending) void this.compact();
@@ -221,7 +241,7 @@ export class FileStore implements Store {
           this.compactTimer.unref();
         }
         // Changes found in the journal at start go into the snapshots: small ones before open
-        // resolves (see journalAppend), large ones soon, off the start path.
+        // resolves (see stateWrite), large ones soon, off the start path.
         if (this.journal.pending) {
           if (this.snapshotBytes < this.syncSnapshotBytes) await this.compact();
           else void this.compact();
@@ -260,12 +280,24 @@ export class FileStore implements Store {
     }
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
+    const manifest = await this.indexFiles.readManifest();
     let indexed = 0;
+    let lazy = 0;
     await forEachConcurrent(files, this.loadConcurrency, async (file) => {
       const roomId = file.slice(0, -LOG_SUFFIX.length);
       const path = join(logDir, file);
-      const fileSize = (await stat(path)).size;
-      const resume = await this.loadPersistedIndex(roomId, path, fileSize);
+      const { size: fileSize, mtimeMs } = await stat(path);
+      const known = manifest.get(roomId);
+      if (known && known.size === fileSize && known.mtimeMs === mtimeMs) {
+        // Untouched since the clean shutdown that wrote the manifest: no torn tail, last seq
+        // known. Its index is loaded on first use (index-files.ts).
+        this.messages.registerLazy(roomId, known.lastSeq, known.count);
+        this.lazyMtimes.set(roomId, mtimeMs);
+        this.logs.registerExisting(roomId, fileSize);
+        lazy++;
+        return;
+      }
+      const resume = await this.indexFiles.load(roomId, path, fileSize);
       if (resume) indexed++;
       const { index, size } = await scanRoomLog(path, roomId, this.logger, fileSize, resume);
       this.messages.register(roomId, index);
@@ -280,6 +312,7 @@ export class FileStore implements Store {
         rooms: this.rooms.records.size,
         room_logs: files.length,
         persisted_indexes_used: indexed,
+        indexes_loaded_on_use: lazy,
         journal_entries: journaled,
         messages,
         ms: Date.now() - started,
@@ -309,6 +342,7 @@ export class FileStore implements Store {
     await this.compacting;
     if (this.journal.pending) await this.compact();
     await this.journal.close();
+    await this.messages.stopLoading();
     await this.persistIndexes();
     await this.logs.closeAll();
     await this.lock?.release();
@@ -329,7 +363,7 @@ export class FileStore implements Store {
   }
 
   private async doCompact(): Promise<void> {
-    while (this.writingSnapshots) await this.writingSnapshots;
+    await this.direct.idle();
     const started = Date.now();
     const gens = await this.journal.rotate();
     const files = [...this.dirty];
@@ -345,126 +379,94 @@ export class FileStore implements Store {
     }
   }
 
-  // ── persisted message indexes ──
-  // `room_messages/{room_id}.idx` is a cache of a room's index (room-index.ts), written on a
-  // clean shutdown for the rooms whose index changed, so that the next start reads it instead
-  // of scanning the log: it is trusted only if its checksum holds, the log is at least as long
-  // as the bytes it covers, and the last bytes it covers are still the same (a fingerprint);
-  // the log after them is scanned as usual (appends after the index was written, a torn tail).
-  // Anything else — missing, stale, damaged — means a full scan, which is always correct.
+  // ── persisted message indexes (index-files.ts) ──
 
-  private idxPath(roomId: string): string {
-    return join(this.dataDir, ROOM_MESSAGES_DIR, `${roomId}.idx`);
+  /** A lazily registered room's index: its `.idx` and the log after it (first use after start). */
+  private async loadIndex(roomId: string): Promise<RoomIndex> {
+    const path = this.messages.fileOf(roomId);
+    const size = this.logs.sizeOf(roomId);
+    const resume = await this.indexFiles.load(roomId, path, size);
+    return (await scanRoomLog(path, roomId, this.logger, size, resume)).index;
   }
 
-  private async fingerprint(path: string, size: number): Promise<string> {
-    if (size === 0) return '';
-    const handle = await openFile(path, 'r');
-    try {
-      const from = Math.max(0, size - 64);
-      return (await readAt(handle, from, size - from)).toString('hex');
-    } finally {
-      await handle.close();
-    }
-  }
-
-  private async loadPersistedIndex(roomId: string, logPath: string, fileSize: number): Promise<{ index: RoomIndex; from: number } | undefined> {
-    let buf: Buffer;
-    try {
-      buf = await readFile(this.idxPath(roomId));
-    } catch {
-      return undefined;
-    }
-    try {
-      const { index, size, fingerprint } = RoomIndex.deserialize(buf);
-      if (size > fileSize) throw new Error(`covers ${size} bytes, the log has ${fileSize}`);
-      if ((await this.fingerprint(logPath, size)) !== fingerprint) throw new Error('the log changed');
-      return { index, from: size };
-    } catch (err) {
-      this.logger.info({ room_id: roomId, reason: (err as Error).message }, 'persisted message index not used; scanning the log');
-      return undefined;
-    }
-  }
-
+  /**
+   * Clean shutdown: the `.idx` of each room whose index changed, then the manifest (every room
+   * log's size, mtime, last seq and count), so the next start need not read them.
+   */
   private async persistIndexes(): Promise<void> {
     const started = Date.now();
     let written = 0;
+    const manifest = new Map<string, ManifestEntry>();
+    for (const [roomId, entry] of this.messages.lazyEntries()) {
+      manifest.set(roomId, { ...entry, size: this.logs.sizeOf(roomId), mtimeMs: this.lazyMtimes.get(roomId) ?? -1 });
+    }
     for (const [roomId, index] of this.messages.entries()) {
-      if (!index.dirty || index.count === 0) continue;
+      if (index.count === 0) continue;
+      const path = this.messages.fileOf(roomId);
       const size = this.logs.sizeOf(roomId);
-      const path = this.idxPath(roomId);
-      try {
-        await writeFile(`${path}.tmp`, index.serialize(size, await this.fingerprint(this.messages.fileOf(roomId), size)));
-        await rename(`${path}.tmp`, path);
+      if (index.dirty) {
+        if (!(await this.indexFiles.write(roomId, index, path, size))) continue;
         index.dirty = false;
         written++;
-      } catch (err) {
-        this.logger.warn({ err, room_id: roomId }, 'writing a persisted message index failed; the next start scans that log');
-        await rm(`${path}.tmp`, { force: true }).catch(() => undefined);
       }
+      const mtimeMs = await stat(path).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
+      manifest.set(roomId, { size, mtimeMs, lastSeq: index.lastSeq, count: index.count });
     }
-    if (written > 0) this.logger.info({ rooms: written, ms: Date.now() - started }, 'message indexes persisted');
+    for (const [roomId, e] of manifest) if (e.mtimeMs < 0) manifest.delete(roomId);
+    await this.indexFiles.writeManifest(manifest);
+    this.logger.info({ rooms: written, manifest: manifest.size, ms: Date.now() - started }, 'message indexes persisted');
   }
 
+  private fileOf(entry: StateEntry): SnapshotFile<object> {
+    return (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
+  }
+
+  /** The snapshot file of a journaled change, marked for the next compaction. */
   private snapshotOf(entry: StateEntry): SnapshotFile<object> {
-    const file = (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
+    const file = this.fileOf(entry);
     this.dirty.add(file);
     return file;
   }
 
   /**
-   * Appends state changes to the journal; `apply` runs once they are durable. While the
-   * snapshots are small (below `syncSnapshotBytes`) the change is also compacted into them before
-   * the call resolves, so agents.json, users.json and rooms.json read by a person or a tool
-   * show every acknowledged change; past that size a change costs only its journal line and the
-   * snapshots follow in the background.
+   * Makes state changes durable once `gate` (a write they depend on) resolved, then runs `apply`
+   * with the records in memory, then resolves. Two ways, chosen per change:
+   * - small snapshots (below `syncSnapshotBytes`), nothing in the journal: the snapshot files
+   *   are rewritten with the change (state-writer.ts), so agents.json, users.json and rooms.json
+   *   read by a person or a tool show every acknowledged change;
+   * - otherwise a journal line (the cost of the change is its own size), the snapshots follow by
+   *   compaction. Once the journal holds anything, every change goes there until a compaction
+   *   has folded it in: a journal line must never be older than the snapshot beside it.
    */
-  private journalAppend(entries: StateEntry[], apply: () => void): Promise<void> {
-    const write = this.journal.append(entries, () => {
-      for (const e of entries) this.snapshotOf(e).set(e.r);
-      apply();
-    });
+  private stateWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown> = Promise.resolve()): Promise<void> {
+    const direct =
+      this.snapshotBytes < this.syncSnapshotBytes && this.journalWrites === 0 && !this.journal.pending && !this.compacting;
+    const write = direct ? this.directWrite(entries, apply, gate) : this.journalWrite(entries, apply, gate);
     this.pendingWrites.add(write);
-    const done = write.then(
-      async () => {
-        this.pendingWrites.delete(write);
-        if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
-        else if (this.snapshotBytes < this.syncSnapshotBytes) await this.writeSnapshotsAfterCurrent();
-      },
-      (err: unknown) => {
-        this.pendingWrites.delete(write);
-        throw err;
-      },
-    );
-    return done;
+    const forget = (): void => void this.pendingWrites.delete(write);
+    write.then(forget, forget);
+    return write;
   }
 
-  /**
-   * Small snapshots: rewrites the changed snapshot files (temp, fsync, rename, fsync directory)
-   * after any write of them already running, so they hold every change made so far. The
-   * journal is left as it is (it stays the durable record and is compacted by size as usual;
-   * replaying entries a snapshot already holds changes nothing), which spares each change the
-   * journal rotation and deletion. Never rejects: a failure is logged and the next write or
-   * compaction catches up.
-   */
-  private async writeSnapshotsAfterCurrent(): Promise<void> {
-    if (this.compacting) await this.compacting;
-    while (this.writingSnapshots) await this.writingSnapshots;
-    if (this.dirty.size === 0) return;
-    this.writingSnapshots = (async () => {
-      const files = [...this.dirty];
-      this.dirty.clear();
-      try {
-        for (const file of files) await file.write();
-        this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-      } catch (err) {
-        for (const file of files) this.dirty.add(file);
-        this.logger.error({ err }, 'rewriting a snapshot failed; the journal keeps the change');
-      }
-    })().finally(() => {
-      this.writingSnapshots = undefined;
-    });
-    await this.writingSnapshots;
+  private async directWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
+    await this.direct.write(entries, gate, apply);
+    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
+  }
+
+  private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
+    this.journalWrites++;
+    try {
+      await gate;
+      // A direct rewrite in flight may carry an older version of these records.
+      await this.direct.idle();
+      await this.journal.append(entries, () => {
+        for (const e of entries) this.snapshotOf(e).set(e.r);
+        apply();
+      });
+    } finally {
+      this.journalWrites--;
+    }
+    if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
@@ -521,7 +523,7 @@ export class FileStore implements Store {
     this.reservedKeys.set(key, reservation);
     try {
       const entry = { t: participant.kind, r: copy(participant.record) } as StateEntry;
-      await this.journalAppend([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
+      await this.stateWrite([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
     } finally {
       if (--reservation.count === 0) this.reservedKeys.delete(key);
     }
@@ -555,6 +557,12 @@ export class FileStore implements Store {
     return [...this.rooms.records.keys()];
   }
 
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    const out: string[] = [];
+    for (const room of this.rooms.records.values()) if (test(room)) out.push(room.room_id);
+    return out;
+  }
+
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
     const out: PublicRoomSummary[] = [];
     for (const room of this.rooms.records.values()) if (includeArchived || !room.archived) out.push(summarise(room));
@@ -565,17 +573,20 @@ export class FileStore implements Store {
     return [...(this.roomsByMember.get(participantId) ?? [])];
   }
 
-  async createRoom(room: RoomRecord): Promise<number> {
+  async createRoom(room: RoomRecord, messages: readonly Message[] = []): Promise<number> {
     this.assertOpen();
     const roomId = room.room_id;
     if (typeof roomId !== 'string' || !SAFE_ROOM_ID.test(roomId)) {
       throw new Error(`room id ${JSON.stringify(roomId)} cannot name a log file`);
     }
     if (this.rooms.records.has(roomId) || this.creating.has(roomId)) throw new Error(`room ${roomId} exists`);
+    checkCommitSeqs(roomId, 0, () => undefined, messages);
     this.creating.add(roomId);
     try {
       const record = copy(room);
-      await this.journalAppend([{ t: 'room', r: record }], () => {
+      const append = this.appendMessages(roomId, messages);
+      await this.writeStateAfter(append, record, () => {
+        append.apply();
         this.versions.set(roomId, 1);
         this.indexMembers(undefined, record);
       });
@@ -621,40 +632,68 @@ export class FileStore implements Store {
         if (at !== undefined) throw new Error(`message ${m.message_id} is stored at seq ${at}, not ${m.seq}`);
       }
     }
-    // Copies, serialised before anything is written: what is stored is what was committed.
-    const added = commit.messages.map(copy);
     const room = commit.room ? copy(commit.room) : undefined;
-    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
-
     const next = version + 1;
+    const append = this.appendMessages(roomId, commit.messages);
     // Once everything is durable: make it visible, all in one synchronous step.
-    const offsets: number[] = [];
     const apply = (): void => {
-      this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf));
+      append.apply();
       if (room) this.indexMembers(current, room);
       this.versions.set(roomId, next);
     };
-    const sizeBefore = this.logs.sizeOf(roomId);
-    if (added.length > 0) {
-      const { start } = await this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines));
-      let at = start;
-      for (const l of lines) {
-        offsets.push(at);
-        at += l.length;
-      }
-    }
     if (!room) {
+      await append.written;
       apply();
       return next;
     }
+    await this.writeStateAfter(append, room, apply);
+    return next;
+  }
+
+  /**
+   * Starts appending messages to the room's log. The copies are serialised before anything is
+   * written (what is stored is what was committed); `apply` puts them in the indexes once the
+   * append is durable; `undo` takes a durable append back off the log.
+   */
+  private appendMessages(roomId: string, messages: readonly Message[]): MessageAppend {
+    const added = messages.map(copy);
+    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
+    const offsets: number[] = [];
+    const sizeBefore = this.logs.sizeOf(roomId);
+    let logged = false;
+    const written =
+      added.length === 0
+        ? Promise.resolve()
+        : this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
+            let at = start;
+            for (const l of lines) {
+              offsets.push(at);
+              at += l.length;
+            }
+            logged = true;
+          });
+    return {
+      written,
+      apply: () => this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf)),
+      undo: async () => {
+        if (logged) await this.logs.cutBack(roomId, sizeBefore);
+      },
+    };
+  }
+
+  /**
+   * Writes a room's state so that it becomes durable only after the messages' append: the
+   * state is written while the log append runs and made visible after it (the direct writer
+   * renames the snapshot once the log is durable; the journal waits for it). If the state write
+   * fails, the messages are taken back off the log before rejecting.
+   */
+  private async writeStateAfter(append: MessageAppend, room: RoomRecord, apply: () => void): Promise<void> {
     try {
-      await this.journalAppend([{ t: 'room', r: room }], apply);
+      await this.stateWrite([{ t: 'room', r: room }], apply, append.written);
     } catch (err) {
-      // The messages are durable but the commit failed: take them back off the log.
-      if (added.length > 0) await this.logs.cutBack(roomId, sizeBefore);
+      await append.undo();
       throw err;
     }
-    return next;
   }
 
   private indexMembers(before: RoomRecord | undefined, after: RoomRecord): void {
@@ -704,4 +743,12 @@ export class FileStore implements Store {
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
   }
+}
+
+/** Messages on their way into a room log (FileStore.appendMessages). */
+interface MessageAppend {
+  /** Resolves once the append is durable. */
+  written: Promise<void>;
+  apply(): void;
+  undo(): Promise<void>;
 }

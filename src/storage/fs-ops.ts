@@ -80,3 +80,17 @@ export function settleAll(waiters: Waiter[], err?: unknown): void {
     else w.reject(err);
   }
 }
+
+/**
+ * Start-up recovery: cuts a file to `length` bytes and fsyncs it (a torn last line of a room log
+ * or of the state journal). Not through FsOps: nothing else runs yet, and a failure stops open.
+ */
+export async function truncateDurably(path: string, length: number): Promise<void> {
+  const handle = await open(path, 'r+');
+  try {
+    await handle.truncate(length);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

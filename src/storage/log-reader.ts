@@ -15,6 +15,7 @@ import { createReadStream } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
+import { truncateDurably } from './fs-ops.js';
 import { RoomIndex, type LineMeta } from './room-index.js';
 
 const NEWLINE = 0x0a;
@@ -306,16 +307,6 @@ export function corruptAt(path: string, offset: number, reason: string): Error {
   return new Error(
     `Room log ${path} is corrupt at byte ${offset} (${reason}); the message there cannot be read. Repair or restore the file.`,
   );
-}
-
-async function truncateDurably(path: string, length: number): Promise<void> {
-  const handle = await open(path, 'r+');
-  try {
-    await handle.truncate(length);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /** Reads `length` bytes at `position` (positional read; any file size). */

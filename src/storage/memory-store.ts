@@ -1,15 +1,8 @@
 // An in-memory Store for unit tests and the reference semantics of the seam (store.ts): every
 // write is "durable" at once, and a write hook lets tests make any write fail without a trace.
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
-import {
-  NameTakenError,
-  StaleRoomError,
-  type LoadedRoom,
-  type MessagePage,
-  type ParticipantRecord,
-  type RoomCommit,
-  type Store,
-} from './store.js';
+import { NameTakenError, StaleRoomError } from './store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 import type { Message, PublicRoomSummary, RoomRecord } from '../types.js';
 
 export type WriteKind = 'participant' | 'createRoom' | 'commitRoom';
@@ -80,6 +73,10 @@ export class MemoryStore implements Store {
     return [...this.rooms.keys()];
   }
 
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    return [...this.rooms.values()].filter((e) => test(e.room)).map((e) => e.room.room_id);
+  }
+
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
     return [...this.rooms.values()].filter((e) => includeArchived || !e.room.archived).map((e) => summarise(e.room));
   }
@@ -90,10 +87,12 @@ export class MemoryStore implements Store {
       .map((e) => e.room.room_id);
   }
 
-  async createRoom(room: RoomRecord): Promise<number> {
+  async createRoom(room: RoomRecord, messages: readonly Message[] = []): Promise<number> {
     if (this.rooms.has(room.room_id)) throw new Error(`room ${room.room_id} exists`);
+    checkCommitSeqs(room.room_id, 0, () => undefined, messages);
     this.options.beforeWrite?.('createRoom', room.room_id);
-    this.rooms.set(room.room_id, { room: copy(room), version: 1, messages: [] });
+    this.rooms.set(room.room_id, { room: copy(room), version: 1, messages: messages.map(copy) });
+    for (const m of messages) this.messageRoom.set(m.message_id, room.room_id);
     return 1;
   }
 

@@ -73,9 +73,14 @@ export class RoomLog {
    */
   async cutBack(size: number): Promise<void> {
     if (size > this.durableSize) throw new Error(`cannot cut ${this.opts.path} back to ${size} > ${this.durableSize}`);
+    await this.cutTo(size, () => this.ensureOpen());
+  }
+
+  /** Sets the durable size and cuts the file to it; on failure, repair before the next append. */
+  private async cutTo(size: number, handleOf: () => Promise<FileHandle>): Promise<void> {
     this.durableSize = size;
     try {
-      const handle = await this.ensureOpen();
+      const handle = await handleOf();
       await this.opts.fsOps.truncate(handle, size);
       await this.opts.fsOps.fsync(handle);
     } catch (err) {
@@ -153,17 +158,12 @@ export class RoomLog {
   // A failed write may have left part of the batch in the file (a torn line, or whole lines that
   // were never fsync'd): cut it off, so neither a read nor a restart sees it.
   private async repairAfterFailure(size: number): Promise<void> {
-    this.durableSize = size;
     const handle = this.handle;
-    if (!handle) return; // never opened: nothing was written
-    try {
-      await this.opts.fsOps.truncate(handle, size);
-      await this.opts.fsOps.fsync(handle);
-    } catch (err) {
-      this.needsRepair = true;
-      await this.closeHandle();
-      this.opts.logger.error({ err, file: this.opts.path, size }, 'cutting a room log back failed; retried before its next write');
+    if (!handle) {
+      this.durableSize = size; // never opened: nothing was written
+      return;
     }
+    await this.cutTo(size, async () => handle);
   }
 
   private async ensureOpen(): Promise<FileHandle> {

@@ -28,11 +28,24 @@ export interface RoomMessagesOptions {
   cacheMessages: number;
   /** Durable size of a room's log (reads and search never go past it). */
   sizeOf: (roomId: string) => number;
+  /** Builds the index of a room registered lazily (persisted index, log tail; see file-store). */
+  loadIndex: (roomId: string) => Promise<RoomIndex>;
+}
+
+/** What is known of a room whose index is not loaded yet (from the start-up manifest). */
+interface LazyRoom {
+  lastSeq: number;
+  count: number;
 }
 
 export class RoomMessages {
   readonly cache: MessageCache;
   private readonly indexes = new Map<string, RoomIndex>();
+  /** Rooms whose index is loaded on first use (start-up does not read them). */
+  private readonly lazy = new Map<string, LazyRoom>();
+  private readonly loading = new Map<string, Promise<RoomIndex>>();
+  private loadingAll: Promise<void> | undefined;
+  private stopped = false;
   private readonly reported = new Set<string>();
 
   constructor(private readonly opts: RoomMessagesOptions) {
@@ -51,8 +64,64 @@ export class RoomMessages {
     this.indexes.set(roomId, index);
   }
 
-  /** The room's index, created empty for a room without a log. */
-  index(roomId: string): RoomIndex {
+  /** A room whose index is loaded on first use; until then its last seq and count are these. */
+  registerLazy(roomId: string, lastSeq: number, count: number): void {
+    this.lazy.set(roomId, { lastSeq, count });
+  }
+
+  /** Rooms not loaded yet, with what the manifest said of them (persisted again at close). */
+  lazyEntries(): IterableIterator<[string, LazyRoom]> {
+    return this.lazy.entries();
+  }
+
+  /** The room's index, loading it first if the room was registered lazily. */
+  async ready(roomId: string): Promise<RoomIndex | undefined> {
+    const index = this.indexes.get(roomId);
+    if (index || !this.lazy.has(roomId)) return index;
+    let loading = this.loading.get(roomId);
+    if (!loading) {
+      loading = this.opts.loadIndex(roomId).then((loaded) => {
+        this.indexes.set(roomId, loaded);
+        this.lazy.delete(roomId);
+        return loaded;
+      });
+      this.loading.set(roomId, loading);
+      void loading.then(
+        () => this.loading.delete(roomId),
+        () => this.loading.delete(roomId), // the next use tries again
+      );
+    }
+    return loading;
+  }
+
+  /**
+   * Loads every lazy room's index, one at a time (a background warm-up after start, and what
+   * `getMessage` waits for when an id is not in a loaded room).
+   */
+  loadAll(): Promise<void> {
+    this.loadingAll ??= (async () => {
+      for (const roomId of [...this.lazy.keys()]) {
+        if (this.stopped) return;
+        await this.ready(roomId).catch((err: unknown) => {
+          this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
+        });
+        await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
+      }
+    })().finally(() => {
+      this.loadingAll = undefined;
+    });
+    return this.loadingAll;
+  }
+
+  /** Stops a running `loadAll` (the store is closing) and waits for the room it is loading. */
+  async stopLoading(): Promise<void> {
+    this.stopped = true;
+    await this.loadingAll;
+  }
+
+  /** The index of a room being written (loaded: every commit with messages reads it first). */
+  private index(roomId: string): RoomIndex {
+    if (this.lazy.has(roomId)) throw new Error(`room ${roomId}: index not loaded before a commit`);
     let index = this.indexes.get(roomId);
     if (!index) this.indexes.set(roomId, (index = new RoomIndex()));
     return index;
@@ -61,6 +130,7 @@ export class RoomMessages {
   get count(): number {
     let n = 0;
     for (const index of this.indexes.values()) n += index.count;
+    for (const room of this.lazy.values()) n += room.count;
     return n;
   }
 
@@ -71,11 +141,12 @@ export class RoomMessages {
   }
 
   lastSeq(roomId: string): number {
-    return this.indexes.get(roomId)?.lastSeq ?? 0;
+    return this.indexes.get(roomId)?.lastSeq ?? this.lazy.get(roomId)?.lastSeq ?? 0;
   }
 
   /** Makes committed, durable lines visible: index and cache, in one synchronous step. */
   apply(roomId: string, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: Parameters<RoomIndex['add']>[0][]): void {
+    if (messages.length === 0) return;
     const index = this.index(roomId);
     messages.forEach((m, i) => {
       index.add(metas[i]!, offsets[i]!, lengths[i]!);
@@ -85,7 +156,7 @@ export class RoomMessages {
 
   /** The latest versions at the given seqs (present ones only), in the order asked. */
   async read(roomId: string, seqs: readonly number[]): Promise<Message[]> {
-    const index = this.indexes.get(roomId);
+    const index = await this.ready(roomId);
     if (!index || seqs.length === 0) return [];
     const out: (Message | undefined)[] = seqs.map((seq) => this.cache.get(roomId, seq));
     const missing = seqs.map((seq, i) => ({ seq, i, offset: index.offsetOf(seq), length: index.lengthOf(seq) })).filter(
@@ -135,18 +206,25 @@ export class RoomMessages {
   }
 
   async page(roomId: string, afterSeq: number | undefined, beforeSeq: number | undefined, limit: number): Promise<Message[]> {
-    const index = this.indexes.get(roomId);
+    const index = await this.ready(roomId);
     return index ? this.read(roomId, index.page(afterSeq, beforeSeq, limit)) : [];
   }
 
   async getMessage(messageId: string): Promise<Message | undefined> {
     const hash = hash32(messageId);
-    for (const [roomId, index] of this.indexes) {
-      const seqs = index.seqsOfId(messageId, hash);
-      if (seqs.length === 0) continue;
-      for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
-    }
-    return undefined;
+    const probe = async (): Promise<Message | undefined> => {
+      for (const [roomId, index] of this.indexes) {
+        const seqs = index.seqsOfId(messageId, hash);
+        if (seqs.length === 0) continue;
+        for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
+      }
+      return undefined;
+    };
+    const found = await probe();
+    if (found || this.lazy.size === 0) return found;
+    // The id may be in a room not loaded yet: load them all (once), then look again.
+    await this.loadAll();
+    return probe();
   }
 
   /** The stored message id at each seq (undefined where none), for commit checks. */
@@ -158,7 +236,7 @@ export class RoomMessages {
 
   /** Whether the room already has a message with this id (at any seq). */
   async hasId(roomId: string, messageId: string): Promise<number | undefined> {
-    const index = this.indexes.get(roomId);
+    const index = await this.ready(roomId);
     if (!index) return undefined;
     const seqs = index.seqsOfId(messageId);
     if (seqs.length === 0) return undefined;
@@ -166,18 +244,18 @@ export class RoomMessages {
   }
 
   async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-    const index = this.indexes.get(roomId);
+    const index = await this.ready(roomId);
     if (!index) return undefined;
     const seqs = [...new Set(index.seqsOfClient(senderId, clientMsgId))].sort((a, b) => a - b);
     return (await this.read(roomId, seqs)).find((m) => m.sender_id === senderId && m.client_msg_id === clientMsgId);
   }
 
-  lastPersonSeq(roomId: string): number {
-    return this.indexes.get(roomId)?.lastPersonSeq() ?? 0;
+  async lastPersonSeq(roomId: string): Promise<number> {
+    return (await this.ready(roomId))?.lastPersonSeq() ?? 0;
   }
 
   async lastSeqBySender(roomId: string, senderId: string): Promise<number> {
-    const index = this.indexes.get(roomId);
+    const index = await this.ready(roomId);
     if (!index) return 0;
     if (!index.staleSenders.has(senderId)) return index.lastSeqBySender(senderId);
     // Rare: the sender's last visible message was replaced by an invisible version. Look back.
@@ -197,7 +275,7 @@ export class RoomMessages {
    * (for an ASCII query it is scanned as Latin-1, which is exact for ASCII letters).
    */
   async search(roomId: string, query: string, limit: number): Promise<Message[]> {
-    const index = this.indexes.get(roomId);
+    const index = await this.ready(roomId);
     const size = this.opts.sizeOf(roomId);
     if (!index || size === 0 || limit <= 0) return [];
     const needle = query.toLowerCase();

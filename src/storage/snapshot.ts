@@ -1,13 +1,14 @@
-// One snapshot file (agents.json, users.json, rooms.json): the records in memory, as durable
-// (snapshot + state journal), and the atomic writer that compacts them into the file.
+// One snapshot file (agents.json, users.json, rooms.json): the records in memory, as durable,
+// and the atomic writer (temp file, fsync, rename, directory fsync).
 //
-// Changes reach `records` only after the state journal made them durable (state-journal.ts);
-// the file itself is rewritten in the background by a compaction, never per change. The write
-// is atomic (temp file, fsync, rename, directory fsync) and serialises the records a few
-// hundred at a time with event-loop turns in between, so a compaction of 10,000 rooms does not
-// stall requests. Records are never mutated in place (the store copies on the way in and out),
-// so a record serialised between two turns is a complete version of it; a change made during
-// the write is also in the newer journal file, which is replayed over this snapshot.
+// Changes reach `records` only once durable: while the state is small, by a rewrite of the file
+// itself that carries them (state-writer.ts); past that, by a line in the state journal
+// (state-journal.ts), with the file rewritten later by a compaction. The writer serialises the
+// records a few hundred at a time with event-loop turns in between, so a compaction of 10,000
+// rooms does not stall requests. Records are never mutated in place (the store copies on the way
+// in and out), so a record serialised between two turns is a complete version of it; a change
+// made during a compaction is also in the newer journal file, which is replayed over this
+// snapshot.
 import { readFile, rm } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import { isCode, type FsOps, type IoStats } from './fs-ops.js';
@@ -27,6 +28,8 @@ const RECORDS_PER_TURN = 500;
 
 export class SnapshotFile<T extends object> {
   private readonly current = new Map<string, T>();
+  /** Serialised form of each record object (see serialize). */
+  private readonly json = new WeakMap<T, string>();
   /** Size of the file as last loaded or written. */
   bytes = 0;
 
@@ -43,9 +46,7 @@ export class SnapshotFile<T extends object> {
 
   /** Puts a durable record in memory (after its journal line is durable, or at replay). */
   set(record: T): void {
-    const id = this.opts.key(record);
-    if (typeof id !== 'string' || id === '') throw new Error(`record without an id for ${this.opts.path}`);
-    this.current.set(id, record);
+    this.current.set(this.idOf(record), record);
   }
 
   /**
@@ -81,42 +82,93 @@ export class SnapshotFile<T extends object> {
    * is as new as the old one or newer, and the journal still holds every change either way.
    */
   async write(): Promise<void> {
+    await (await this.prepare()).publish();
+  }
+
+  /**
+   * The first half of a write: the records, with `changes` put over them (by id), in the temp
+   * file and fsync'd, not yet visible under the real name. `publish` renames it over the file
+   * and fsyncs the directory; `discard` removes it. Memory is not touched: the caller `set`s
+   * the changed records once `publish` resolved. One prepared write per file at a time.
+   */
+  async prepare(changes: readonly T[] = []): Promise<PreparedSnapshot> {
     const { fsOps, path, dir } = this.opts;
     const tmp = `${path}.tmp`;
+    const discard = (): Promise<void> => rm(tmp, { force: true }).then(
+      () => undefined,
+      () => undefined,
+    );
+    let bytes: number;
     try {
       const handle = await fsOps.open(tmp, 'w');
       try {
-        const data = await this.serialize();
-        this.bytes = data.length;
+        const data = await this.serialize(changes);
+        bytes = data.length;
         await fsOps.write(handle, data);
         await fsOps.fsync(handle);
       } finally {
         await fsOps.close(handle);
       }
-      await fsOps.rename(tmp, path);
     } catch (err) {
-      await rm(tmp, { force: true }).catch(() => undefined);
+      await discard();
       throw err;
     }
-    await fsOps.fsyncDir(dir);
-    this.opts.stats.dirFsyncs++;
-    this.opts.stats.snapshotWrites++;
+    return {
+      discard,
+      publish: async () => {
+        try {
+          await fsOps.rename(tmp, path);
+        } catch (err) {
+          await discard();
+          throw err;
+        }
+        this.bytes = bytes;
+        await fsOps.fsyncDir(dir);
+        this.opts.stats.dirFsyncs++;
+        this.opts.stats.snapshotWrites++;
+      },
+    };
   }
 
-  // One record per line: diff- and grep-friendly, and still one JSON array.
-  private async serialize(): Promise<Buffer> {
-    const records = [...this.current.values()];
+  // One record per line: diff- and grep-friendly, and still one JSON array. Records are never
+  // mutated in place, so each one's JSON is cached by identity: a write serialises only the
+  // records that changed since the last one.
+  private async serialize(changes: readonly T[]): Promise<Buffer> {
+    let records: T[] = [...this.current.values()];
+    if (changes.length > 0) {
+      const merged = new Map(this.current);
+      for (const record of changes) merged.set(this.idOf(record), record);
+      records = [...merged.values()];
+    }
     if (records.length === 0) return Buffer.from('[]\n', 'utf8');
     const parts: Buffer[] = [Buffer.from('[\n', 'utf8')];
     for (let i = 0; i < records.length; i += RECORDS_PER_TURN) {
       if (i > 0) await new Promise((r) => setImmediate(r));
       const lines: string[] = [];
-      for (const record of records.slice(i, i + RECORDS_PER_TURN)) lines.push(JSON.stringify(record));
+      for (const record of records.slice(i, i + RECORDS_PER_TURN)) lines.push(this.jsonOf(record));
       parts.push(Buffer.from((i > 0 ? ',\n' : '') + lines.join(',\n'), 'utf8'));
     }
     parts.push(Buffer.from('\n]\n', 'utf8'));
     return Buffer.concat(parts);
   }
+
+  private jsonOf(record: T): string {
+    let json = this.json.get(record);
+    if (json === undefined) this.json.set(record, (json = JSON.stringify(record)));
+    return json;
+  }
+
+  private idOf(record: T): string {
+    const id = this.opts.key(record);
+    if (typeof id !== 'string' || id === '') throw new Error(`record without an id for ${this.opts.path}`);
+    return id;
+  }
+}
+
+/** A snapshot written to its temp file and fsync'd, waiting to be renamed into place. */
+export interface PreparedSnapshot {
+  publish(): Promise<void>;
+  discard(): Promise<void>;
 }
 
 function corrupt(path: string, why: string): Error {

@@ -13,11 +13,11 @@
 // Failure: the batch's callers are rejected and the file is cut back (room-log.ts), and `apply`
 // of a rejected append never runs — no trace in memory.
 import { createReadStream } from 'node:fs';
-import { open, readdir, stat, unlink } from 'node:fs/promises';
+import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { AgentRecord, RoomRecord, UserRecord } from '../types.js';
-import type { FsOps, IoStats } from './fs-ops.js';
+import { truncateDurably, type FsOps, type IoStats } from './fs-ops.js';
 import { RoomLog } from './room-log.js';
 
 export type StateEntry = { t: 'room'; r: RoomRecord } | { t: 'agent'; r: AgentRecord } | { t: 'user'; r: UserRecord };
@@ -122,13 +122,7 @@ export class StateJournal {
     if (cutAt !== undefined) {
       // Any file may end torn: a crash during a compaction leaves the previous file's last
       // append unfinished while a newer file exists. Nothing torn was ever acknowledged.
-      const handle = await open(path, 'r+');
-      try {
-        await handle.truncate(cutAt);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await truncateDurably(path, cutAt);
       this.opts.logger.warn({ file: path, reason, kept_bytes: cutAt }, 'state journal had a torn last line; cut it off');
     }
     return entries;

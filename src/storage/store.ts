@@ -86,14 +86,24 @@ export interface Store {
 
   // ── rooms ──
   loadRoom(roomId: string): Promise<LoadedRoom | undefined>;
-  /** Every room id (start-up: restore running turns; the runtime loads rooms lazily). */
+  /** Every room id (counts, admin views; the runtime loads rooms lazily). */
   listRoomIds(): Promise<string[]>;
+  /**
+   * Ids of the rooms whose stored state passes `test` (start-up: the rooms with a running turn or
+   * a member status to reconcile, without loading every room). `test` may be handed the store's
+   * own record: it must only read it, never keep or change it.
+   */
+  roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]>;
   /** Public summaries for list_rooms (SPEC §3: names, descriptions, mode, counts, has_password). */
   listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]>;
   /** Ids of the rooms the participant is a member of (derived from room states). */
   roomsOf(participantId: string): Promise<string[]>;
-  /** Creates a room (no messages yet). Rejects if the id exists. Resolves with its version. */
-  createRoom(room: RoomRecord): Promise<number>;
+  /**
+   * Creates a room, with its first messages (seqs 1, 2, …) when given (an imported history), in
+   * one durable write: on reject neither exists (guarantee 2). Rejects if the id exists.
+   * Resolves with its version.
+   */
+  createRoom(room: RoomRecord, messages?: readonly Message[]): Promise<number>;
   /** Guarantees 2–4 above. Resolves with the room's new version. */
   commitRoom(roomId: string, commit: RoomCommit): Promise<number>;
 
@@ -111,4 +121,10 @@ export interface Store {
   findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined>;
   /** Message count over all rooms (metrics, start-up log). */
   messageCount(): Promise<number>;
+  /**
+   * Shared stores (PostgreSQL) only: the messages at seq ≤ `throughSeq` whose latest version was
+   * written by a commit with a room version in (`afterVersion`, `throughVersion`], in commit
+   * order: the edits and deletions another node committed since this node's copy (SPEC §11).
+   */
+  readRewritten?(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]>;
 }

@@ -178,10 +178,9 @@ async function importerMember(app: App, caller: Caller, now: Date): Promise<Memb
 }
 
 /**
- * Persisting an import goes through the room runtimes: the room is created, then its messages
- * are committed in one durable write, and only then is the importer's socket told about it.
- * If that second write fails the new room stays, empty, with the importer as its only member
- * (the store has no room deletion); the call answers internal_error.
+ * Persisting an import goes through the room runtimes: the room and its messages are created in
+ * one durable write (Store.createRoom with messages), and only then is the importer's socket
+ * told about it. If the write fails nothing of the room exists; the call answers internal_error.
  */
 async function persistImportedRoom(app: App, caller: Caller, built: BuiltImport): Promise<void> {
   try {

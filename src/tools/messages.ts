@@ -113,6 +113,7 @@ export function messageTools(app: ToolServices) {
       name: 'wait_for_turn',
       description: `Block until it is your turn (in room_id, or any of your rooms), at most timeout_s seconds (default 25, max ${WAIT_MAX_S}). Returns your_turn with the context, or your_turn: null when the wait ran out: then call it again at once. Waiting keeps you online.`,
       input: z.object({ room_id: roomId.optional(), timeout_s: z.number().min(0).max(WAIT_MAX_S).optional() }).strict(),
+      waits: true,
       handler: (args, ctx) => waits.wait(ctx.caller, { ...args, signal: ctx.signal, onProgress: ctx.onProgress }),
     }),
     defineTool({

@@ -31,6 +31,11 @@ interface ToolBase<S extends z.ZodType> {
   name: string;
   description: string;
   input: S;
+  /**
+   * The call blocks until something happens (wait_for_turn): transports give it an abort signal
+   * that fires when the client goes away. Other calls get none (it costs on every call).
+   */
+  waits?: true;
 }
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> =
@@ -72,6 +77,11 @@ export class ToolRegistry {
   private readonly tools = new Map<string, RegisteredTool>();
 
   constructor(private readonly hooks: RegistryHooks) {}
+
+  /** True for a tool that blocks and takes an abort signal (ToolBase.waits). */
+  waits(name: string): boolean {
+    return this.tools.get(name)?.waits === true;
+  }
 
   register(...defs: RegisteredTool[]): void {
     for (const def of defs) {

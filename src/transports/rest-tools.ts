@@ -57,10 +57,13 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
   const requestId = typeof incoming === 'string' && /^[\w.-]{1,64}$/.test(incoming) ? incoming : randomUUID();
   const name = req.url!.slice(TOOLS_PREFIX.length).split('?')[0]!;
   // A long-poll (wait_for_turn) stops when the client goes away.
-  const abort = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
+  let abort: AbortController | undefined;
+  if (app.registry.waits(name)) {
+    const controller = (abort = new AbortController());
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+  }
   try {
     const raw = await readBody(req, bodyLimit);
     let args: unknown = {};
@@ -79,7 +82,7 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
       transport: 'rest',
       address: req.socket.remoteAddress ?? null,
       requestId,
-      signal: abort.signal,
+      ...(abort ? { signal: abort.signal } : {}),
     });
     answer(res, 200, { ok: true, data }, requestId);
   } catch (err) {

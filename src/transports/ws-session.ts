@@ -44,7 +44,7 @@ export class Session {
   authTimer: NodeJS.Timeout | undefined;
   readonly subs = new Map<string, RoomSub>();
   /** In-flight calls, aborted when the socket closes or its token is revoked. */
-  readonly calls = new Set<AbortController>();
+  readonly calls = new Set<{ abort(): void }>();
   /** Why the hub dropped the socket, for the log (slow consumer, heartbeat). */
   dropped: string | null = null;
   /** Calls refused with rate_limited in a row; too many closes the socket (1008). */

@@ -393,7 +393,9 @@ export class WsHub {
   // ── calls ──
 
   private async call(session: Session, frame: CallFrame): Promise<void> {
-    const controller = new AbortController();
+    // Only a blocking call needs a signal; every call is counted (a revoked socket closes once
+    // its calls are answered).
+    const controller = this.app.registry.waits(frame.tool) ? new AbortController() : { abort: () => undefined };
     session.calls.add(controller);
     const requestId = `ws-${session.id}-${String(frame.id)}`;
     try {
@@ -402,7 +404,7 @@ export class WsHub {
         transport: 'ws',
         address: session.address,
         requestId,
-        signal: controller.signal,
+        ...(controller instanceof AbortController ? { signal: controller.signal } : {}),
       });
       session.rateLimitStrikes = 0;
       session.send({ type: 'result', id: frame.id, ok: true, data: data ?? null });

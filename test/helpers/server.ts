@@ -25,8 +25,33 @@ export async function tempDataDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'chatroom-test-'));
 }
 
+/**
+ * The store the servers of this test file keep their data in: the file store under their
+ * DATA_DIR unless a file sets another (test/postgres/behaviour.test.ts runs the shared suites of
+ * test/suites/ on PostgreSQL, a fresh database per server). Each test file runs in its own
+ * process, so the choice stays within the file.
+ */
+export interface TestStore {
+  /** Configuration for a server in this process (for example `{ store: { kind: 'postgres', … } }`). */
+  config(): Promise<Partial<Config>>;
+  /** Environment for a server process (spawnServer); call once per test and reuse it across restarts. */
+  env(): Promise<Record<string, string>>;
+}
+
+let testStore: TestStore | undefined;
+
+export function useTestStore(store: TestStore | undefined): void {
+  testStore = store;
+}
+
+/** The environment that puts a server process on this file's store ({} = the file store). */
+export function storeEnv(): Promise<Record<string, string>> {
+  return testStore?.env() ?? Promise.resolve({});
+}
+
 export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? (await tempDataDir());
+  const store = (await testStore?.config()) ?? {};
   // Suites register many participants, open many MCP sessions and fire hundreds of requests at
   // once, all from 127.0.0.1: the per-address limits of SPEC §10 are set out of reach here
   // (test/integration/abuse.test.ts sets them to test them).
@@ -36,7 +61,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
     rateLimitMcpInitPerMinute: 1_000_000,
     maxConnectionsPerAddress: 100_000,
   };
-  const running = await startServer(testConfig({ dataDir, ...perAddressLimits, ...overrides }), silentLogger, options);
+  const running = await startServer(testConfig({ dataDir, ...perAddressLimits, ...store, ...overrides }), silentLogger, options);
   const call = async <T>(tool: string, args: unknown = {}, token?: string | null): Promise<ToolAnswer<T>> => {
     const res = await fetch(`${running.url}/api/v1/tools/${tool}`, {
       method: 'POST',

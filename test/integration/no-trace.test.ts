@@ -27,6 +27,8 @@ interface World {
   guest: { token: string; name: string };
   /** A message of the owner, one of agent A and the skip record of B. */
   ownerMessageId: string;
+  /** The room exported as JSON (for import_chat_history). */
+  exported?: unknown;
 }
 
 /** Each writing tool with the call that fails and then succeeds. */
@@ -51,6 +53,7 @@ const cases: Array<{ tool: string; call: (w: World) => [args: unknown, token?: s
   { tool: 'edit_message', call: (w) => [{ message_id: w.ownerMessageId, text_content: 'edited' }, w.owner.token] },
   { tool: 'delete_message', call: (w) => [{ message_id: w.ownerMessageId }, w.owner.token] },
   { tool: 'start_round', call: (w) => [{ room_id: w.roomId }, w.owner.token], },
+  { tool: 'import_chat_history', call: (w) => [{ data: w.exported, room_name: 'Imported copy' }, w.guest.token] },
 ];
 
 async function ok(url: string, tool: string, args: unknown, token?: string) {
@@ -60,7 +63,8 @@ async function ok(url: string, tool: string, args: unknown, token?: string) {
 }
 
 /** A room with a person owner, two agents (A holds the turn) and a guest outside it. */
-async function buildWorld(url: string, forStartRound: boolean): Promise<World> {
+async function buildWorld(url: string, tool: string): Promise<World> {
+  const forStartRound = tool === 'start_round';
   const owner = { ...(await ok(url, 'register_user', { name: 'Owner', password: 'owner password' })), name: 'Owner' };
   const agentA = { ...(await ok(url, 'register_agent', { name: 'AgentA' })), name: 'AgentA' };
   const agentB = { ...(await ok(url, 'register_agent', { name: 'AgentB' })), name: 'AgentB' };
@@ -73,7 +77,12 @@ async function buildWorld(url: string, forStartRound: boolean): Promise<World> {
     await ok(url, 'skip_response', { room_id: room.room_id }, agentA.token);
     await ok(url, 'skip_response', { room_id: room.room_id }, agentB.token);
   }
-  return { url, roomId: room.room_id, owner, agentA, agentB, guest, ownerMessageId: message.message_id };
+  const world: World = { url, roomId: room.room_id, owner, agentA, agentB, guest, ownerMessageId: message.message_id };
+  if (tool === 'import_chat_history') {
+    const { url: file } = await ok(url, 'export_chat_history', { room_id: room.room_id, format: 'json' }, owner.token);
+    world.exported = await (await fetch(url + file)).json();
+  }
+  return world;
 }
 
 /** What the server serves, as the owner sees it (presence-derived fields left out). */
@@ -107,7 +116,7 @@ describe('a failed call leaves no trace (SPEC v2 §5)', () => {
         },
       };
       running = await startServer(testConfig({ dataDir }), silentLogger, { store: new FileStore({ dataDir, logger: silentLogger, fsOps }) });
-      const w = await buildWorld(running.url, tool === 'start_round');
+      const w = await buildWorld(running.url, tool);
       const watcher = await TestSocket.connect(running.url.replace('http', 'ws') + '/ws', w.owner.token);
       await watcher.barrier();
       const mark = watcher.mark();

@@ -3,45 +3,27 @@
 // node works on another, a turn given on one node reaches an agent connected to another, every
 // node's subscribers see every message in seq order without a gap or a repeat, concurrent senders
 // on all nodes get a gapless seq, and a silent agent's deadline fires exactly once.
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { Config } from '../../src/config.js';
+import type { RunningServer } from '../../src/server.js';
 import { restCall } from '../helpers/process.js';
 import { TestSocket } from '../helpers/ws.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
 import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
 let pgServer: PgServer | undefined;
 const nodes: RunningServer[] = [];
 
-async function startNodes(count: number, turnTimeoutMs = 60_000): Promise<RunningServer[]> {
-  const databaseUrl = await pgServer!.createDatabase();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'chatroom-cluster-'));
+async function startNodes(count: number, turnTimeoutMs = 60_000, overrides: Partial<Config> = {}): Promise<RunningServer[]> {
+  const site = await newSite(pgServer!);
   const started: RunningServer[] = [];
   for (let i = 0; i < count; i++) {
-    const config = testConfig({
-      dataDir,
-      turnTimeoutMs,
-      linkSecret: 'shared-link-secret-for-the-test-cluster',
-      store: { kind: 'postgres', databaseUrl, poolSize: 5 },
-      rateLimitRegisterPerHour: 0,
-      maxConnectionsPerAddress: 10_000,
-    });
-    const node = await startServer(config, silentLogger);
+    const node = await startNode(site, { turnTimeoutMs, ...overrides });
     started.push(node);
     nodes.push(node);
   }
   return started;
-}
-
-async function ok(url: string, tool: string, args: unknown, token?: string) {
-  const answer = await restCall(url, tool, args, token);
-  if (!answer.body.ok) throw new Error(`${tool}: ${JSON.stringify(answer.body)}`);
-  return answer.body.data;
 }
 
 const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
@@ -135,5 +117,39 @@ describe.skipIf(!enabled)('the server on PostgreSQL', () => {
     const { messages } = await ok(b!.url, 'get_messages', { room_id: room.room_id, after_seq: 0 }, person.token);
     expect(messages.filter((m: { skip_reason: string | null }) => m.skip_reason === 'timeout').map((m: { sender: string }) => m.sender)).toEqual(['Sleepy']);
     await watcher.close();
+  });
+
+  it('rate limits are one budget across the nodes: calls spread over two nodes share the per-token limit', async () => {
+    const [a, b] = await startNodes(2, 60_000, { rateLimitPerToken: 6, rateLimitPerAddress: 0 });
+    const person = await ok(a!.url, 'register_user', { name: 'Budget' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await restCall((i % 2 ? b! : a!).url, 'list_rooms', {}, person.token)).status);
+    // Six calls pass in total (three per node), not six per node.
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
+    const over = await restCall(b!.url, 'list_rooms', {}, person.token);
+    expect(over.body.error).toMatchObject({ code: 'rate_limited' });
+  });
+
+  it('an edit and a deletion made on one node reach the subscribers on every node as message_update', async () => {
+    const [a, b, c] = await startNodes(3);
+    const person = await ok(a!.url, 'register_user', { name: 'Editor' });
+    const { room } = await ok(a!.url, 'create_room', { room_name: 'Edit room' }, person.token);
+    const watchers = [a!, b!, c!].map((node) => TestSocket.connect(wsUrl(node), person.token));
+    const sockets = await Promise.all(watchers);
+    const { message } = await ok(a!.url, 'send_message', { room_id: room.room_id, text_content: 'first draft' }, person.token);
+    for (const socket of sockets) await socket.waitForEvent('message_new', (d) => d.message.message_id === message.message_id);
+    // Edited on node B, deleted on node C: every node's subscriber gets both, in that order.
+    await ok(b!.url, 'edit_message', { message_id: message.message_id, text_content: 'final text' }, person.token);
+    for (const socket of sockets) await socket.waitForEvent('message_update', (d) => d.message.text_content === 'final text');
+    await ok(c!.url, 'delete_message', { message_id: message.message_id }, person.token);
+    for (const socket of sockets) {
+      await socket.waitForEvent('message_update', (d) => d.message.deleted === true);
+      const updates = socket.events(room.room_id).filter((f) => f.event === 'message_update');
+      expect(updates.map((f: any) => [f.data.message.seq, f.data.message.text_content, f.data.message.deleted])).toEqual([
+        [1, 'final text', false],
+        [1, '', true],
+      ]);
+    }
+    for (const socket of sockets) await socket.close();
   });
 });

@@ -9,7 +9,7 @@ import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { commitWithRetry } from '../../src/storage/postgres/stale-retry.js';
 import type { Message } from '../../src/types.js';
 import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { pgTestsEnabled, usePgServer } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
 
@@ -85,18 +85,12 @@ describe('room_changes payloads', () => {
 });
 
 describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
-  let server: PgServer;
-  beforeAll(async () => {
-    server = await startPgServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const pgServer = usePgServer();
 
   it.each(['in-commit', 'after-commit'] as const)(
     '2 × 16 concurrent committers into one room (NOTIFY %s): gapless seqs, nothing lost, every notification on both nodes',
     async (notify) => {
-      const url = await server.createDatabase();
+      const url = await pgServer().createDatabase();
       const [a, b] = [await startNode(url, notify), await startNode(url, notify)];
       try {
         const seenA = follow(a, 'r');
@@ -140,7 +134,7 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
   );
 
   it('a notification lost with its node: the feed\'s poll still brings the commit to followers', async () => {
-    const url = await server.createDatabase();
+    const url = await pgServer().createDatabase();
     const b = await startNode(url, 'after-commit', 100);
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -163,7 +157,7 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
   });
 
   it('edits reach the other node as updates, once', async () => {
-    const url = await server.createDatabase();
+    const url = await pgServer().createDatabase();
     const [a, b] = [await startNode(url), await startNode(url)];
     try {
       const seenB = follow(b, 'r');
@@ -183,7 +177,7 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
   });
 
   it('a dropped LISTEN connection reconnects and re-reads what it missed: no hole, no repeat', async () => {
-    const url = await server.createDatabase();
+    const url = await pgServer().createDatabase();
     const [a, b] = [await startNode(url), await startNode(url)];
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -223,16 +217,10 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
 });
 
 describe.skipIf(!enabled)('RoomFollower when a catch-up fails part-way', () => {
-  let server: PgServer;
-  beforeAll(async () => {
-    server = await startPgServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const pgServer = usePgServer();
 
   it('hands on the rest and the edits it missed, without repeating what it already handed on', async () => {
-    const url = await server.createDatabase();
+    const url = await pgServer().createDatabase();
     const store = new PgStore({ connectionString: url, poolSize: 4 });
     await store.open();
     try {

@@ -19,6 +19,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface PgServer {
   /** Connection string of the `postgres` database (trust auth, superuser `postgres`). */
@@ -206,5 +207,23 @@ export async function startPgServer(options: PgServerOptions = {}): Promise<PgSe
       runPg(binDir, 'pg_ctl', ['stop', '-D', dataDir, '-m', 'immediate', '-s']);
       await rm(root, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * Starts a throwaway server before the enclosing suite's tests and stops it after them; the
+ * returned function gives the running server (inside tests and hooks).
+ */
+export function usePgServer(options: PgServerOptions = {}): () => PgServer {
+  let server: PgServer | undefined;
+  beforeAll(async () => {
+    server = await startPgServer(options);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return () => {
+    if (!server) throw new Error('the PostgreSQL test server is not running');
+    return server;
   };
 }

@@ -7,25 +7,19 @@ import { migrate, loadMigrations } from '../../src/storage/postgres/migrations.j
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import type { Store } from '../../src/storage/store.js';
 import { makeAgent, makeMessage, makeRoom } from '../unit/storage-helpers.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { pgTestsEnabled, usePgServer } from './pg-server.js';
 import { startCutProxy } from './cut-proxy.js';
 import { describeStoreGuarantees } from './store-guarantees.js';
 
 describeStoreGuarantees('MemoryStore (reference)', async () => new MemoryStore(), async (s) => s.close());
 
 const enabled = pgTestsEnabled();
-let server: PgServer;
 
 describe.skipIf(!enabled)('PgStore', () => {
-  beforeAll(async () => {
-    server = await startPgServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const pgServer = usePgServer();
 
   const openStore = async (): Promise<PgStore> => {
-    const store = new PgStore({ connectionString: await server.createDatabase(), poolSize: 4 });
+    const store = new PgStore({ connectionString: await pgServer().createDatabase(), poolSize: 4 });
     await store.open();
     return store;
   };
@@ -33,7 +27,7 @@ describe.skipIf(!enabled)('PgStore', () => {
   describeStoreGuarantees('PgStore', openStore, async (s: Store) => s.close());
 
   it('applies migrations once, also when nodes open together, and refuses a newer schema', async () => {
-    const url = await server.createDatabase();
+    const url = await pgServer().createDatabase();
     const stores = [1, 2, 3].map(() => new PgStore({ connectionString: url, poolSize: 2 }));
     await Promise.all(stores.map((s) => s.open()));
     const client = new pg.Client({ connectionString: url });
@@ -53,7 +47,7 @@ describe.skipIf(!enabled)('PgStore', () => {
   });
 
   it('keeps data across a reopen (another process on the same database)', async () => {
-    const url = await server.createDatabase();
+    const url = await pgServer().createDatabase();
     const first = new PgStore({ connectionString: url });
     await first.open();
     const v = await first.createRoom(makeRoom('r'));
@@ -82,17 +76,11 @@ describe.skipIf(!enabled)('PgStore', () => {
 });
 
 describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
-  let pgServer: PgServer;
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    await pgServer?.stop();
-  });
+  const pgServer = usePgServer();
 
   it('resolves when the commit landed but its answer was lost, rejects without a trace when it never ran', async () => {
-    await pgServer.createDatabase('indoubt');
-    const proxy = await startCutProxy(pgServer.port, 'indoubt');
+    await pgServer().createDatabase('indoubt');
+    const proxy = await startCutProxy(pgServer().port, 'indoubt');
     const store = new PgStore({ connectionString: proxy.url, poolSize: 2 });
     try {
       await store.open();

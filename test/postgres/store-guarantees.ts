@@ -5,22 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { NameTakenError, StaleRoomError, type Store } from '../../src/storage/store.js';
 import type { Member } from '../../src/types.js';
+import { makeMember } from '../unit/export-fixtures.js';
 import { makeAgent, makeMessage, makeRoom, makeUser } from '../unit/storage-helpers.js';
 
+/** An agent member of a test room. */
 export function member(participantId: string, name: string): Member {
-  return {
-    name,
-    role: 'ai_agent',
-    introduce: '',
-    status: 'online',
-    last_active: '2026-01-01T00:00:00.000Z',
-    is_host: false,
-    skip_list: [],
-    language_preference: 'en',
-    timezone_preference: 'UTC',
-    participant_id: participantId,
-    joined_at: '2026-01-01T00:00:00.000Z',
-  } as Member;
+  return makeMember({ name, participant_id: participantId, language_preference: 'en', timezone_preference: 'UTC' });
 }
 
 export function describeStoreGuarantees(label: string, makeStore: () => Promise<Store>, cleanup: (s: Store) => Promise<void>): void {

@@ -23,7 +23,7 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
  */
 export function fileStoresPerTest(
   options: { withLogDir?: boolean } = {},
-): { readonly dir: string; readonly logDir: string; store: (logger?: Logger) => FileStore } {
+): { readonly dir: string; readonly logDir: string; store: (logger?: Logger, options?: { warmIndexes?: boolean }) => FileStore } {
   let dir = '';
   let cleanup = async (): Promise<void> => undefined;
   const stores: FileStore[] = [];
@@ -42,8 +42,8 @@ export function fileStoresPerTest(
     get logDir() {
       return join(dir, 'room_messages');
     },
-    store(logger = silentLogger) {
-      const s = new FileStore({ dataDir: dir, logger });
+    store(logger = silentLogger, options = {}) {
+      const s = new FileStore({ dataDir: dir, logger, ...options });
       stores.push(s);
       return s;
     },

@@ -15,8 +15,8 @@ beforeEach(() => {
   ({ dir, logDir } = scratch);
 });
 
-function store(opts: { logger?: Logger } = {}): FileStore {
-  return scratch.store(opts.logger);
+function store(opts: { logger?: Logger; warmIndexes?: boolean } = {}): FileStore {
+  return scratch.store(opts.logger, { warmIndexes: opts.warmIndexes ?? false });
 }
 
 const jsonl = (messages: Message[]) => messages.map((m) => JSON.stringify(m) + '\n').join('');
@@ -179,21 +179,52 @@ describe('persisted message indexes', () => {
     return messages;
   }
 
-  it('are written on a clean shutdown and used at the next start, the log after them scanned', async () => {
+  it('after a clean shutdown, start-up reads no log and no index: a room is loaded on first use', async () => {
     const messages = await storeWith(20);
+    const inR2 = (await writeRoom('r2', 5))[2]!;
+    await (await openLogged()).s.close(); // r2 indexed by a scan, then persisted with r1
     const { s, opened } = await openLogged();
-    expect(opened.persisted_indexes_used).toBe(1);
+    expect(opened).toMatchObject({ persisted_indexes_used: 0, indexes_loaded_on_use: 2, messages: 25 });
+    expect(await lastSeq(s, 'r1')).toBe(20); // from the manifest
+    expect(s.stats().indexBytes).toBe(0);
     expect(await all(s, 'r1')).toEqual(messages);
     expect((await s.findByClientMsgId('r1', messages[6]!.sender_id, 'c7'))?.message_id).toBe(messages[6]!.message_id);
     expect(await s.lastPersonSeq('r1')).toBe(19);
+    // A message of a room not loaded yet is found by id (its index is loaded then).
+    const withR1 = s.stats().indexBytes;
+    expect((await s.getMessage(inR2.message_id))?.seq).toBe(3);
+    expect(s.stats().indexBytes).toBeGreaterThan(withR1);
+    expect(await s.messageCount()).toBe(25);
+    // A commit to a room not loaded (no loadRoom first) continues its seqs.
     await s.close();
+    const third = store();
+    await third.open();
+    await third.commitRoom('r2', { messages: [makeMessage('r2', 6)], expectedVersion: 1 });
+    expect((await all(third, 'r2')).map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    await third.close();
+    const fourth = await openLogged();
+    expect(fourth.opened).toMatchObject({ indexes_loaded_on_use: 2, messages: 26 });
+    expect(await lastSeq(fourth.s, 'r2')).toBe(6);
+  });
 
+  it('the warm-up loads every lazy room in the background; close waits for it', async () => {
+    const messages = await storeWith(30);
+    const s = store({ warmIndexes: true });
+    await s.open();
+    await expect.poll(() => s.stats().indexBytes).toBeGreaterThan(0);
+    expect(await all(s, 'r1')).toEqual(messages);
+    await s.close();
+  });
+
+  it('a log changed after the clean shutdown is checked at start: the index, the lines after it, a torn tail cut', async () => {
+    const messages = await storeWith(20);
     // Lines appended after the index was written (acknowledged, then a crash), and a torn tail.
     const later = [makeMessage('r1', 21, { role: 'user' }), { ...messages[0]!, text_content: 'edited later' }];
     const { appendFile } = await import('node:fs/promises');
     await appendFile(join(logDir, 'r1.jsonl'), jsonl(later) + '{"message_id":"torn');
     const again = await openLogged();
-    expect(again.opened.persisted_indexes_used).toBe(1);
+    expect(again.opened).toMatchObject({ persisted_indexes_used: 1, indexes_loaded_on_use: 0 });
+    expect(again.lines.some((l) => l.msg === 'room log had a torn last line; cut it off')).toBe(true);
     expect((await all(again.s, 'r1')).map((m) => m.text_content)).toEqual([
       'edited later',
       ...messages.slice(1).map((m) => m.text_content),
@@ -210,16 +241,26 @@ describe('persisted message indexes', () => {
     bytes[bytes.length - 5] ^= 0xff; // a damaged array
     await writeFile(idx, bytes);
     const damaged = await openLogged();
-    expect(damaged.opened.persisted_indexes_used).toBe(0);
-    expect(damaged.lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.reason === 'checksum')).toBe(true);
+    expect(damaged.opened.indexes_loaded_on_use).toBe(1); // the log is unchanged: read on use
     expect(await all(damaged.s, 'r1')).toEqual(messages);
+    expect(damaged.lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.reason === 'checksum')).toBe(true);
     await damaged.s.close(); // writes a good one again
 
-    // The log replaced by another one (a restore): the fingerprint no longer matches.
+    // The log replaced by another one (a restore): size and mtime differ from the manifest, and
+    // the fingerprint no longer matches.
     const other = Array.from({ length: 12 }, (_, i) => makeMessage('r1', i + 1));
     await writeFile(join(logDir, 'r1.jsonl'), jsonl(other));
     const replaced = await openLogged();
-    expect(replaced.opened.persisted_indexes_used).toBe(0);
+    expect(replaced.opened).toMatchObject({ persisted_indexes_used: 0, indexes_loaded_on_use: 0 });
     expect(await all(replaced.s, 'r1')).toEqual(other);
+  });
+
+  it('a damaged manifest is ignored: every log is checked at start', async () => {
+    const messages = await storeWith(10);
+    await writeFile(join(logDir, 'indexes.json'), '{"v":1,"rooms":{"r1":[1,');
+    const { s, opened, lines } = await openLogged();
+    expect(opened).toMatchObject({ persisted_indexes_used: 1, indexes_loaded_on_use: 0 });
+    expect(lines.some((l) => l.msg === 'index manifest not used; every room log is checked at start')).toBe(true);
+    expect(await all(s, 'r1')).toEqual(messages);
   });
 });

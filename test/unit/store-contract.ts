@@ -240,6 +240,35 @@ export function storeContract(
         expect(await store.readMessages('no-such-room', { afterSeq: 0, limit: 10 })).toEqual([]);
       });
 
+      it('creates a room with its first messages in one write; seqs must start at 1 without a gap', async () => {
+        const roomId = newRoomId();
+        const messages = [makeMessage(roomId, 1), makeMessage(roomId, 2, { sender_id: 'a1', role: 'ai_agent' })];
+        const version = await store.createRoom(makeRoom(roomId), messages);
+        expect(await store.loadRoom(roomId)).toMatchObject({ lastSeq: 2, version });
+        expect(await store.readMessages(roomId, { afterSeq: 0, limit: 10 })).toEqual(messages);
+        expect(await store.getMessage(messages[1]!.message_id)).toEqual(messages[1]);
+        const gap = newRoomId();
+        await expect(store.createRoom(makeRoom(gap), [makeMessage(gap, 2)])).rejects.toThrow(/seq/);
+        expect(await store.loadRoom(gap)).toBeUndefined();
+        // The next commit continues after them.
+        await store.commitRoom(roomId, { messages: [makeMessage(roomId, 3)], expectedVersion: version });
+        expect((await store.loadRoom(roomId))!.lastSeq).toBe(3);
+        if (h.reopen) {
+          await reopen();
+          expect(await store.readMessages(roomId, { afterSeq: 0, limit: 10 })).toHaveLength(3);
+        }
+      });
+
+      it('roomIdsWhere: the ids of the rooms whose stored state passes the test', async () => {
+        const a = makeRoom(newRoomId(), { room_name: 'Alpha' });
+        const b = makeRoom(newRoomId(), { room_name: 'Beta', archived: true });
+        await store.createRoom(a);
+        await store.createRoom(b);
+        expect((await store.roomIdsWhere(() => true)).sort()).toEqual([a.room_id, b.room_id].sort());
+        expect(await store.roomIdsWhere((room) => room.archived)).toEqual([b.room_id]);
+        expect(await store.roomIdsWhere((room) => room.room_name === 'Gamma')).toEqual([]);
+      });
+
       it('lists public summaries, archived ones only when asked', async () => {
         const open = makeRoom(newRoomId(), { password_hash: 'h', members: [member('u1', 'u'), member('a1', 'a')] });
         const archived = makeRoom(newRoomId(), { archived: true, interaction_mode: 'host' });
@@ -583,6 +612,13 @@ export function storeContract(
           run: (s) => s.putParticipant(agent('a1', { name: 'Renamed', token_hashes: ['rotated'] }), 'renamed'),
         },
         { name: 'createRoom', run: (s) => s.createRoom(makeRoom(newRoomId(), { members: [member('a1', 'a')] })) },
+        {
+          name: 'createRoom (with its first messages)',
+          run: (s) => {
+            const roomId = newRoomId();
+            return s.createRoom(makeRoom(roomId, { members: [member('a1', 'a')] }), [makeMessage(roomId, 1), makeMessage(roomId, 2, { sender_id: 'a1' })]);
+          },
+        },
         {
           name: 'commitRoom (messages and state)',
           run: (s, { roomId, version, lastSeq }) =>

@@ -1,6 +1,6 @@
 // Turn deadlines stored in PostgreSQL, fired once, on some live node (SPEC §11).
 //
-// The `deadlines` table (002_deadlines.sql) holds one row per room whose running turn has a
+// The `deadlines` table (migrations/001_initial.sql) holds one row per room whose running turn has a
 // timer. PgStore keeps it in step with the room state inside each commit (from
 // `turnDeadlineOf(room)`), so there is nothing to call when a turn starts, is extended or ends.
 //

@@ -33,4 +33,5 @@ export {
   type DeadlineWatcherOptions,
 } from './deadlines.js';
 export { memoryLimiters, postgresLimiters, type LimiterFactory, type LimiterSpec } from './rate-limits.js';
+export { NodePresence, type NodePresenceOptions } from './node-presence.js';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrations.js';

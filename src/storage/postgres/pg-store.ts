@@ -31,16 +31,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
-import { participantIdOf, summarise } from '../store-util.js';
-import {
-  NameTakenError,
-  StaleRoomError,
-  type LoadedRoom,
-  type MessagePage,
-  type ParticipantRecord,
-  type RoomCommit,
-  type Store,
-} from '../store.js';
+import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
+import { NameTakenError, StaleRoomError } from '../store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
 import { migrate } from './migrations.js';
 import { CommitNotifier } from './notifier.js';
@@ -57,7 +50,7 @@ export interface PgStoreOptions {
   /**
    * When commits NOTIFY room_changes: 'after-commit' (default) right after, batched
    * (./notifier.ts), or 'in-commit' inside the commit's transaction (commit order, survives a
-   * crash, but serialises commits on the WAL flush: see 002_deadlines.sql).
+   * crash, but serialises commits on the WAL flush: see 001_initial.sql).
    */
   notify?: 'after-commit' | 'in-commit';
 }
@@ -99,13 +92,38 @@ const column = (text: string): string => text.replaceAll('\0', '');
 /** What search matches against: lower-cased like the reference store. */
 const searchText = (text: string): string => column(text.toLowerCase());
 
-/** The turn deadline the commit function stores for the deadlines table (002_deadlines.sql). */
+/** The turn deadline the commit function stores for the deadlines table (001_initial.sql). */
 function deadlineParams(room: RoomRecord | undefined): [deadline: string | null, turnKey: string | null] {
   const turn = room ? turnDeadlineOf(room) : null;
   return turn ? [turn.deadline, turn.turnKey] : [null, null];
 }
 
 /** The columns a room row keeps beside its state. */
+/** The parameters of chatroom_commit_room (001_initial.sql), in its order. */
+const COMMIT_ARGS = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19';
+
+function commitParams(roomId: string, commit: RoomCommit, commitId: string, notifyInCommit: boolean): unknown[] {
+  const ms = commit.messages;
+  return [
+    roomId,
+    commit.expectedVersion,
+    commitId,
+    commit.room ? JSON.stringify(commit.room) : null,
+    ...(commit.room ? roomColumns(commit.room) : [null, null, null]),
+    ms.map((m) => m.seq),
+    ms.map((m) => column(m.message_id)),
+    ms.map((m) => JSON.stringify(m)),
+    ms.map((m) => column(m.sender_id)),
+    ms.map((m) => column(m.role)),
+    ms.map((m) => m.visible),
+    ms.map((m) => m.deleted),
+    ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
+    ms.map((m) => searchText(m.text_content)),
+    ...deadlineParams(commit.room),
+    notifyInCommit,
+  ];
+}
+
 function roomColumns(room: RoomRecord): [summary: string, archived: boolean, memberIds: string[]] {
   return [JSON.stringify(summarise(room)), room.archived, room.members.map((m) => column(m.participant_id))];
 }
@@ -221,6 +239,11 @@ export class PgStore implements Store {
     return rows.map((r) => r.room_id);
   }
 
+  async roomIdsWhere(test: (room: Readonly<RoomRecord>) => boolean): Promise<string[]> {
+    const { rows } = await this.pool.query<{ state: RoomRecord }>('SELECT state FROM rooms ORDER BY position');
+    return rows.filter((r) => test(r.state)).map((r) => r.state.room_id);
+  }
+
   async listRoomSummaries(includeArchived: boolean): Promise<PublicRoomSummary[]> {
     const { rows } = await this.pool.query<{ summary: PublicRoomSummary }>(
       'SELECT summary FROM rooms WHERE $1 OR NOT archived ORDER BY position',
@@ -237,36 +260,62 @@ export class PgStore implements Store {
     return rows.map((r) => r.room_id);
   }
 
-  async createRoom(room: RoomRecord): Promise<number> {
+  async createRoom(room: RoomRecord, messages: readonly Message[] = []): Promise<number> {
+    checkCommitSeqs(room.room_id, 0, () => undefined, messages);
     const state = JSON.stringify(room);
+    const insert = {
+      text: `WITH created AS (
+               INSERT INTO rooms (room_id, version, last_seq, state, summary, archived, member_ids)
+                 VALUES ($1, 1, 0, $2, $3, $4, $5) RETURNING room_id
+             ), timer AS (
+               INSERT INTO deadlines (room_id, deadline, turn_key)
+                 SELECT room_id, $6, $7 FROM created WHERE $6::timestamptz IS NOT NULL
+             )
+             SELECT pg_notify('room_changes', room_id || ':1:0') FROM created WHERE $8`,
+      values: [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room), messages.length === 0],
+    };
     let attempts = 0;
+    let version = 1;
     try {
-      await this.retryInDoubt(() => {
+      await this.retryInDoubt(async () => {
         attempts++;
-        return this.pool.query(
-          `WITH created AS (
-             INSERT INTO rooms (room_id, version, last_seq, state, summary, archived, member_ids)
-               VALUES ($1, 1, 0, $2, $3, $4, $5) RETURNING room_id
-           ), timer AS (
-             INSERT INTO deadlines (room_id, deadline, turn_key)
-               SELECT room_id, $6, $7 FROM created WHERE $6::timestamptz IS NOT NULL
-           )
-           SELECT pg_notify('room_changes', room_id || ':1:0') FROM created`,
-          [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room)],
-        );
+        if (messages.length === 0) return this.pool.query(insert);
+        // The room and its first messages (an imported history) in one transaction.
+        const client = await this.pool.connect();
+        const ignore = (): void => undefined;
+        client.on('error', ignore);
+        let broken = false;
+        try {
+          await client.query('BEGIN');
+          await client.query(insert);
+          const { rows } = await client.query<{ new_version: string; new_last_seq: string }>(
+            `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
+            commitParams(room.room_id, { messages, expectedVersion: 1 }, randomUUID(), true),
+          );
+          await client.query('COMMIT');
+          version = Number(rows[0]!.new_version);
+        } catch (err) {
+          broken = !isDefiniteFailure(err);
+          if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        } finally {
+          client.off('error', ignore);
+          client.release(broken);
+        }
       });
     } catch (err) {
       if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'rooms_pkey') {
         // A repeat after a lost answer finds the room the first try created: ours if it holds
-        // exactly the state we wrote.
-        if (attempts > 1 && (await this.pool.query('SELECT 1 FROM rooms WHERE room_id = $1 AND state::text = $2', [room.room_id, state])).rowCount) {
-          return 1;
-        }
+        // exactly the state we wrote (and, with messages, the version their commit made).
+        const found = attempts > 1
+          ? await this.pool.query<{ version: string }>('SELECT version FROM rooms WHERE room_id = $1 AND state::text = $2', [room.room_id, state])
+          : undefined;
+        if (found?.rowCount) return Number(found.rows[0]!.version);
         throw new Error(`room ${room.room_id} exists`);
       }
       throw err;
     }
-    return 1;
+    return version;
   }
 
   async commitRoom(roomId: string, commit: RoomCommit): Promise<number> {
@@ -274,25 +323,7 @@ export class PgStore implements Store {
       if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
     }
     const commitId = randomUUID();
-    const ms = commit.messages;
-    const params = [
-      roomId,
-      commit.expectedVersion,
-      commitId,
-      commit.room ? JSON.stringify(commit.room) : null,
-      ...(commit.room ? roomColumns(commit.room) : [null, null, null]),
-      ms.map((m) => m.seq),
-      ms.map((m) => column(m.message_id)),
-      ms.map((m) => JSON.stringify(m)),
-      ms.map((m) => column(m.sender_id)),
-      ms.map((m) => column(m.role)),
-      ms.map((m) => m.visible),
-      ms.map((m) => m.deleted),
-      ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
-      ms.map((m) => searchText(m.text_content)),
-      ...deadlineParams(commit.room),
-      this.notifier === undefined,
-    ];
+    const params = commitParams(roomId, commit, commitId, this.notifier === undefined);
     const client = await this.pool.connect();
     // A connection that dies while checked out emits 'error' on the client (not the pool);
     // the query's own rejection below is what handles it.
@@ -303,8 +334,7 @@ export class PgStore implements Store {
       // Named: each connection parses and plans it once.
       const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
         name: 'chatroom-commit-room',
-        text: `SELECT new_version, new_last_seq
-               FROM chatroom_commit_room($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+        text: `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
         values: params,
       });
       const version = Number(rows[0]!.new_version);
@@ -435,6 +465,16 @@ export class PgStore implements Store {
       [roomId, column(senderId), column(clientMsgId)],
     );
     return rows[0]?.record;
+  }
+
+  async readRewritten(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]> {
+    const { rows } = await this.pool.query<{ record: Message }>(
+      `SELECT record FROM messages
+       WHERE room_id = $1 AND seq <= $2 AND written_version > $3 AND written_version <= $4
+       ORDER BY written_version, seq`,
+      [roomId, throughSeq, afterVersion, throughVersion],
+    );
+    return rows.map((r) => r.record);
   }
 
   async messageCount(): Promise<number> {

@@ -7,7 +7,7 @@
 //   await byToken.consume(participantId);   // rejects with RateLimiterRes when over the limit
 //
 // On PostgreSQL this is rate-limiter-flexible's RateLimiterPostgres on the table that
-// 003_rate_limits.sql creates (the store must be open). Each consume is one atomic upsert, so
+// 001_initial.sql creates (the store must be open). Each consume is one atomic upsert, so
 // parallel calls on several nodes never let more than `points` through per window. If the
 // database cannot be reached, an in-memory limiter with the same limits takes over on that node
 // (`insuranceLimiter`) instead of failing the call: limits then hold per node until it is back.

@@ -1,4 +1,7 @@
--- 001: participants, rooms and messages, and the room commit function.
+-- 001: the whole schema: participants, rooms and messages, the room commit function, stored
+-- turn deadlines, shared rate-limit counters, and node heartbeats with the presence each node
+-- serves. (The PostgreSQL store was never released before this file; earlier development
+-- versions 002 and 003 are folded in here.)
 --
 -- Records are kept as `json` (not jsonb) so every read returns exactly what was written, key
 -- order included. PostgreSQL's JSON operators reject a string holding U+0000, which message
@@ -77,22 +80,48 @@ CREATE INDEX messages_by_client_msg_id ON messages (room_id, sender_id, client_m
 -- search_messages: LIKE '%…%' substring match served by trigrams.
 CREATE INDEX messages_search_trgm ON messages USING gin (search_text gin_trgm_ops);
 
+-- Stored turn deadlines, so a deadline fires once, on some live node, even when the node
+-- that set it died (SPEC §11).
+--
+-- A room's row here mirrors its state: every commit that carries a new state sets it from the
+-- running turn's deadline (or deletes it when no timer runs), in the same transaction. The turn
+-- key names that deadline instance (round, queue position, agent, deadline), so a claim can be
+-- checked against the room before acting. Nodes claim due rows with a short lease
+-- (deadlines.ts): a claim by a node that dies expires and another node takes it.
+
+CREATE TABLE deadlines (
+  room_id text PRIMARY KEY REFERENCES rooms (room_id),
+  deadline timestamptz NOT NULL,
+  turn_key text NOT NULL,
+  -- The node holding the claim, until lease_until (NULL = unclaimed).
+  claimed_by text,
+  lease_until timestamptz
+);
+CREATE INDEX deadlines_due ON deadlines (deadline);
+
 -- One room commit, in the caller's single statement (= one transaction): lock the room row,
 -- check the version, insert new messages / replace new versions of existing ones, store the
--- state, bump the version, and NOTIFY the other nodes. NOTIFY inside the transaction is
--- delivered only if it commits, and in commit order.
+-- state and the room's deadline row, bump the version, and return the new version and last
+-- seq.
 --
--- p_state NULL keeps the state (and p_summary, p_archived, p_member_ids are ignored). The
--- message arrays are parallel, one entry per message in commit order.
+-- p_state NULL keeps the state (and p_summary, p_archived, p_member_ids, p_deadline are
+-- ignored). The message arrays are parallel, one entry per message in commit order.
 --
 -- Errors: CRNRM no such room, CRSTL stale version (another node committed), CRSEQ a message
 -- that is neither the next seq nor a new version of the message at its seq.
+--
+-- NOTIFY is optional: inside the commit (p_notify) it is delivered in commit order and only if
+-- committed, but PostgreSQL holds a database-wide lock from NOTIFY
+-- to the end of COMMIT, so notifying commits cannot share a WAL flush. PgStore's default sends
+-- the notification right after the commit instead, batched (see pg-store.ts).
 CREATE FUNCTION chatroom_commit_room(
   p_room_id text, p_expected bigint, p_commit uuid,
   p_state json, p_summary json, p_archived boolean, p_member_ids text[],
   p_seqs bigint[], p_ids text[], p_records json[], p_sender_ids text[], p_roles text[],
-  p_visible boolean[], p_deleted boolean[], p_client_msg_ids text[], p_search text[]
-) RETURNS bigint LANGUAGE plpgsql AS $$
+  p_visible boolean[], p_deleted boolean[], p_client_msg_ids text[], p_search text[],
+  p_deadline timestamptz, p_turn_key text, p_notify boolean,
+  OUT new_version bigint, OUT new_last_seq bigint
+) LANGUAGE plpgsql AS $$
 DECLARE
   cur_version bigint;
   next_seq bigint;
@@ -130,10 +159,55 @@ BEGIN
       SET version = cur_version + 1, last_seq = next_seq - 1, state = p_state, summary = p_summary,
           archived = p_archived, member_ids = p_member_ids
       WHERE room_id = p_room_id;
+    -- The room's deadline follows its running turn. Re-setting the same turn key keeps a
+    -- running claim: a commit that does not change the turn must not hand its deadline to a
+    -- second node while the first is firing it.
+    IF p_deadline IS NULL THEN
+      DELETE FROM deadlines WHERE room_id = p_room_id;
+    ELSE
+      INSERT INTO deadlines (room_id, deadline, turn_key) VALUES (p_room_id, p_deadline, p_turn_key)
+        ON CONFLICT (room_id) DO UPDATE
+          SET deadline = EXCLUDED.deadline, turn_key = EXCLUDED.turn_key, claimed_by = NULL, lease_until = NULL
+          WHERE deadlines.turn_key IS DISTINCT FROM EXCLUDED.turn_key;
+    END IF;
   END IF;
   INSERT INTO room_commits (room_id, slot, version, commit_id) VALUES (p_room_id, (cur_version + 1) % 64, cur_version + 1, p_commit)
     ON CONFLICT (room_id, slot) DO UPDATE SET version = EXCLUDED.version, commit_id = EXCLUDED.commit_id;
-  PERFORM pg_notify('room_changes', p_room_id || ':' || (cur_version + 1) || ':' || (next_seq - 1));
-  RETURN cur_version + 1;
+  IF p_notify THEN
+    PERFORM pg_notify('room_changes', p_room_id || ':' || (cur_version + 1) || ':' || (next_seq - 1));
+  END IF;
+  new_version := cur_version + 1;
+  new_last_seq := next_seq - 1;
 END
 $$;
+
+-- Rate-limit counters shared by all nodes (rate-limiter-flexible's RateLimiterPostgres,
+-- wired in rate-limits.ts). The layout is the library's own; it is created here rather than by
+-- the library so that nodes starting together do not race on CREATE TABLE.
+CREATE TABLE chatroom_rate_limits (
+  key varchar(255) PRIMARY KEY,
+  points integer NOT NULL DEFAULT 0,
+  -- Epoch milliseconds (the nodes' clocks: keep them in sync with NTP).
+  expire bigint
+);
+-- The library's hourly clean-up deletes by expiry.
+CREATE INDEX chatroom_rate_limits_expire ON chatroom_rate_limits (expire);
+
+-- Node heartbeats and the participants each node serves (SPEC §11: presence from heartbeats
+-- stored per node). Every node inserts its row at start and refreshes heartbeat_at every
+-- couple of seconds; it keeps one row per participant it counts as online (sockets, waits,
+-- recent calls). A node whose heartbeat is older than the socket grace period is dead: the
+-- first live node to delete its row (node-presence.ts) takes its participants offline unless
+-- another live node still serves them.
+CREATE TABLE chatroom_nodes (
+  node_id text PRIMARY KEY,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  heartbeat_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE chatroom_node_presence (
+  node_id text NOT NULL,
+  participant_id text NOT NULL,
+  PRIMARY KEY (node_id, participant_id)
+);
+CREATE INDEX chatroom_node_presence_participant ON chatroom_node_presence (participant_id);

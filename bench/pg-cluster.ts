@@ -1,0 +1,231 @@
+// Three server nodes on one PostgreSQL (STORE=postgres, SPEC §11), all on this machine: a
+// throwaway cluster with fsync on (production settings) and three server processes
+// (`dist/src/cli.js start`, built first) sharing it. Measures, in this order:
+//   1. durable send_message/s with 64 closed-loop senders spread over the nodes (sender i calls
+//      node i % 3), into one room and into 64 rooms (one per sender);
+//   2. cross-node delivery: 300 WebSocket subscribers (100 per node), a person sending 100
+//      msg/s to node 1; latency from the scheduled send to each delivery;
+//   3. turn hand-off across nodes: agent A on node 2, agent B on node 3, answering each other's
+//      turns; answer sent → the other agent's agent_turn received;
+//   4. fail-over: a client on node 3 whose node is SIGKILLed reconnects to node 1; the time from
+//      the kill to its first answered call there (and to a live event from the room).
+// Per-address rate limits are off (all clients share 127.0.0.1); per-token limits stay on
+// (counted in PostgreSQL like in production).
+//
+//   npm run build && npx tsx bench/pg-cluster.ts [seconds-per-step=5]
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { startPgServer } from '../test/postgres/pg-server.js';
+import { percentile, rest, startBenchServer, type BenchServer } from './util.js';
+
+const seconds = Number(process.argv[2] ?? 5);
+
+interface Client {
+  ws: WebSocket;
+  frames: (frame: any, at: number) => void;
+}
+
+async function socket(url: string, token: string, onFrame: (frame: any, at: number) => void = () => undefined): Promise<Client> {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws`);
+  const client: Client = { ws, frames: onFrame };
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  const authed = new Promise<void>((resolve) => {
+    ws.on('message', (raw) => {
+      const at = performance.now();
+      const frame = JSON.parse(String(raw));
+      if (frame.type === 'auth_ok') resolve();
+      client.frames(frame, at);
+    });
+  });
+  ws.send(JSON.stringify({ type: 'auth', token }));
+  await authed;
+  return client;
+}
+
+async function ok(url: string, tool: string, args: unknown, token?: string): Promise<any> {
+  const answer = await rest(url, tool, args, token);
+  if (!answer.ok) throw new Error(`${tool}: ${JSON.stringify(answer.error)}`);
+  return answer.data;
+}
+
+async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
+  const senders = 64;
+  const people = await Promise.all(Array.from({ length: senders }, (_, i) => ok(nodes[i % 3]!.url, 'register_user', { name: `S${rooms}${i}` })));
+  const shared = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Sends' }, people[0].token)).room.room_id;
+  const roomOf: string[] = [];
+  for (const [i, p] of people.entries()) {
+    if (rooms === 'one') {
+      if (i > 0) await ok(nodes[i % 3]!.url, 'join_room', { room_id: shared }, p.token);
+      roomOf.push(shared);
+    } else {
+      roomOf.push((await ok(nodes[i % 3]!.url, 'create_room', { room_name: `Own ${i}` }, p.token)).room.room_id);
+    }
+  }
+  const latencies: number[] = [];
+  let failed = 0;
+  const end = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    people.map(async (p, i) => {
+      for (let n = 0; performance.now() < end; n++) {
+        const started = performance.now();
+        const answer = await rest(nodes[i % 3]!.url, 'send_message', { room_id: roomOf[i], text_content: `bench ${i}/${n} 基准测试` }, p.token);
+        if (answer.ok) latencies.push(performance.now() - started);
+        else failed++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  return { rooms, senders, perSecond: Math.round(latencies.length / elapsed), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed };
+}
+
+async function delivery(nodes: BenchServer[]) {
+  const person = await ok(nodes[0]!.url, 'register_user', { name: 'Broadcaster' });
+  const roomId = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Fan-out' }, person.token)).room.room_id;
+  const sentAt = new Map<number, number>();
+  const latencies: number[] = [];
+  const perNode = [[], [], []] as number[][];
+  let received = 0;
+  let reordered = 0;
+  const clients: Client[] = [];
+  for (let i = 0; i < 300; i++) {
+    let last = 0;
+    const node = i % 3;
+    clients.push(
+      await socket(nodes[node]!.url, person.token, (frame, at) => {
+        if (frame.type !== 'event' || frame.event !== 'message_new' || frame.room_id !== roomId) return;
+        const seq = frame.data.message.seq as number;
+        if (seq <= last) reordered++;
+        last = seq;
+        const sent = sentAt.get(seq);
+        if (sent === undefined) return;
+        received++;
+        latencies.push(at - sent);
+        perNode[node]!.push(at - sent);
+      }),
+    );
+  }
+  const total = 100 * seconds;
+  const t0 = performance.now();
+  const pending: Promise<unknown>[] = [];
+  for (let k = 0; k < total; k++) {
+    const due = t0 + k * 10;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    pending.push(
+      rest(nodes[0]!.url, 'send_message', { room_id: roomId, text_content: `fan-out ${k} ${'x'.repeat(200)}` }, person.token).then((a) => {
+        if (a.ok) sentAt.set(a.data.message.seq, due);
+      }),
+    );
+  }
+  await Promise.all(pending);
+  const deadline = performance.now() + 10_000;
+  while (received < total * 300 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  for (const c of clients) c.ws.terminate();
+  return {
+    subscribers: 300,
+    perSecond: 100,
+    deliveries: received,
+    expected: total * 300,
+    reordered,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    p99ByNode: perNode.map((l) => percentile(l, 99)),
+  };
+}
+
+async function handoff(nodes: BenchServer[], handoffs = 300) {
+  const person = await ok(nodes[0]!.url, 'register_user', { name: 'HandoffHost' });
+  const roomId = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Hand-off' }, person.token)).room.room_id;
+  await ok(nodes[0]!.url, 'update_room', { room_id: roomId, max_auto_rounds: 100_000 }, person.token);
+  const latencies: number[] = [];
+  let sentAt = 0;
+  let done: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const agents: Record<string, Client> = {};
+  let calls = 0;
+  const answer = (name: string) => {
+    sentAt = performance.now();
+    agents[name]!.ws.send(JSON.stringify({ type: 'call', id: String(++calls), tool: 'send_message', args: { room_id: roomId, text_content: `${name} answers` } }));
+  };
+  let first = true;
+  for (const [name, node] of [['A', 1], ['B', 2]] as const) {
+    const reg = await ok(nodes[node]!.url, 'register_agent', { name: `Hand${name}` });
+    await ok(nodes[node]!.url, 'join_room', { room_id: roomId }, reg.token);
+    agents[name] = await socket(nodes[node]!.url, reg.token, (frame, at) => {
+      if (frame.type !== 'event' || frame.event !== 'agent_turn' || frame.data.agent_name !== `Hand${name}`) return;
+      if (!first) latencies.push(at - sentAt);
+      first = false;
+      if (latencies.length >= handoffs) return done();
+      answer(name);
+    });
+  }
+  await ok(nodes[0]!.url, 'send_message', { room_id: roomId, text_content: 'Start the hand-offs.' }, person.token);
+  await finished;
+  for (const c of Object.values(agents)) c.ws.terminate();
+  return { handoffs: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+}
+
+async function failover(nodes: BenchServer[]) {
+  const person = await ok(nodes[0]!.url, 'register_user', { name: 'Mover' });
+  const talker = await ok(nodes[1]!.url, 'register_user', { name: 'Talker' });
+  const roomId = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Fail-over' }, person.token)).room.room_id;
+  await ok(nodes[1]!.url, 'join_room', { room_id: roomId }, talker.token);
+  await socket(nodes[2]!.url, person.token);
+  const killedAt = performance.now();
+  nodes[2]!.child.kill('SIGKILL');
+  // The client notices (its socket closes) and reconnects to the next node.
+  let liveAt = 0;
+  let lastSeq = 0;
+  const moved = await socket(nodes[0]!.url, person.token, (frame, at) => {
+    if (frame.type === 'event' && frame.event === 'message_new' && frame.data.message.text_content === 'after the kill') liveAt = at;
+    if (frame.type === 'event' && frame.event === 'message_new') lastSeq = frame.data.message.seq;
+  });
+  const connectedAt = performance.now();
+  const answered = await ok(nodes[0]!.url, 'get_room', { room_id: roomId }, person.token);
+  const servedAt = performance.now();
+  await ok(nodes[1]!.url, 'send_message', { room_id: roomId, text_content: 'after the kill' }, talker.token);
+  while (liveAt === 0) await new Promise((r) => setTimeout(r, 1));
+  moved.ws.terminate();
+  return {
+    reconnectedMs: Math.round((connectedAt - killedAt) * 10) / 10,
+    firstAnswerMs: Math.round((servedAt - killedAt) * 10) / 10,
+    liveEventMs: Math.round((liveAt - killedAt) * 10) / 10,
+    roomOk: answered.room.room_id === roomId && lastSeq > 0,
+  };
+}
+
+const pg = await startPgServer({ fsync: true });
+const nodes: BenchServer[] = [];
+try {
+  const databaseUrl = await pg.createDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-pg-cluster-'));
+  const env = {
+    STORE: 'postgres',
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_SIZE: '20',
+    DATA_DIR: dataDir,
+    LINK_SECRET: 'bench-link-secret-bench-link-secret',
+    RATE_LIMIT_PER_ADDRESS: '0',
+    TURN_TIMEOUT_MS: '60000',
+  };
+  // One at a time: the first applies the migrations.
+  for (let i = 0; i < 3; i++) nodes.push(await startBenchServer(env));
+  const results = {
+    sendsOneRoom: await sends(nodes, 'one'),
+    sendsPerSender: await sends(nodes, 'per-sender'),
+    delivery: await delivery(nodes),
+    handoff: await handoff(nodes),
+    failover: await failover(nodes),
+  };
+  console.log(JSON.stringify(results, null, 2));
+} finally {
+  await Promise.all(nodes.map((n) => n.stop()));
+  await pg.stop();
+}
+process.exit(0);

@@ -1,0 +1,339 @@
+// The file store at scale, measured through the server (issue 14, "How it is checked"): the
+// built server in its own process on a large DATA_DIR made by bench/dataset.ts
+// (`npx tsx bench/storage-scale.ts ... --agents N --runs 0 --dir DIR` writes one).
+//
+//   npx tsx bench/server-scale.ts --dir DIR [--runs 3] [--handoffs 300] [--rate 50] [--seconds 20]
+//   npx tsx bench/server-scale.ts --cpu [--runs 3] [--seconds 10]
+//
+// Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
+// the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
+// DIR's rooms; join_room / set_room_status at a fixed rate (latency from the scheduled send);
+// the cold big room (room 0): oldest page, searches with no match, get_context p99 of a member
+// who never posted; a mixed read load over random rooms, then RSS; SIGTERM (a clean shutdown,
+// so the next start uses the persisted indexes). A first start on DIR without them (a full
+// scan) is run once before and reported apart. Server CPU is read from /proc per phase.
+//
+// --cpu: server CPU per acknowledged send_message with 64 closed-loop senders, over HTTP and
+// over WebSocket (64 sockets, one person each), on a fresh DATA_DIR.
+//
+// Rate limits: RATE_LIMIT_PER_TOKEN=0 and RATE_LIMIT_PER_ADDRESS=0 (one client address opens
+// every connection and exceeds them by design), registration limit off (bench/util.ts).
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { agentToken, DATASET_FILE, type Dataset } from './dataset.js';
+import { percentile, rest, startBenchServer, type BenchServer } from './util.js';
+
+function arg(name: string, fallback?: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+}
+
+const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
+const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/** Server CPU (user + system) in ms so far. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime in 1/100 s
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
+}
+
+async function ok(url: string, tool: string, args: unknown, token?: string): Promise<any> {
+  const answer = await rest(url, tool, args, token);
+  if (!answer.ok) throw new Error(`${tool}: ${JSON.stringify(answer.error)}`);
+  return answer.data;
+}
+
+/** A WebSocket client: calls answered by id, and a hook for events. */
+class Socket {
+  private next = 0;
+  private readonly waiting = new Map<string, (frame: any) => void>();
+  onEvent: (frame: any, at: number) => void = () => undefined;
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (raw) => {
+      const at = performance.now();
+      const frame = JSON.parse(String(raw));
+      if (frame.type === 'result') {
+        this.waiting.get(frame.id)?.(frame);
+        this.waiting.delete(frame.id);
+      } else if (frame.type === 'event') this.onEvent(frame, at);
+    });
+  }
+
+  static async open(url: string, token: string): Promise<Socket> {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws`);
+    await new Promise((r, j) => ws.once('open', r).once('error', j));
+    const authed = new Promise<void>((resolve) => {
+      const check = (raw: WebSocket.RawData) => {
+        if (JSON.parse(String(raw)).type !== 'auth_ok') return;
+        ws.off('message', check);
+        resolve();
+      };
+      ws.on('message', check);
+    });
+    ws.send(JSON.stringify({ type: 'auth', token }));
+    await authed;
+    return new Socket(ws);
+  }
+
+  call(tool: string, args: unknown): Promise<any> {
+    const id = String(++this.next);
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.ws.send(JSON.stringify({ type: 'call', id, tool, args }));
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+/**
+ * Turn hand-offs between two new agents in a new room on the server: answer sent → the other
+ * agent's `agent_turn` received. Resolves with p50 / p99 and server CPU per hand-off.
+ */
+async function handoff(server: BenchServer, userToken: string, n: number): Promise<Record<string, number>> {
+  const url = server.url;
+  const room = (await ok(url, 'create_room', { room_name: 'Handoff' }, userToken)).room;
+  await ok(url, 'update_room', { room_id: room.room_id, max_auto_rounds: 1000 }, userToken);
+  const agents: { name: string; socket: Socket }[] = [];
+  for (const tag of ['A', 'B']) {
+    const name = `handoff-${tag}-${Math.random().toString(36).slice(2, 8)}`;
+    const reg = await ok(url, 'register_agent', { name });
+    await ok(url, 'join_room', { room_id: room.room_id }, reg.token);
+    agents.push({ name, socket: await Socket.open(url, reg.token) });
+  }
+  const times: number[] = [];
+  const cpu0 = cpuMs(server.child.pid!);
+  await new Promise<void>((resolve) => {
+    let sentAt = 0;
+    let sent = 0;
+    for (const agent of agents) {
+      agent.socket.onEvent = (frame, at) => {
+        if (frame.event !== 'agent_turn' || frame.data.agent_name !== agent.name) return;
+        if (sent > 0) times.push(at - sentAt);
+        if (times.length >= n) return resolve();
+        sentAt = performance.now();
+        sent++;
+        void agent.socket.call('send_message', { room_id: room.room_id, text_content: `answer ${sent}` });
+      };
+    }
+    void ok(url, 'send_message', { room_id: room.room_id, text_content: 'start' }, userToken);
+  });
+  const cpu = cpuMs(server.child.pid!) - cpu0;
+  for (const a of agents) a.socket.close();
+  return { handoff_p50_ms: percentile(times, 50), handoff_p99_ms: percentile(times, 99), handoff_cpu_ms_per_op: round(cpu / n) };
+}
+
+/** Runs `op(i)` for i < total at `rate` per second; latency from each op's scheduled time. */
+async function fixedRate(rate: number, total: number, op: (i: number) => Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  const inFlight: Promise<unknown>[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    inFlight.push(op(i).then(() => latencies.push(performance.now() - due)));
+  }
+  await Promise.all(inFlight);
+  return latencies;
+}
+
+async function startAndTime(dir: string): Promise<{ server: BenchServer; ms: number }> {
+  const t0 = performance.now();
+  const server = await startBenchServer({ DATA_DIR: dir, ...LIMITS_OFF });
+  return { server, ms: Math.round(performance.now() - t0) };
+}
+
+async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record<string, unknown>> {
+  const rate = Number(arg('rate', '50'));
+  const seconds = Number(arg('seconds', '20'));
+  const handoffs = Number(arg('handoffs', '300'));
+  const result: Record<string, unknown> = { run };
+
+  // Baseline: the same hand-off on a server with one room.
+  const empty = await mkdtemp(join(tmpdir(), 'scale-baseline-'));
+  const base = await startBenchServer({ DATA_DIR: empty, ...LIMITS_OFF });
+  try {
+    const person = await ok(base.url, 'register_user', { name: 'host' });
+    const h = await handoff(base, person.token, handoffs);
+    result.baseline_1_room = h;
+  } finally {
+    await base.stop();
+    await rm(empty, { recursive: true, force: true });
+  }
+
+  const { server, ms } = await startAndTime(dir);
+  const pid = server.child.pid!;
+  result.startup_ms = ms;
+  result.rss_after_start_mb = rssMb(pid);
+  const url = server.url;
+  const rooms = data.roomIds.length;
+  try {
+    // The cold big room first (room 0): nothing has touched it since the start.
+    const big = data.roomIds[0]!;
+    let t = performance.now();
+    await ok(url, 'get_messages', { room_id: big, after_seq: 0, limit: 50 }, data.token);
+    result.big_oldest_page_cold_ms = round(performance.now() - t, 1);
+    t = performance.now();
+    await ok(url, 'get_messages', { room_id: big, after_seq: 50, limit: 50 }, data.token);
+    result.big_next_page_ms = round(performance.now() - t, 1);
+    const searches: number[] = [];
+    for (const query of ['no such phrase anywhere', `zq${run}x`, '不存在的词语']) {
+      t = performance.now();
+      const found = (await ok(url, 'search_messages', { room_id: big, query, limit: 20 }, data.token)).messages;
+      if (found.length > 0) throw new Error(`unexpected match for ${query}`);
+      searches.push(round(performance.now() - t, 0));
+    }
+    result.big_search_no_match_ms = searches;
+
+    // get_context of a member who never posted in the big room.
+    const newcomer = agentToken(data.agentSecret, data.agents - 1 - run);
+    await ok(url, 'join_room', { room_id: big }, newcomer);
+    const contexts: number[] = [];
+    let cpu0 = cpuMs(pid);
+    for (let i = 0; i < 500; i++) {
+      t = performance.now();
+      await ok(url, 'get_context', { room_id: big }, newcomer);
+      contexts.push(performance.now() - t);
+    }
+    result.get_context_never_posted = { p50_ms: percentile(contexts, 50), p99_ms: percentile(contexts, 99), cpu_ms_per_op: round((cpuMs(pid) - cpu0) / 500) };
+
+    // Hand-off among 10,000 rooms.
+    result.handoff_many_rooms = await handoff(server, data.token, handoffs);
+
+    // join_room (an agent joins a room it is not in) and set_room_status (the person pauses a
+    // room, then resumes it), alternating, at a fixed rate.
+    const total = rate * seconds;
+    const joins: number[] = [];
+    const statuses: number[] = [];
+    cpu0 = cpuMs(pid);
+    const latencies = await fixedRate(rate, total, async (i) => {
+      const k = Math.floor(i / 2);
+      if (i % 2 === 0) {
+        const agent = (run * total + k) % data.agents;
+        const started = performance.now();
+        await ok(url, 'join_room', { room_id: data.roomIds[(agent + 1 + run) % rooms] }, agentToken(data.agentSecret, agent));
+        joins.push(performance.now() - started);
+      } else {
+        const roomId = data.roomIds[1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1))]!;
+        const started = performance.now();
+        await ok(url, 'set_room_status', { room_id: roomId, system_status: k % 2 === 0 ? 'paused' : 'active' }, data.token);
+        statuses.push(performance.now() - started);
+      }
+    });
+    result.join_and_status = {
+      rate,
+      ops: total,
+      from_schedule_p50_ms: percentile(latencies, 50),
+      from_schedule_p99_ms: percentile(latencies, 99),
+      join_p99_ms: percentile(joins, 99),
+      set_room_status_p99_ms: percentile(statuses, 99),
+      cpu_ms_per_op: round((cpuMs(pid) - cpu0) / total),
+    };
+
+    // Mixed read load over random rooms: a page anywhere in the room, then one of its messages
+    // by id; 4 at a time.
+    cpu0 = cpuMs(pid);
+    t = performance.now();
+    let next = 0;
+    const reads = 3000;
+    const pages: number[] = [];
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < reads) {
+          next++;
+          const r = 1 + Math.floor(Math.random() * (rooms - 1));
+          const started = performance.now();
+          const { messages } = await ok(url, 'get_messages', { room_id: data.roomIds[r], before_seq: 1 + Math.floor(Math.random() * 700), limit: 50 }, data.token);
+          pages.push(performance.now() - started);
+          if (messages[0]) await ok(url, 'get_full_message', { message_id: messages[0].message_id }, data.token);
+        }
+      }),
+    );
+    result.mixed_reads = {
+      ops: reads * 2,
+      seconds: round((performance.now() - t) / 1000, 1),
+      page_p50_ms: percentile(pages, 50),
+      page_p99_ms: percentile(pages, 99),
+      cpu_ms_per_op: round((cpuMs(pid) - cpu0) / (reads * 2)),
+    };
+    result.rss_after_mixed_mb = rssMb(pid);
+  } finally {
+    const t = performance.now();
+    await server.stop();
+    result.shutdown_ms = Math.round(performance.now() - t);
+  }
+  return result;
+}
+
+/** Server CPU per acknowledged send_message, 64 closed-loop senders, HTTP then WebSocket. */
+async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
+  const dir = await mkdtemp(join(tmpdir(), 'scale-cpu-'));
+  const server = await startBenchServer({ DATA_DIR: dir, ...LIMITS_OFF });
+  const pid = server.child.pid!;
+  try {
+    const owner = await ok(server.url, 'register_user', { name: 'owner' });
+    const room = (await ok(server.url, 'create_room', { room_name: 'CPU' }, owner.token)).room;
+    const people: string[] = [];
+    for (let i = 0; i < 64; i++) {
+      const p = await ok(server.url, 'register_user', { name: `sender-${i}` });
+      await ok(server.url, 'join_room', { room_id: room.room_id }, p.token);
+      people.push(p.token);
+    }
+    const out: Record<string, unknown> = {};
+    for (const transport of ['http', 'ws'] as const) {
+      const sockets = transport === 'ws' ? await Promise.all(people.map((token) => Socket.open(server.url, token))) : [];
+      let acked = 0;
+      const end = performance.now() + seconds * 1000;
+      const cpu0 = cpuMs(pid);
+      const t0 = performance.now();
+      await Promise.all(
+        people.map(async (token, i) => {
+          for (let n = 0; performance.now() < end; n++) {
+            const args = { room_id: room.room_id, text_content: `message ${n} from ${i} 基准` };
+            const answer = transport === 'http' ? await rest(server.url, 'send_message', args, token) : await sockets[i]!.call('send_message', args);
+            if (!answer.ok) throw new Error(JSON.stringify(answer.error));
+            acked++;
+          }
+        }),
+      );
+      const cpu = cpuMs(pid) - cpu0;
+      out[transport] = { acked, per_second: Math.round(acked / ((performance.now() - t0) / 1000)), cpu_us_per_message: Math.round((cpu * 1000) / acked) };
+      for (const s of sockets) s.close();
+    }
+    return out;
+  } finally {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const runs = Number(arg('runs', '3'));
+if (process.argv.includes('--cpu')) {
+  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await cpuRun(Number(arg('seconds', '10')))));
+} else {
+  const dir = arg('dir');
+  if (!dir || !existsSync(join(dir, DATASET_FILE))) throw new Error('--dir DIR: a data set written by bench/dataset.ts');
+  const data = JSON.parse(await readFile(join(dir, DATASET_FILE), 'utf8')) as Dataset;
+  if (!existsSync(join(dir, 'room_messages', 'indexes.json'))) {
+    // The first start on a new data set scans every log (no persisted indexes yet).
+    const { server, ms } = await startAndTime(dir);
+    console.log(JSON.stringify({ first_start_without_indexes_ms: ms, rss_mb: rssMb(server.child.pid!) }));
+    const t = performance.now();
+    await server.stop();
+    console.log(JSON.stringify({ first_shutdown_ms: Math.round(performance.now() - t) }));
+  }
+  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await scaleRun(dir, data, r)));
+}
+process.exit(0);

@@ -1,0 +1,61 @@
+// Server nodes on one PostgreSQL database for the multi-node tests: in this process
+// (`startNode`, for nodes the test only stops cleanly) or as child processes (`spawnNode`, for
+// nodes the test SIGKILLs and restarts), all with the same DATA_DIR and LINK_SECRET.
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { testConfig, type Config } from '../../src/config.js';
+import { silentLogger } from '../../src/logger.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
+import { restCall, spawnServer, type ServerProcess } from '../helpers/process.js';
+import type { PgServer } from './pg-server.js';
+
+export const LINK_SECRET = 'shared-link-secret-for-the-test-cluster';
+
+/** One database and one shared DATA_DIR: where a test's nodes run. */
+export interface ClusterSite {
+  databaseUrl: string;
+  dataDir: string;
+}
+
+export async function newSite(pgServer: PgServer): Promise<ClusterSite> {
+  return { databaseUrl: await pgServer.createDatabase(), dataDir: await mkdtemp(path.join(os.tmpdir(), 'chatroom-cluster-')) };
+}
+
+/** A node in this process. */
+export function startNode(site: ClusterSite, overrides: Partial<Config> = {}, options: ServerOptions = {}): Promise<RunningServer> {
+  const config = testConfig({
+    dataDir: site.dataDir,
+    linkSecret: LINK_SECRET,
+    store: { kind: 'postgres', databaseUrl: site.databaseUrl, poolSize: 5 },
+    rateLimitRegisterPerHour: 0,
+    maxConnectionsPerAddress: 10_000,
+    ...overrides,
+  });
+  return startServer(config, silentLogger, options);
+}
+
+/** A node as a child process (the transpiled CLI), to SIGKILL. */
+export function spawnNode(site: ClusterSite, env: Record<string, string> = {}): Promise<ServerProcess> {
+  return spawnServer({
+    STORE: 'postgres',
+    DATABASE_URL: site.databaseUrl,
+    DATABASE_POOL_SIZE: '5',
+    DATA_DIR: site.dataDir,
+    LINK_SECRET,
+    ...env,
+  });
+}
+
+/** SIGKILL, resolved once the process is gone. */
+export async function kill(node: ServerProcess): Promise<void> {
+  node.child.kill('SIGKILL');
+  await node.exited;
+}
+
+/** A tool call that must succeed; resolves with its data. */
+export async function ok(url: string, tool: string, args: unknown, token?: string) {
+  const answer = await restCall(url, tool, args, token);
+  if (!answer.body.ok) throw new Error(`${tool}: ${JSON.stringify(answer.body)}`);
+  return answer.body.data;
+}

@@ -1,0 +1,91 @@
+// Start-up (Rooms.restoreAll) loads only the rooms that need it: a running turn (restored with
+// a fresh deadline, SPEC §6.1.10) or a member whose stored status disagrees with presence
+// (corrected). The others are loaded on first use, as any room.
+import { afterEach, describe, expect, it } from 'vitest';
+import { InProcessBus } from '../../src/events/bus.js';
+import { Presence } from '../../src/identity/presence.js';
+import { silentLogger } from '../../src/logger.js';
+import { Rooms } from '../../src/runtime/rooms.js';
+import { MemoryStore } from '../../src/storage/memory-store.js';
+import type { Caller, Member } from '../../src/types.js';
+import { ManualClock } from '../helpers/clock.js';
+
+const TURN_MS = 60_000;
+const running: Rooms[] = [];
+afterEach(() => running.splice(0).forEach((r) => r.stop()));
+
+function caller(name: string, role: 'user' | 'ai_agent'): Caller {
+  return { kind: role === 'user' ? 'user' : 'agent', id: `id-${name}`, name, role, tokenHash: 'h' };
+}
+
+function member(c: Caller, clock: ManualClock): Member {
+  const at = new Date(clock.now()).toISOString();
+  return {
+    name: c.name,
+    role: c.role,
+    introduce: '',
+    status: 'online',
+    last_active: at,
+    is_host: false,
+    skip_list: [],
+    language_preference: 'zh-CN',
+    timezone_preference: 'Asia/Shanghai',
+    participant_id: c.id,
+    joined_at: at,
+  };
+}
+
+function rooms(store: MemoryStore, clock: ManualClock, presence: Presence): Rooms {
+  const r = new Rooms({
+    store,
+    bus: new InProcessBus(),
+    presence,
+    logger: silentLogger,
+    now: clock.now,
+    timers: clock,
+    turnTimeoutMs: TURN_MS,
+    maxMessageChars: 32_000,
+    defaults: { language: 'zh-CN', timezone: 'Asia/Shanghai' },
+  });
+  running.push(r);
+  return r;
+}
+
+describe('Rooms.restoreAll', () => {
+  it('loads the rooms with a running turn or a status to correct, and no other', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    const [ann, a, b, c] = [caller('Ann', 'user'), caller('Alpha', 'ai_agent'), caller('Beta', 'ai_agent'), caller('Gamma', 'ai_agent')];
+    const before = new Presence(clock.now, clock);
+    for (const p of [ann, a, b, c]) before.touch(p.id);
+    const first = rooms(store, clock, before);
+    const create = async (name: string, agents: Caller[]) => {
+      const { room_id } = await first.create(ann, { room_name: name }, member(ann, clock));
+      for (const agent of agents) await first.execute(room_id, { type: 'join', caller: agent, member: member(agent, clock), passwordHash: null });
+      return room_id;
+    };
+    const withTurn = await create('Turn', [a, b]);
+    await first.execute(withTurn, { type: 'post', caller: ann, input: { text_content: 'go' } });
+    expect((await store.loadRoom(withTurn))!.room.current_round?.turn?.agent).toBe('Alpha');
+    const stale = await create('Stale', [c]);
+    const quiet = await create('Quiet', []);
+    first.stop();
+
+    // The restart: Gamma is no longer online, the others are.
+    clock.advance(10_000);
+    const after = new Presence(clock.now, clock);
+    for (const p of [ann, a, b]) after.touch(p.id);
+    const second = rooms(store, clock, after);
+    await second.restoreAll();
+    expect(second.loadedIds().sort()).toEqual([withTurn, stale].sort());
+    // The turn holder keeps the turn with a fresh full deadline.
+    await expect.poll(async () => (await store.loadRoom(withTurn))!.room.current_round?.turn?.deadline).toBe(
+      new Date(clock.now() + TURN_MS).toISOString(),
+    );
+    // Gamma's stored status is corrected.
+    await expect.poll(async () => (await store.loadRoom(stale))!.room.members.find((m) => m.name === 'Gamma')?.status).toBe('offline');
+    // The quiet room loads on first use.
+    expect((await second.room(quiet)).room_name).toBe('Quiet');
+  });
+
+});

@@ -1,0 +1,191 @@
+// FileStore with small state (below syncSnapshotBytes, the default): a change is made durable by
+// rewriting the snapshot files it touches (state-writer.ts), with no journal line; a room
+// commit's snapshot is renamed into place only after its log append is fsync'd.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FileHandle } from 'node:fs/promises';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '../../src/logger.js';
+import { FileStore, type FileStoreOptions } from '../../src/storage/file-store.js';
+import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
+import type { RoomRecord } from '../../src/types.js';
+import { makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+const open: FileStore[] = [];
+
+async function openStore(options: Partial<FileStoreOptions> = {}): Promise<FileStore> {
+  const store = new FileStore({ dataDir: dir, logger: silentLogger, compactEveryMs: 0, ...options });
+  await store.open();
+  open.push(store);
+  return store;
+}
+
+const roomsOnDisk = async (): Promise<RoomRecord[]> => JSON.parse(await readFile(join(dir, 'rooms.json'), 'utf8')) as RoomRecord[];
+const journalBytes = async (): Promise<number> => {
+  let bytes = 0;
+  for (const f of await readdir(join(dir, 'journal'))) bytes += (await stat(join(dir, 'journal', f))).size;
+  return bytes;
+};
+
+/**
+ * fsOps that can hold the fsync of files whose path matches, or fail one kind of operation on
+ * paths that match: the log and the snapshot are told apart by path.
+ */
+function pathOps() {
+  const paths = new WeakMap<FileHandle, string>();
+  let hold: RegExp | undefined;
+  let held: (() => void)[] = [];
+  let fail: { op: keyof FsOps; path: RegExp } | undefined;
+  const check = (op: keyof FsOps, path: string): void => {
+    if (fail && fail.op === op && fail.path.test(path)) throw Object.assign(new Error(`injected ${op} failure`), { code: 'EIO' });
+  };
+  const ops: Partial<FsOps> = {
+    open: async (path, flags) => {
+      const handle = await defaultFsOps.open(path, flags);
+      paths.set(handle, path);
+      return handle;
+    },
+    write: async (handle, data) => {
+      check('write', paths.get(handle) ?? '');
+      return defaultFsOps.write(handle, data);
+    },
+    fsync: async (handle) => {
+      const path = paths.get(handle) ?? '';
+      if (hold?.test(path)) await new Promise<void>((r) => held.push(r));
+      check('fsync', path);
+      return defaultFsOps.fsync(handle);
+    },
+    rename: async (from, to) => {
+      check('rename', to);
+      return defaultFsOps.rename(from, to);
+    },
+  };
+  return {
+    ops,
+    hold: (path: RegExp) => void (hold = path),
+    release: () => {
+      hold = undefined;
+      const h = held;
+      held = [];
+      for (const r of h) r();
+    },
+    waiting: () => held.length,
+    fail: (op: keyof FsOps, path: RegExp) => void (fail = { op, path }),
+    heal: () => void (fail = undefined),
+  };
+}
+
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close().catch(() => undefined)));
+  await cleanup();
+});
+
+describe('small state: the snapshots are the durable record', () => {
+  it('has every acknowledged change in the snapshot files, and writes no journal line', async () => {
+    const store = await openStore();
+    const v = await store.createRoom(makeRoom('r1'));
+    expect((await roomsOnDisk()).map((r) => r.room_id)).toEqual(['r1']);
+    await store.commitRoom('r1', {
+      room: makeRoom('r1', { room_description: 'after one message' }),
+      messages: [makeMessage('r1', 1)],
+      expectedVersion: v,
+    });
+    expect((await roomsOnDisk())[0]!.room_description).toBe('after one message');
+    await store.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'Ann' }) }, 'ann');
+    expect(JSON.parse(await readFile(join(dir, 'users.json'), 'utf8'))).toMatchObject([{ user_id: 'u1' }]);
+    expect(await journalBytes()).toBe(0);
+  });
+
+  it('renames the room state into place only after the log append is fsync\'d', async () => {
+    const io = pathOps();
+    const store = await openStore({ fsOps: io.ops });
+    const v = await store.createRoom(makeRoom('r1'));
+    io.hold(/\.jsonl$/);
+    const commit = store.commitRoom('r1', {
+      room: makeRoom('r1', { room_description: 'new' }),
+      messages: [makeMessage('r1', 1)],
+      expectedVersion: v,
+    });
+    await expect.poll(() => io.waiting()).toBe(1);
+    // The snapshot's temp file is written meanwhile (the two writes overlap), but not renamed.
+    await expect.poll(() => stat(join(dir, 'rooms.json.tmp')).then(() => true, () => false)).toBe(true);
+    expect((await roomsOnDisk())[0]!.room_description).toBe('test');
+    expect((await store.loadRoom('r1'))!.room.room_description).toBe('test');
+    io.release();
+    await commit;
+    expect((await roomsOnDisk())[0]!.room_description).toBe('new');
+    expect(await store.loadRoom('r1')).toMatchObject({ lastSeq: 1, room: { room_description: 'new' } });
+  });
+
+  it('drops a commit whose log append failed from the batch; the others of the batch are written', async () => {
+    const io = pathOps();
+    const store = await openStore({ fsOps: io.ops });
+    const v1 = await store.createRoom(makeRoom('r1'));
+    const v2 = await store.createRoom(makeRoom('r2'));
+    io.fail('write', /r1\.jsonl$/);
+    const [bad, good] = await Promise.allSettled([
+      store.commitRoom('r1', { room: makeRoom('r1', { room_description: 'lost' }), messages: [makeMessage('r1', 1)], expectedVersion: v1 }),
+      store.commitRoom('r2', { room: makeRoom('r2', { room_description: 'kept' }), messages: [makeMessage('r2', 1)], expectedVersion: v2 }),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: { message: 'injected write failure' } });
+    expect(good.status).toBe('fulfilled');
+    const disk = new Map((await roomsOnDisk()).map((r) => [r.room_id, r.room_description]));
+    expect(disk).toEqual(new Map([['r1', 'test'], ['r2', 'kept']]));
+    expect(await store.loadRoom('r1')).toMatchObject({ lastSeq: 0, version: v1, room: { room_description: 'test' } });
+    io.heal();
+    await store.commitRoom('r1', { room: makeRoom('r1', { room_description: 'retried' }), messages: [makeMessage('r1', 1)], expectedVersion: v1 });
+    await store.close();
+    const again = await openStore();
+    expect(await again.loadRoom('r1')).toMatchObject({ lastSeq: 1, room: { room_description: 'retried' } });
+    expect(await again.loadRoom('r2')).toMatchObject({ lastSeq: 1, room: { room_description: 'kept' } });
+  });
+
+  it.each([
+    ['the snapshot write', 'write'],
+    ['the snapshot fsync', 'fsync'],
+    ['the rename', 'rename'],
+  ] as const)('leaves no trace when %s fails: the log is cut back, the retry succeeds', async (_what, op) => {
+    const io = pathOps();
+    const store = await openStore({ fsOps: io.ops });
+    const v = await store.createRoom(makeRoom('r1'));
+    const logPath = join(dir, 'room_messages', 'r1.jsonl');
+    io.fail(op, /rooms\.json(\.tmp)?$/);
+    await expect(
+      store.commitRoom('r1', { room: makeRoom('r1', { room_description: 'lost' }), messages: [makeMessage('r1', 1)], expectedVersion: v }),
+    ).rejects.toThrow(`injected ${op} failure`);
+    expect(await store.loadRoom('r1')).toMatchObject({ lastSeq: 0, version: v, room: { room_description: 'test' } });
+    expect((await roomsOnDisk())[0]!.room_description).toBe('test');
+    expect((await stat(logPath)).size).toBe(0);
+    io.heal();
+    await store.commitRoom('r1', { room: makeRoom('r1', { room_description: 'ok' }), messages: [makeMessage('r1', 1)], expectedVersion: v });
+    expect((await roomsOnDisk())[0]!.room_description).toBe('ok');
+  });
+
+  it('group-commits 100 concurrent room creations into a few snapshot writes', async () => {
+    const store = await openStore();
+    const before = store.stats().snapshotWrites;
+    await Promise.all(Array.from({ length: 100 }, (_, i) => store.createRoom(makeRoom(`r${i}`))));
+    expect(store.stats().snapshotWrites - before).toBeLessThanOrEqual(5);
+    expect(await roomsOnDisk()).toHaveLength(100);
+  });
+
+  it('goes to the journal once the snapshots outgrow syncSnapshotBytes, and back after a compaction', async () => {
+    const store = await openStore({ syncSnapshotBytes: 2_000 });
+    for (let i = 0; i < 8; i++) await store.createRoom(makeRoom(`r${i}`));
+    expect(await journalBytes()).toBeGreaterThan(0); // the later rooms went to the journal
+    expect((await roomsOnDisk()).length).toBeLessThan(8);
+    await store.compact();
+    expect(await journalBytes()).toBe(0);
+    expect(await roomsOnDisk()).toHaveLength(8);
+    await store.close();
+    const big = await openStore({ syncSnapshotBytes: 1_000_000 });
+    await big.createRoom(makeRoom('r8'));
+    expect(await roomsOnDisk()).toHaveLength(9);
+    expect(await journalBytes()).toBe(0);
+  });
+});
