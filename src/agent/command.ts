@@ -49,12 +49,15 @@ export function signInOptions(
   };
 }
 
-/** A number flag within [min, max] (whole when `whole`), or undefined when absent; throws otherwise. */
-export function numberFlag(flag: string, raw: string | undefined, min: number, max: number, whole = false): number | undefined {
+/**
+ * A number flag within [min, max], or undefined when absent; throws, naming what it must be
+ * (`what`: 'number', 'number of seconds', or 'whole number', which also refuses fractions).
+ */
+export function numberFlag(flag: string, raw: string | undefined, min: number, max: number, what = 'number'): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!(whole ? Number.isInteger(n) : Number.isFinite(n)) || n < min || n > max) {
-    throw new Error(`--${flag} must be a ${whole ? 'whole number' : 'number'} between ${min} and ${max}`);
+  if (!(what === 'whole number' ? Number.isInteger(n) : Number.isFinite(n)) || n < min || n > max) {
+    throw new Error(`--${flag} must be a ${what} between ${min} and ${max}`);
   }
   return n;
 }

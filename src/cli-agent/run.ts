@@ -225,14 +225,14 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
   }
   if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
   if (values.mcp && preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
-  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, true);
+  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
   return {
     ...signIn,
     rooms,
     preset,
     command,
     mcp: values.mcp ?? false,
-    history: numberFlag('history', values.history, 1, 200, true) ?? CLI_DEFAULTS.history,
+    history: numberFlag('history', values.history, 1, 200, 'whole number') ?? CLI_DEFAULTS.history,
     maxChars: CLI_DEFAULTS.maxChars,
     stateDir: stateDir(env),
     ...(values.cwd ? { cwd: path.resolve(values.cwd) } : {}),

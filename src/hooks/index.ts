@@ -30,7 +30,7 @@ async function readStdin(): Promise<string> {
 }
 
 function maxWait(raw: string | undefined): number {
-  return numberFlag('max-wait', raw, 1, 86_400) ?? DEFAULT_MAX_WAIT_S;
+  return numberFlag('max-wait', raw, 1, 86_400, 'number of seconds') ?? DEFAULT_MAX_WAIT_S;
 }
 
 export async function hookCommand(argv: string[]): Promise<void> {
