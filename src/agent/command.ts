@@ -1,4 +1,75 @@
-// The start of every agent command (`agent`, `cli-agent`): parse the flags, or print the usage.
+// The start of every agent command (`agent`, `cli-agent`, `hook claude-init`): the flags they
+// share, parsing or printing the usage, and running until a signal.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ChatroomClient } from '../client/index.js';
+
+/** The chat server when neither --url nor CHATROOM_URL names one. */
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:3000';
+
+/** Flags of every command that signs in to a chat server (node:util parseArgs options). */
+export const SIGN_IN_FLAGS = {
+  url: { type: 'string' },
+  name: { type: 'string' },
+  token: { type: 'string' },
+  introduce: { type: 'string' },
+  'room-password': { type: 'string' },
+} as const;
+
+/** Flags of both turn runners (`agent`, `cli-agent`): sign-in, rooms, history, deadline margin, help. */
+export const RUNNER_FLAGS = {
+  ...SIGN_IN_FLAGS,
+  room: { type: 'string', multiple: true },
+  history: { type: 'string' },
+  'margin-ms': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The rooms of --room (repeatable); throws when there is none. */
+export function requiredRooms(room: string[] | undefined): string[] {
+  if (!room?.length) throw new Error('--room <room_id> is required');
+  return room;
+}
+
+/**
+ * The sign-in options from those flags: the URL from --url, CHATROOM_URL or the default; the
+ * token from --token or CHATROOM_TOKEN. Throws when there is neither a name nor a token.
+ */
+export function signInOptions(
+  values: { url?: string; name?: string; token?: string; introduce?: string; 'room-password'?: string },
+  env: Record<string, string | undefined>,
+): { url: string; name?: string; token?: string; introduce?: string; roomPassword?: string } {
+  const token = values.token ?? env.CHATROOM_TOKEN;
+  if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+  return {
+    url: values.url ?? env.CHATROOM_URL ?? DEFAULT_SERVER_URL,
+    ...(values.name ? { name: values.name } : {}),
+    ...(token ? { token } : {}),
+    ...(values.introduce ? { introduce: values.introduce } : {}),
+    ...(values['room-password'] ? { roomPassword: values['room-password'] } : {}),
+  };
+}
+
+/**
+ * A number flag within [min, max], or undefined when absent; throws, naming what it must be
+ * (`what`: 'number', 'number of seconds', or 'whole number', which also refuses fractions).
+ */
+export function numberFlag(flag: string, raw: string | undefined, min: number, max: number, what = 'number'): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!(what === 'whole number' ? Number.isInteger(n) : Number.isFinite(n)) || n < min || n > max) {
+    throw new Error(`--${flag} must be a ${what} between ${min} and ${max}`);
+  }
+  return n;
+}
+
+type StrictFlags<O extends NonNullable<ParseArgsConfig['options']>> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>
+>['values'];
+
+/** The flag values of `argv`; unknown flags and stray arguments throw. */
+export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O): StrictFlags<O> {
+  return parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+}
 
 /** Parsed options, or undefined after printing the usage for --help; exits 2 on bad flags. */
 export function parseOrExit<T>(parse: (argv: string[]) => T | 'help', argv: string[], usage: string): T | undefined {
@@ -14,4 +85,45 @@ export function parseOrExit<T>(parse: (argv: string[]) => T | 'help', argv: stri
     return undefined;
   }
   return options;
+}
+
+/** Timestamped lines on stderr, tagged with the agent's name. */
+export function stderrLog(tag: string): (line: string) => void {
+  return (line) => process.stderr.write(`${new Date().toISOString()} [${tag}] ${line}\n`);
+}
+
+/**
+ * Starts the agent and keeps the process until SIGINT/SIGTERM (then `stop`, exit 0; a second
+ * signal while stopping exits at once) or until the connection closes for good (exit 1).
+ * A failed start is one line on stderr and exit 1.
+ */
+export async function runUntilSignal<A extends { client: ChatroomClient }>(
+  start: () => Promise<A>,
+  stop: (agent: A, signal: NodeJS.Signals) => Promise<void>,
+  log: (line: string) => void,
+): Promise<void> {
+  let agent: A;
+  try {
+    agent = await start();
+  } catch (err) {
+    process.stderr.write(`Cannot start the agent: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  log('ready: waiting for turns (Ctrl-C leaves)');
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping`);
+    process.once(signal, () => process.exit(1));
+    stop(agent, signal).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  agent.client.onStatus((status, error) => {
+    if (status === 'closed' && error) {
+      log(`stopped: ${error.message}`);
+      process.exit(1);
+    }
+  });
 }

@@ -8,6 +8,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { ChatroomClient } from '../client/index.js';
 import { ChatroomError, restCall } from '../client/rest.js';
 import type { Participant } from '../types.js';
 
@@ -193,4 +194,53 @@ export async function joinRoom(base: string, token: string, roomId: string, pass
     }
     throw err;
   }
+}
+
+export interface SignInOptions {
+  url: string;
+  name?: string;
+  token?: string;
+  introduce?: string;
+  roomPassword?: string;
+  stateDir: string;
+  log: (line: string) => void;
+}
+
+/** The agent's identity (obtainIdentity) and the rooms it joined with it, in the order given. */
+export async function signInAndJoin(
+  options: SignInOptions,
+  roomIds: readonly string[],
+): Promise<{ base: string; identity: Identity; rooms: Array<{ room_id: string; room_name: string }> }> {
+  const base = serverBase(options.url);
+  const identity = await obtainIdentity({
+    url: base,
+    stateDir: options.stateDir,
+    log: options.log,
+    ...(options.name ? { name: options.name } : {}),
+    ...(options.token ? { token: options.token } : {}),
+    ...(options.introduce ? { introduce: options.introduce } : {}),
+  });
+  const rooms: Array<{ room_id: string; room_name: string }> = [];
+  for (const roomId of roomIds) rooms.push(await joinRoom(base, identity.token, roomId, options.roomPassword));
+  return { base, identity, rooms };
+}
+
+/** The agent's client (not yet connected): its warnings and connection changes go to `log`. */
+export function agentClient(
+  base: string,
+  token: string,
+  options: { marginMs?: number; turnTimeoutReason: string; log: (line: string) => void },
+): ChatroomClient {
+  const { log } = options;
+  const client = new ChatroomClient({
+    url: base,
+    token,
+    ...(options.marginMs !== undefined ? { turnMarginMs: options.marginMs } : {}),
+    turnTimeoutReason: options.turnTimeoutReason,
+    logger: (level, message, details) => {
+      if (level !== 'debug') log(`${level}: ${message}${details ? ` ${JSON.stringify(details)}` : ''}`);
+    },
+  });
+  client.onStatus((status, error) => log(`connection ${status}${error ? ` (${error.message})` : ''}`));
+  return client;
 }

@@ -2,13 +2,13 @@
 // Checks the chat server and the model server, registers (or uses --token / its saved token),
 // joins its rooms, keeps a WebSocket open and answers every turn with an OpenAI-compatible model
 // (streamed), or with `echo: <last message>` in --echo mode. Model errors become skip reasons.
-import { parseOrExit } from './command.js';
-import { parseArgs } from 'node:util';
-import { ChatroomClient, type TurnAnswer, type TurnInfo } from '../client/index.js';
-import type { Message, Participant } from '../types.js';
-import { checkServer, joinRoom, obtainIdentity, serverBase, StartError, stateDir } from './connect.js';
+import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
+import type { Participant } from '../types.js';
+import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from './command.js';
+import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from './connect.js';
 import { chatCompletion, checkModelServer, LlmError } from './llm.js';
 import { buildPrompt, readReply } from './prompt.js';
+import { giveUp, turnHistory } from './turns.js';
 
 export interface AgentOptions {
   /** Chat server, http(s)://host:port. */
@@ -41,7 +41,7 @@ export interface AgentOptions {
 }
 
 export const AGENT_DEFAULTS = {
-  url: 'http://127.0.0.1:3000',
+  url: DEFAULT_SERVER_URL,
   baseUrl: 'http://127.0.0.1:11434/v1',
   maxTokens: 800,
   history: 30,
@@ -69,29 +69,13 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
     const { warning } = await checkModelServer({ baseUrl: options.baseUrl, model: options.model!, ...(options.apiKey ? { apiKey: options.apiKey } : {}) });
     if (warning) log(`warning: ${warning}`);
   }
-  const base = serverBase(options.url);
-  const identity = await obtainIdentity({
-    url: base,
-    stateDir: options.stateDir ?? stateDir(),
-    log,
-    ...(options.name ? { name: options.name } : {}),
-    ...(options.token ? { token: options.token } : {}),
-    ...(options.introduce ? { introduce: options.introduce } : {}),
-  });
-  for (const roomId of options.rooms) {
-    const room = await joinRoom(base, identity.token, roomId, options.roomPassword);
-    log(`in room "${room.room_name}" (${roomId})`);
-  }
-  const client = new ChatroomClient({
-    url: base,
-    token: identity.token,
-    ...(options.marginMs !== undefined ? { turnMarginMs: options.marginMs } : {}),
+  const { base, identity, rooms } = await signInAndJoin({ ...options, stateDir: options.stateDir ?? stateDir(), log }, options.rooms);
+  for (const room of rooms) log(`in room "${room.room_name}" (${room.room_id})`);
+  const client = agentClient(base, identity.token, {
+    ...(options.marginMs !== undefined ? { marginMs: options.marginMs } : {}),
     turnTimeoutReason: options.echo ? 'no answer in time' : `the model (${options.model}) did not answer before the deadline`,
-    logger: (level, message, details) => {
-      if (level !== 'debug') log(`${level}: ${message}${details ? ` ${JSON.stringify(details)}` : ''}`);
-    },
+    log,
   });
-  client.onStatus((status, error) => log(`connection ${status}${error ? ` (${error.message})` : ''}`));
   const participant = await client.connect();
   const me = { name: participant.name, ...(options.introduce ? { introduce: options.introduce } : {}) };
 
@@ -130,12 +114,7 @@ async function modelAnswer(
   log: (line: string) => void,
 ): Promise<TurnAnswer> {
   void client.setActivity(turn.room_id, 'thinking', `asking ${options.model}`);
-  const page = await client.call<{ messages: Message[] }>(
-    'get_messages',
-    { room_id: turn.room_id, limit: Math.min(200, Math.max(1, options.history)) },
-    { signal: turn.signal },
-  );
-  const history = page.messages.filter((m) => m.visible && !m.deleted);
+  const history = await turnHistory(client, turn, options.history);
   // While the answer streams in, the room sees it being written (at most every 2 s).
   let shown = 0;
   const onProgress = (text: string) => {
@@ -159,10 +138,7 @@ async function modelAnswer(
     if (!(err instanceof LlmError)) throw err; // an abort (deadline) or a bug: the runner handles it
     const reason = `model error: ${err.message}`;
     log(reason);
-    if (turn.can_skip) return { skip: true, reason };
-    // A turn that must be answered cannot be skipped: the reason shows as the agent's note.
-    void client.setActivity(turn.room_id, 'idle', reason);
-    return undefined;
+    return giveUp(client, turn, reason);
   }
   return readReply(reply, me, { canSkip: turn.can_skip, maxChars: options.maxChars, language: turn.context.room.language });
 }
@@ -190,60 +166,36 @@ $CHATROOM_STATE_DIR): a restart with the same --url and --name reuses it.`;
 
 /** argv (after `agent`) → options; throws with a one-line message on bad input. */
 export function parseAgentArgs(argv: string[], env: Record<string, string | undefined> = process.env): AgentOptions | 'help' {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      url: { type: 'string' },
-      name: { type: 'string' },
-      token: { type: 'string' },
-      introduce: { type: 'string' },
-      room: { type: 'string', multiple: true },
-      'room-password': { type: 'string' },
-      echo: { type: 'boolean' },
-      'base-url': { type: 'string' },
-      model: { type: 'string' },
-      'api-key-env': { type: 'string' },
-      temperature: { type: 'string' },
-      'max-tokens': { type: 'string' },
-      history: { type: 'string' },
-      'margin-ms': { type: 'string' },
-      'no-stream': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const values = parseFlags(argv, {
+    ...RUNNER_FLAGS,
+    echo: { type: 'boolean' },
+    'base-url': { type: 'string' },
+    model: { type: 'string' },
+    'api-key-env': { type: 'string' },
+    temperature: { type: 'string' },
+    'max-tokens': { type: 'string' },
+    'no-stream': { type: 'boolean' },
   });
   if (values.help) return 'help';
-  const number = (flag: string, raw: string | undefined, min: number, max: number): number | undefined => {
-    if (raw === undefined) return undefined;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${flag} must be a number between ${min} and ${max}`);
-    return n;
-  };
-  const rooms = values.room ?? [];
-  if (rooms.length === 0) throw new Error('--room <room_id> is required');
-  const token = values.token ?? env.CHATROOM_TOKEN;
-  if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+  const rooms = requiredRooms(values.room);
+  const signIn = signInOptions(values, env);
   if (!values.echo && !values.model) throw new Error('--model is required (or use --echo)');
   let apiKey: string | undefined;
   if (values['api-key-env']) {
     apiKey = env[values['api-key-env']];
     if (!apiKey) throw new Error(`environment variable ${values['api-key-env']} (from --api-key-env) is not set`);
   }
-  const temperature = number('temperature', values.temperature, 0, 2);
-  const marginMs = number('margin-ms', values['margin-ms'], 0, 600_000);
+  const temperature = numberFlag('temperature', values.temperature, 0, 2);
+  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000);
   return {
-    url: values.url ?? env.CHATROOM_URL ?? AGENT_DEFAULTS.url,
+    ...signIn,
     rooms,
     stream: !values['no-stream'],
     echo: values.echo ?? false,
     baseUrl: values['base-url'] ?? AGENT_DEFAULTS.baseUrl,
-    maxTokens: number('max-tokens', values['max-tokens'], 1, 1_000_000) ?? AGENT_DEFAULTS.maxTokens,
-    history: number('history', values.history, 1, 200) ?? AGENT_DEFAULTS.history,
+    maxTokens: numberFlag('max-tokens', values['max-tokens'], 1, 1_000_000) ?? AGENT_DEFAULTS.maxTokens,
+    history: numberFlag('history', values.history, 1, 200) ?? AGENT_DEFAULTS.history,
     maxChars: AGENT_DEFAULTS.maxChars,
-    ...(values.name ? { name: values.name } : {}),
-    ...(token ? { token } : {}),
-    ...(values.introduce ? { introduce: values.introduce } : {}),
-    ...(values['room-password'] ? { roomPassword: values['room-password'] } : {}),
     ...(values.model ? { model: values.model } : {}),
     ...(apiKey ? { apiKey } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
@@ -255,31 +207,13 @@ export function parseAgentArgs(argv: string[], env: Record<string, string | unde
 export async function agentCommand(argv: string[] = process.argv.slice(3)): Promise<void> {
   const options = parseOrExit(parseAgentArgs, argv, USAGE);
   if (!options) return;
-  const tag = options.name ?? 'agent';
-  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${tag}] ${line}\n`);
-  let agent: RunningAgent;
-  try {
-    agent = await runAgent({ ...options, log });
-  } catch (err) {
-    process.stderr.write(`Cannot start the agent: ${(err as Error).message}\n`);
-    process.exit(1);
-  }
-  log('ready: waiting for turns (Ctrl-C leaves)');
-  const stop = (signal: string) => {
-    log(`${signal}: leaving`);
-    void Promise.all(agent.client.rooms().map((roomId) => agent.client.setActivity(roomId, 'idle')))
-      .then(() => agent.stop())
-      .then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  agent.client.onStatus((status, error) => {
-    if (status === 'closed' && error) {
-      log(`stopped: ${error.message}`);
-      process.exit(1);
-    }
-  });
+  const log = stderrLog(options.name ?? 'agent');
+  await runUntilSignal(
+    () => runAgent({ ...options, log }),
+    async (agent) => {
+      await Promise.all(agent.client.rooms().map((roomId) => agent.client.setActivity(roomId, 'idle')));
+      await agent.stop();
+    },
+    log,
+  );
 }

@@ -3,15 +3,15 @@
 // as its prompt; its answer is posted, and a crash, a non-zero exit, silence or the deadline
 // becomes a skip whose reason people see. One child at a time; the CLI's session id is kept per
 // room so the next turn resumes the same conversation.
-import { parseOrExit } from '../agent/command.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { checkServer, joinRoom, obtainIdentity, serverBase, StartError, stateDir } from '../agent/connect.js';
+import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
+import { agentClient, checkServer, serverBase, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { readReply } from '../agent/prompt.js';
-import { ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
-import type { Message, Participant } from '../types.js';
+import { giveUp, turnHistory } from '../agent/turns.js';
+import { type ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import type { Participant } from '../types.js';
 import { lastLine, runChild, type ChildResult } from './child.js';
 import { PRESETS, parsePlainOutput, type McpPlan, type Preset, type PresetName } from './presets.js';
 import { buildCliPrompt } from './prompt.js';
@@ -48,7 +48,7 @@ export interface RunningCliAgent {
   stop(reason?: string): Promise<void>;
 }
 
-const CLI_DEFAULTS = { url: 'http://127.0.0.1:3000', history: 30, maxChars: 8000 } as const;
+const CLI_DEFAULTS = { url: DEFAULT_SERVER_URL, history: 30, maxChars: 8000 } as const;
 
 /** The command that starts this package's stdio MCP proxy, however this process was started. */
 function selfCommand(): { command: string; args: string[] } {
@@ -78,31 +78,15 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
   const program = path.basename(command[0]!);
 
   await checkServer(options.url);
-  const base = serverBase(options.url);
-  const identity = await obtainIdentity({
-    url: base,
-    stateDir: options.stateDir,
-    log,
-    ...(options.name ? { name: options.name } : {}),
-    ...(options.token ? { token: options.token } : {}),
-    ...(options.introduce ? { introduce: options.introduce } : {}),
-  });
-  for (const roomId of options.rooms) {
-    const room = await joinRoom(base, identity.token, roomId, options.roomPassword);
-    log(`in room "${room.room_name}" (${roomId}) as ${identity.participant.name}`);
-  }
+  const { base, identity, rooms } = await signInAndJoin({ ...options, log }, options.rooms);
+  for (const room of rooms) log(`in room "${room.room_name}" (${room.room_id}) as ${identity.participant.name}`);
   const mcp = options.mcp ? await writeMcpConfig(base, identity.token) : null;
 
-  const client = new ChatroomClient({
-    url: base,
-    token: identity.token,
-    ...(options.marginMs !== undefined ? { turnMarginMs: options.marginMs } : {}),
+  const client = agentClient(base, identity.token, {
+    ...(options.marginMs !== undefined ? { marginMs: options.marginMs } : {}),
     turnTimeoutReason: `${program} did not answer before the deadline and was stopped`,
-    logger: (level, message, details) => {
-      if (level !== 'debug') log(`${level}: ${message}${details ? ` ${JSON.stringify(details)}` : ''}`);
-    },
+    log,
   });
-  client.onStatus((status, error) => log(`connection ${status}${error ? ` (${error.message})` : ''}`));
   const participant = await client.connect();
   const me = { name: participant.name, ...(options.introduce ? { introduce: options.introduce } : {}) };
   const sessions = new Map<string, string>();
@@ -124,12 +108,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
     working.set(turn.room_id, turn.can_skip);
     try {
       void client.setActivity(turn.room_id, 'thinking', `running ${program}`);
-      const page = await client.call<{ messages: Message[] }>(
-        'get_messages',
-        { room_id: turn.room_id, limit: Math.min(200, Math.max(1, options.history)) },
-        { signal: turn.signal },
-      );
-      const history = page.messages.filter((m) => m.visible && !m.deleted);
+      const history = await turnHistory(client, turn, options.history);
       const prompt = buildCliPrompt(me, turn, history, { mcp: mcp !== null });
       const sessionId = preset?.resumes ? (sessions.get(turn.room_id) ?? null) : null;
       const args = [...command.slice(1), ...(preset ? preset.plan({ sessionId, mcp: mcp?.plan ?? null }).args : [])];
@@ -152,7 +131,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
       if (parsed.sessionId && preset?.resumes) sessions.set(turn.room_id, parsed.sessionId);
       const failure = describeFailure(program, result, parsed.error);
       log(`${program} finished in ${result.durationMs} ms${failure ? `: ${failure}` : ''}`);
-      if (failure) return failed(turn, failure);
+      if (failure) return giveUp(client, turn, failure);
       if (mcp) {
         // The CLI may have posted with send_message itself: then the turn has moved on.
         const now = await client.call<{ your_turn: { round_id: string } | null }>('get_context', { room_id: turn.room_id, limit: 1 }, { signal: turn.signal });
@@ -161,18 +140,11 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
           return undefined;
         }
       }
-      if (!parsed.text.trim()) return failed(turn, `${program} printed no answer`);
+      if (!parsed.text.trim()) return giveUp(client, turn, `${program} printed no answer`);
       return readReply(parsed.text, me, { canSkip: turn.can_skip, maxChars: options.maxChars, language: turn.context.room.language });
     } finally {
       working.delete(turn.room_id);
     }
-  };
-
-  /** A failed run: a visible skip reason, or (must answer) the reason as the activity note. */
-  const failed = (turn: TurnInfo, reason: string): TurnAnswer => {
-    if (turn.can_skip) return { skip: true, reason };
-    void client.setActivity(turn.room_id, 'idle', reason);
-    return undefined;
   };
 
   client.onTurn((turn) => exclusive(() => takeTurn(turn)));
@@ -237,29 +209,15 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
   const dash = argv.indexOf('--');
   const own = dash === -1 ? argv : argv.slice(0, dash);
   const command = dash === -1 ? [] : argv.slice(dash + 1);
-  const { values } = parseArgs({
-    args: own,
-    strict: true,
-    options: {
-      url: { type: 'string' },
-      room: { type: 'string', multiple: true },
-      name: { type: 'string' },
-      token: { type: 'string' },
-      preset: { type: 'string' },
-      mcp: { type: 'boolean' },
-      introduce: { type: 'string' },
-      'room-password': { type: 'string' },
-      history: { type: 'string' },
-      cwd: { type: 'string' },
-      'margin-ms': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const values = parseFlags(own, {
+    ...RUNNER_FLAGS,
+    preset: { type: 'string' },
+    mcp: { type: 'boolean' },
+    cwd: { type: 'string' },
   });
   if (values.help) return 'help';
-  const rooms = values.room ?? [];
-  if (rooms.length === 0) throw new Error('--room <room_id> is required');
-  const token = values.token ?? env.CHATROOM_TOKEN;
-  if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+  const rooms = requiredRooms(values.room);
+  const signIn = signInOptions(values, env);
   let preset: PresetName | null = null;
   if (values.preset !== undefined) {
     if (!(values.preset in PRESETS)) throw new Error(`--preset must be one of ${Object.keys(PRESETS).join(', ')}`);
@@ -267,26 +225,16 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
   }
   if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
   if (values.mcp && preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
-  const number = (flag: string, raw: string | undefined, min: number, max: number): number | undefined => {
-    if (raw === undefined) return undefined;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be a whole number between ${min} and ${max}`);
-    return n;
-  };
-  const marginMs = number('margin-ms', values['margin-ms'], 0, 600_000);
+  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
   return {
-    url: values.url ?? env.CHATROOM_URL ?? CLI_DEFAULTS.url,
+    ...signIn,
     rooms,
     preset,
     command,
     mcp: values.mcp ?? false,
-    history: number('history', values.history, 1, 200) ?? CLI_DEFAULTS.history,
+    history: numberFlag('history', values.history, 1, 200, 'whole number') ?? CLI_DEFAULTS.history,
     maxChars: CLI_DEFAULTS.maxChars,
     stateDir: stateDir(env),
-    ...(values.name ? { name: values.name } : {}),
-    ...(token ? { token } : {}),
-    ...(values.introduce ? { introduce: values.introduce } : {}),
-    ...(values['room-password'] ? { roomPassword: values['room-password'] } : {}),
     ...(values.cwd ? { cwd: path.resolve(values.cwd) } : {}),
     ...(marginMs !== undefined ? { marginMs } : {}),
   };
@@ -296,31 +244,10 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
 export async function cliAgentCommand(argv: string[] = process.argv.slice(3)): Promise<void> {
   const options = parseOrExit(parseCliAgentArgs, argv, USAGE);
   if (!options) return;
-  const tag = options.name ?? options.preset ?? 'cli-agent';
-  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${tag}] ${line}\n`);
-  let agent: RunningCliAgent;
-  try {
-    agent = await runCliAgent({ ...options, log });
-  } catch (err) {
-    process.stderr.write(`Cannot start the agent: ${(err as Error).message}\n`);
-    process.exit(1);
-  }
-  log(`ready: waiting for turns (Ctrl-C leaves)`);
-  const stop = (signal: NodeJS.Signals) => {
-    log(`${signal}: stopping`);
-    // A second signal while stopping ends at once.
-    process.once(signal, () => process.exit(1));
-    agent.stop(`agent stopped (${signal})`).then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  agent.client.onStatus((status, error) => {
-    if (status === 'closed' && error) {
-      log(`stopped: ${error.message}`);
-      process.exit(1);
-    }
-  });
+  const log = stderrLog(options.name ?? options.preset ?? 'cli-agent');
+  await runUntilSignal(
+    () => runCliAgent({ ...options, log }),
+    (agent, signal) => agent.stop(`agent stopped (${signal})`),
+    log,
+  );
 }

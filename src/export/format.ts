@@ -1,7 +1,9 @@
-// Shared by the Markdown and PDF exports (SPEC §9): the input shape, labels in the room
-// language, display times, role names and attachment links.
+// Shared by the Markdown, HTML and PDF exports (SPEC §9): the input shape, labels in the room
+// language, display times, role names and attachment links, and ExportWords, which binds them
+// to one export so that each writer only lays them out.
 import { formatInTimeZone } from 'date-fns-tz';
 import type { Message, Room, Role } from '../types.js';
+import type { ReplyRef } from './walk.js';
 
 export interface ExportInput {
   /** The public room (src/types.ts). */
@@ -87,66 +89,47 @@ export interface Labels {
   listSep: string;
 }
 
-const ZH: Labels = {
-  title: '聊天记录导出',
-  description: '描述',
-  announcement: '公告',
-  systemAnnouncement: '系统公告',
-  publishedBy: (name, time) => (time ? `${name} 发布于 ${time}` : `${name} 发布`),
-  exportedAt: '导出时间',
-  timezone: '时区',
-  roomId: '房间 ID',
-  members: '成员',
-  none: '（无）',
-  host: '主持人',
-  creator: '创建者',
-  round: (n) => `第 ${n} 轮`,
-  replyTo: (seq, sender) => `回复 #${seq} ${sender}`,
-  replyToUnknown: '回复 一条不在导出中的消息',
-  attachment: '附件',
-  deleted: '（已撤回）',
-  edited: '（已编辑）',
-  page: (n, total) => `第 ${n} / ${total} 页`,
-  image: '图片',
-  room: '房间',
-  mode: '模式',
-  // The page's own words (public/i18n.js), so an export reads like the room it came from.
-  modes: { default: '轮流模式', host: '主持人模式' },
-  roles: { ai_agent: '智能体', user: '用户', system: '系统' },
-  colon: '：',
-  paren: ['（', '）'],
-  listSep: '，',
+/**
+ * Every label in both languages side by side, Chinese first: a label missing in one language
+ * does not type-check. Modes use the page's own words (public/i18n.js), so an export reads like
+ * the room it came from.
+ */
+const LABELS: { [K in keyof Labels]: readonly [zh: Labels[K], en: Labels[K]] } = {
+  title: ['聊天记录导出', 'Chat history export'],
+  description: ['描述', 'Description'],
+  announcement: ['公告', 'Announcement'],
+  systemAnnouncement: ['系统公告', 'System announcement'],
+  publishedBy: [(name, time) => (time ? `${name} 发布于 ${time}` : `${name} 发布`), (name, time) => (time ? `by ${name}, ${time}` : `by ${name}`)],
+  exportedAt: ['导出时间', 'Exported at'],
+  timezone: ['时区', 'Time zone'],
+  roomId: ['房间 ID', 'Room ID'],
+  members: ['成员', 'Members'],
+  none: ['（无）', '(none)'],
+  host: ['主持人', 'host'],
+  creator: ['创建者', 'creator'],
+  round: [(n) => `第 ${n} 轮`, (n) => `Round ${n}`],
+  replyTo: [(seq, sender) => `回复 #${seq} ${sender}`, (seq, sender) => `Reply to #${seq} ${sender}`],
+  replyToUnknown: ['回复 一条不在导出中的消息', 'Reply to a message not in this export'],
+  attachment: ['附件', 'Attachment'],
+  deleted: ['（已撤回）', '(deleted)'],
+  edited: ['（已编辑）', '(edited)'],
+  page: [(n, total) => `第 ${n} / ${total} 页`, (n, total) => `Page ${n} / ${total}`],
+  image: ['图片', 'Image'],
+  room: ['房间', 'Room'],
+  mode: ['模式', 'Mode'],
+  modes: [{ default: '轮流模式', host: '主持人模式' }, { default: 'round-robin', host: 'host mode' }],
+  roles: [{ ai_agent: '智能体', user: '用户', system: '系统' }, { ai_agent: 'AI agent', user: 'person', system: 'system' }],
+  colon: ['：', ': '],
+  paren: [['（', '）'], [' (', ')']],
+  listSep: ['，', ', '],
 };
 
-const EN: Labels = {
-  title: 'Chat history export',
-  description: 'Description',
-  announcement: 'Announcement',
-  systemAnnouncement: 'System announcement',
-  publishedBy: (name, time) => (time ? `by ${name}, ${time}` : `by ${name}`),
-  exportedAt: 'Exported at',
-  timezone: 'Time zone',
-  roomId: 'Room ID',
-  members: 'Members',
-  none: '(none)',
-  host: 'host',
-  creator: 'creator',
-  round: (n) => `Round ${n}`,
-  replyTo: (seq, sender) => `Reply to #${seq} ${sender}`,
-  replyToUnknown: 'Reply to a message not in this export',
-  attachment: 'Attachment',
-  deleted: '(deleted)',
-  edited: '(edited)',
-  page: (n, total) => `Page ${n} / ${total}`,
-  image: 'Image',
-  room: 'Room',
-  mode: 'Mode',
-  modes: { default: 'round-robin', host: 'host mode' },
-  roles: { ai_agent: 'AI agent', user: 'person', system: 'system' },
-  colon: ': ',
-  paren: [' (', ')'],
-  listSep: ', ',
-};
+function labelsIn(index: 0 | 1): Labels {
+  return Object.fromEntries(Object.entries(LABELS).map(([key, pair]) => [key, pair[index]])) as unknown as Labels;
+}
+
+const ZH = labelsIn(0);
+const EN = labelsIn(1);
 
 /** Chinese labels for `zh*` languages, English otherwise. */
 export function labelsFor(language: string | undefined): Labels {
@@ -206,4 +189,87 @@ export function exportFilename(room: Pick<Room, 'room_id'>, format: ExportFormat
 
 export function modeLabel(labels: Labels, mode: string): string {
   return labels.modes[mode] ?? mode;
+}
+
+/**
+ * What an export says, in the room's language and timezone: the labels and every value an
+ * export shows that does not depend on its layout. One per export.
+ */
+export class ExportWords {
+  readonly labels: Labels;
+  readonly room: Room;
+  readonly timezone: string;
+
+  constructor(private readonly input: ExportInput) {
+    this.labels = labelsFor(input.room.language);
+    this.room = input.room;
+    this.timezone = input.timezone;
+  }
+
+  /** A time as shown, in the export's timezone. */
+  time(value: string | Date): string {
+    return displayTime(value, this.timezone);
+  }
+
+  exportedAt(): string {
+    return this.time(this.input.exportedAt);
+  }
+
+  role(role: string): string {
+    return roleLabel(this.labels, role);
+  }
+
+  mode(): string {
+    return modeLabel(this.labels, this.room.interaction_mode);
+  }
+
+  /** A remark in the language's brackets. */
+  paren(text: string): string {
+    return `${this.labels.paren[0]}${text}${this.labels.paren[1]}`;
+  }
+
+  /** A member's remarks (role, host, creator) as one list. */
+  remarks(member: Room['members'][number]): string {
+    return memberRemarks(this.labels, this.room, member).join(this.labels.listSep);
+  }
+
+  /** The room's announcement cleaned, and who published it when (bracketed, '' when unknown); null when there is none. */
+  announcement(): { text: string; by: string } | null {
+    const a = this.room.announcement;
+    const text = cleanText(a?.user_announcement?.trim() ?? '');
+    if (!text) return null;
+    if (!a.announcement_publisher) return { text, by: '' };
+    const when = a.timestamp ? this.time(a.timestamp) : '';
+    return { text, by: this.paren(this.labels.publishedBy(a.announcement_publisher, when)) };
+  }
+
+  /** The system announcement cleaned, or ''. */
+  systemAnnouncement(): string {
+    return cleanText(this.room.announcement?.system_announcement?.trim() ?? '');
+  }
+
+  /** What a reply answers. */
+  reply(reply: ReplyRef | 'unknown'): string {
+    return reply === 'unknown' ? this.labels.replyToUnknown : this.labels.replyTo(reply.seq, reply.sender);
+  }
+
+  /** The divider where a round starts. */
+  round(number: number, timestamp: string): string {
+    return `${this.labels.round(number)} · ${this.time(timestamp)}`;
+  }
+
+  /** A message's text as exported: cleaned and trimmed ('' for a retracted one). */
+  text(m: Message): string {
+    return m.deleted ? '' : cleanText(m.text_content).trim();
+  }
+
+  /** The attachment of a message that is not retracted, with its link mapped. */
+  attachment(m: Message): Attachment | null {
+    return m.deleted ? null : attachmentOf(m, this.input.fileUrl);
+  }
+
+  /** The local file of an attachment that is one of the room's own uploads. */
+  ownUpload(m: Message): string | null {
+    return !m.deleted && m.file_url && this.input.ownUpload ? this.input.ownUpload(m.file_url) : null;
+  }
 }

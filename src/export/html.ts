@@ -12,17 +12,7 @@ import { Marked, type Tokens } from 'marked';
 import sanitizeHtml from 'sanitize-html';
 import { PUBLIC_DIR } from '../paths.js';
 import type { Message, Room } from '../types.js';
-import {
-  attachmentOf,
-  cleanText,
-  displayTime,
-  labelsFor,
-  memberRemarks,
-  modeLabel,
-  roleLabel,
-  type ExportInput,
-  type Labels,
-} from './format.js';
+import { cleanText, ExportWords, type ExportInput } from './format.js';
 import { imageDataUrl } from './images.js';
 import { closeOpenFence } from './markdown.js';
 import { isPlainText } from './pdf-markdown.js';
@@ -221,7 +211,8 @@ function initialsOf(name: string): string {
  * read one at a time and written out before the next.
  */
 export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableStream, opts: HtmlExportOptions = {}): Promise<void> {
-  const labels = labelsFor(input.room.language);
+  const words = new ExportWords(input);
+  const { labels } = words;
   const marked = makeMarked(labels.image);
   const css = `${pageStyles()}\n${EXPORT_CSS}`;
   const cssHash = createHash('sha256').update(css, 'utf8').digest('base64');
@@ -235,7 +226,7 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
       `<meta name="generator" content="Agent Chatroom">\n` +
       `<title>${escapeHtml(`${input.room.room_name} — ${labels.title}`)}</title>\n<style>${css}</style>\n</head>\n<body>\n<main class="export-page">\n`,
   );
-  w.push(renderHeader(input, labels));
+  w.push(renderHeader(words));
   w.push(`<ol class="msg-list export-list" aria-label="${escapeHtml(labels.title)}">\n`);
   const maxImage = opts.imageMaxBytes ?? HTML_IMAGE_MAX_BYTES;
   let imageBudget = opts.imagesTotalMaxBytes ?? HTML_IMAGES_TOTAL_MAX_BYTES;
@@ -253,12 +244,12 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
       const m = p.message;
       // Read one image at a time, only now: a batch never holds the images of its messages.
       let image: Buffer | null = null;
-      const file = !m.deleted && m.file_url && input.ownUpload ? input.ownUpload(m.file_url) : null;
+      const file = words.ownUpload(m);
       if (file && imageBudget > 0) {
         image = await imageDataUrl(file, Math.min(maxImage, imageBudget));
         if (image) imageBudget -= image.length;
       }
-      const [before, after] = renderMessage(m, p.reply, labels, input, p.body ?? clean[p.raw] ?? '', image !== null);
+      const [before, after] = renderMessage(m, p.reply, words, p.body ?? clean[p.raw] ?? '', image !== null);
       w.push(before);
       if (image) {
         await w.pushBytes(image);
@@ -272,12 +263,12 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
   };
   for await (const item of exportItems(input.messages)) {
     if (item.kind === 'round') {
-      const label = `${labels.round(item.number)} · ${displayTime(item.timestamp, input.timezone)}`;
+      const label = words.round(item.number, item.timestamp);
       pending.push({ html: `<li class="round-sep" role="separator"><span>${escapeHtml(label)}</span></li>\n` });
     } else {
       count += 1;
       const m = item.message;
-      const text = m.deleted ? '' : cleanText(m.text_content).trim();
+      const text = words.text(m);
       if (text && !isPlainText(text)) {
         raws.push(markdownHtml(text, marked));
         pending.push({ message: m, reply: item.reply, body: null, raw: raws.length - 1 });
@@ -289,63 +280,53 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
   }
   await flush();
   if (count === 0) w.push(`<li class="msg-empty muted">${escapeHtml(labels.none)}</li>\n`);
-  w.push(`</ol>\n<p class="export-footer">${escapeHtml(`${labels.exportedAt}${labels.colon}${displayTime(input.exportedAt, input.timezone)} (${input.timezone}) · Agent Chatroom`)}</p>\n</main>\n</body>\n</html>\n`);
+  w.push(`</ol>\n<p class="export-footer">${escapeHtml(`${labels.exportedAt}${labels.colon}${words.exportedAt()} (${words.timezone}) · Agent Chatroom`)}</p>\n</main>\n</body>\n</html>\n`);
   await w.end();
 }
 
-function renderHeader(input: ExportInput, labels: Labels): string {
-  const { room, timezone } = input;
+function renderHeader(words: ExportWords): string {
+  const { labels, room, timezone } = words;
   const rows: Array<[string, string]> = [];
   rows.push([labels.room, `<strong>${escapeHtml(room.room_name)}</strong> <code>${escapeHtml(room.room_id)}</code>`]);
-  rows.push([labels.mode, escapeHtml(modeLabel(labels, room.interaction_mode))]);
-  rows.push([labels.exportedAt, `${escapeHtml(displayTime(input.exportedAt, timezone))} <span class="muted">${escapeHtml(timezone)}</span>`]);
+  rows.push([labels.mode, escapeHtml(words.mode())]);
+  rows.push([labels.exportedAt, `${escapeHtml(words.exportedAt())} <span class="muted">${escapeHtml(timezone)}</span>`]);
   const members = room.members
-    .map((m) => `<span class="member"><strong>${escapeHtml(m.name)}</strong><span class="muted">${escapeHtml(`${labels.paren[0]}${memberRemarks(labels, room, m).join(labels.listSep)}${labels.paren[1]}`)}</span></span>`)
+    .map((m) => `<span class="member"><strong>${escapeHtml(m.name)}</strong><span class="muted">${escapeHtml(words.paren(words.remarks(m)))}</span></span>`)
     .join(' ');
   rows.push([`${labels.members} (${room.members.length})`, members || escapeHtml(labels.none)]);
   if (room.room_description.trim()) rows.push([labels.description, escapeHtml(cleanText(room.room_description.trim()))]);
-  const ann = announcementHtml(room, labels, timezone);
-  if (ann) rows.push([labels.announcement, ann]);
-  if (room.announcement?.system_announcement?.trim()) rows.push([labels.systemAnnouncement, escapeHtml(cleanText(room.announcement.system_announcement.trim()))]);
+  const ann = words.announcement();
+  if (ann) rows.push([labels.announcement, escapeHtml(ann.text).replace(/\n/g, '<br>') + (ann.by ? ` <span class="muted">${escapeHtml(ann.by)}</span>` : '')]);
+  const system = words.systemAnnouncement();
+  if (system) rows.push([labels.systemAnnouncement, escapeHtml(system)]);
   const body = rows.map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${v}</td></tr>`).join('\n');
   return `<header>\n<h1 class="export-title">${escapeHtml(room.room_name)}</h1>\n<p class="export-subtitle">${escapeHtml(labels.title)}</p>\n<table class="export-meta">\n${body}\n</table>\n</header>\n`;
-}
-
-function announcementHtml(room: Room, labels: Labels, timezone: string): string {
-  const a = room.announcement;
-  const text = a?.user_announcement?.trim();
-  if (!text) return '';
-  let by = '';
-  if (a.announcement_publisher) {
-    const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
-    by = ` <span class="muted">${escapeHtml(`${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`)}</span>`;
-  }
-  return escapeHtml(cleanText(text)).replace(/\n/g, '<br>') + by;
 }
 
 /**
  * A message's list item. With an image, the item is returned in two parts to be written around
  * the image's data URL (written as bytes by the caller); without one, the second part is empty.
  */
-function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, labels: Labels, input: ExportInput, bodyHtml: string, image: boolean): [string, string] {
-  const time = displayTime(m.timestamp, input.timezone);
+function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, words: ExportWords, bodyHtml: string, image: boolean): [string, string] {
+  const { labels } = words;
+  const time = words.time(m.timestamp);
   const initials = initialsOf(m.sender);
-  const member = memberOf(input.room, m.sender);
+  const member = memberOf(words.room, m.sender);
   const classes = ['msg', m.role === 'ai_agent' ? 'msg-agent' : 'msg-user'];
   if (m.deleted) classes.push('msg-deleted');
   const head = [
     `<span class="msg-sender">${escapeHtml(m.sender)}</span>`,
-    `<span class="badge badge-${escapeHtml(m.role)}">${escapeHtml(roleLabel(labels, m.role))}</span>`,
+    `<span class="badge badge-${escapeHtml(m.role)}">${escapeHtml(words.role(m.role))}</span>`,
     member?.is_host ? `<span class="badge badge-host">${escapeHtml(labels.host)}</span>` : '',
     `<time datetime="${escapeHtml(m.timestamp)}">${escapeHtml(time)}</time>`,
     m.edited_at && !m.deleted ? `<span class="muted msg-edited">${escapeHtml(labels.edited)}</span>` : '',
     `<span class="msg-seq">#${m.seq}</span>`,
   ].join('');
   let body = '';
-  if (reply) body += `<div class="msg-reply">${escapeHtml(reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender))}</div>`;
+  if (reply) body += `<div class="msg-reply">${escapeHtml(words.reply(reply))}</div>`;
   if (m.deleted) body += `<div class="msg-body markdown"><p class="muted">${escapeHtml(labels.deleted)}</p></div>`;
   else if (bodyHtml) body += `<div class="msg-body markdown">${bodyHtml}</div>`;
-  const found = m.deleted ? null : attachmentOf(m, input.fileUrl);
+  const found = words.attachment(m);
   // No NUL in what is shown (a %00 in a link would otherwise reach the page, and the image mark).
   const att = found ? { ...found, name: cleanText(found.name).replace(/\n/g, " ") } : null;
   if (att) {

@@ -1,18 +1,8 @@
 // Markdown export (SPEC §9): a header about the room, then every visible message in `seq`
 // order, with a heading where each round starts. Message texts are Markdown already and are written as they are. The output is
 // streamed in chunks with backpressure; only small maps are kept, never the messages.
-import type { Message, Room } from '../types.js';
-import {
-  attachmentOf,
-  cleanText,
-  displayTime,
-  labelsFor,
-  memberRemarks,
-  modeLabel,
-  roleLabel,
-  type ExportInput,
-  type Labels,
-} from './format.js';
+import type { Message } from '../types.js';
+import { cleanText, ExportWords, type ExportInput } from './format.js';
 import { ChunkWriter } from './stream.js';
 import { exportItems, type ReplyRef } from './walk.js';
 
@@ -23,53 +13,40 @@ export type { ExportInput } from './format.js';
  * `out` to the caller to destroy) when `out` errors or closes early.
  */
 export async function writeMarkdownExport(input: ExportInput, out: NodeJS.WritableStream): Promise<void> {
-  const labels = labelsFor(input.room.language);
-  const tz = input.timezone;
+  const words = new ExportWords(input);
   const w = new ChunkWriter(out);
-  w.push(renderHeader(input, labels));
+  w.push(renderHeader(words));
   for await (const item of exportItems(input.messages)) {
-    if (item.kind === 'round') w.push(`## ${labels.round(item.number)}\n\n`);
-    else w.push(renderMessage(item.message, item.reply, labels, tz, input.fileUrl));
+    if (item.kind === 'round') w.push(`## ${words.labels.round(item.number)}\n\n`);
+    else w.push(renderMessage(item.message, item.reply, words));
     await w.flush();
   }
   await w.end();
 }
 
-function renderHeader(input: ExportInput, labels: Labels): string {
-  const { room, timezone } = input;
+function renderHeader(words: ExportWords): string {
+  const { labels, room, timezone } = words;
   const lines: string[] = [];
   const field = (name: string, value: string): void => {
     lines.push(`- **${name}**${labels.colon}${indentContinuation(value)}`);
   };
   lines.push(`# ${labels.title}${labels.colon}${room.room_name}`, '');
   field(labels.description, room.room_description.trim() || labels.none);
-  field(labels.announcement, announcementText(room, labels, timezone));
-  if (room.announcement?.system_announcement?.trim()) {
-    field(labels.systemAnnouncement, cleanText(room.announcement.system_announcement.trim()));
-  }
-  field(labels.mode, modeLabel(labels, room.interaction_mode));
-  field(labels.exportedAt, displayTime(input.exportedAt, timezone));
+  const announcement = words.announcement();
+  field(labels.announcement, announcement ? announcement.text + announcement.by : labels.none);
+  const system = words.systemAnnouncement();
+  if (system) field(labels.systemAnnouncement, system);
+  field(labels.mode, words.mode());
+  field(labels.exportedAt, words.exportedAt());
   field(labels.timezone, timezone);
   field(labels.roomId, `\`${room.room_id}\``);
   lines.push('', `## ${labels.members}`, '');
   if (room.members.length === 0) lines.push(labels.none);
   for (const member of room.members) {
-    lines.push(`- **${member.name}** — ${memberRemarks(labels, room, member).join(labels.listSep)}`);
+    lines.push(`- **${member.name}** — ${words.remarks(member)}`);
   }
   lines.push('', '---', '', '');
   return lines.join('\n');
-}
-
-function announcementText(room: Room, labels: Labels, timezone: string): string {
-  const a = room.announcement;
-  const text = a?.user_announcement?.trim();
-  if (!text) return labels.none;
-  let by = '';
-  if (a.announcement_publisher) {
-    const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
-    by = `${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`;
-  }
-  return cleanText(text) + by;
 }
 
 /** Continuation lines of a list item value are indented so they stay in the item. */
@@ -77,20 +54,15 @@ function indentContinuation(value: string): string {
   return value.replace(/\n/g, '\n  ');
 }
 
-function renderMessage(
-  m: Message,
-  reply: ReplyRef | 'unknown' | null,
-  labels: Labels,
-  tz: string,
-  mapUrl: ExportInput['fileUrl'],
-): string {
+function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, words: ExportWords): string {
+  const { labels } = words;
   const parts: string[] = [];
-  const meta = [`#${m.seq}`, m.sender, roleLabel(labels, m.role), displayTime(m.timestamp, tz)];
+  const meta = [`#${m.seq}`, m.sender, words.role(m.role), words.time(m.timestamp)];
   let heading = `### ${meta.join(' · ')}`;
   if (m.edited_at && !m.deleted) heading += ` ${labels.edited}`;
   parts.push(heading, '');
   if (reply) {
-    parts.push(`> ${reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender)}`, '');
+    parts.push(`> ${words.reply(reply)}`, '');
   }
   if (m.deleted) {
     parts.push(`*${labels.deleted}*`, '');
@@ -98,7 +70,7 @@ function renderMessage(
     const text = closeOpenFence(cleanText(m.text_content)).trim();
     if (text) parts.push(text, '');
   }
-  const att = m.deleted ? null : attachmentOf(m, mapUrl);
+  const att = words.attachment(m);
   if (att) {
     const type = att.type ? ` (${att.type})` : '';
     parts.push(`${labels.attachment}${labels.colon}[${escapeLinkText(att.name)}](${linkDestination(att.url)})${type}`, '');

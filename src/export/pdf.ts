@@ -6,17 +6,7 @@
 // from one form object written at the end.
 import PDFDocument from 'pdfkit';
 import type { Message } from '../types.js';
-import {
-  attachmentOf,
-  cleanText,
-  displayTime,
-  labelsFor,
-  memberRemarks,
-  modeLabel,
-  roleLabel,
-  type ExportInput,
-  type Labels,
-} from './format.js';
+import { cleanText, ExportWords, type ExportInput } from './format.js';
 import { loadRaster, type RasterImage } from './images.js';
 import { Canvas, COLORS, fontSources, loadFaces, MARGINS, registerFonts, resolveFonts, type FontOptions } from './pdf-canvas.js';
 import { embedFontsOffThread } from './pdf-fonts.js';
@@ -37,7 +27,8 @@ const HIGH_WATER = 1 << 20;
  * closes early (the caller discards what was written).
  */
 export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStream, opts: PdfExportOptions = {}): Promise<void> {
-  const labels = labelsFor(input.room.language);
+  const words = new ExportWords(input);
+  const { labels } = words;
   const fonts = resolveFonts(opts);
   const loaded = await loadFaces(fonts);
   const doc = new PDFDocument({
@@ -57,7 +48,7 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
   const faces = registerFonts(doc, fonts, loaded);
   const canvas = new Canvas(doc, faces, {
     roomName: input.room.room_name,
-    headerRight: `${labels.title} · ${displayTime(input.exportedAt, input.timezone)}`,
+    headerRight: `${labels.title} · ${words.exportedAt()}`,
     pageLabel: labels.page,
   });
 
@@ -67,15 +58,15 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
   doc.pipe(joiner).pipe(out);
   try {
     canvas.newPage();
-    drawRoomHeader(canvas, input, labels);
+    drawRoomHeader(canvas, words);
     let first = true;
     for await (const item of exportItems(input.messages)) {
       if (item.kind === 'message') {
-        const image = await imageOf(item.message, input);
-        drawMessage(canvas, item.message, item.reply, labels, input, first, image);
+        const image = await imageOf(item.message, words);
+        drawMessage(canvas, item.message, item.reply, words, first, image);
         first = false;
       } else {
-        drawRoundSeparator(canvas, `${labels.round(item.number)} · ${displayTime(item.timestamp, input.timezone)}`);
+        drawRoundSeparator(canvas, words.round(item.number, item.timestamp));
         first = true;
       }
       await relieve(doc, out);
@@ -102,8 +93,8 @@ async function relieve(doc: PDFKit.PDFDocument, out: NodeJS.WritableStream): Pro
   }
 }
 
-function ctxAt(canvas: Canvas, labels: Labels, x = canvas.left, width = canvas.width): BlockContext {
-  return { x, width, color: COLORS.text, bars: [], nesting: 0, imageLabel: labels.image };
+function ctxAt(canvas: Canvas, imageLabel: string, x = canvas.left, width = canvas.width): BlockContext {
+  return { x, width, color: COLORS.text, bars: [], nesting: 0, imageLabel };
 }
 
 /** Draws styled parts on one line at canvas.y; returns the width used. */
@@ -119,8 +110,8 @@ const LABEL_W = 72;
  * The header: the room name as the title, then a short table (room, mode, exported at,
  * members with their roles, description and announcement) between rules.
  */
-function drawRoomHeader(canvas: Canvas, input: ExportInput, labels: Labels): void {
-  const { room, timezone } = input;
+function drawRoomHeader(canvas: Canvas, words: ExportWords): void {
+  const { labels, room, timezone } = words;
   const muted = (size = 9): Style => ({ font: 'body', size, color: COLORS.muted });
   const title = canvas.layout([{ text: room.room_name, style: { font: 'bold', size: 20, color: COLORS.text } }], canvas.width);
   canvas.lines(title, canvas.left, 28, 20);
@@ -142,28 +133,21 @@ function drawRoomHeader(canvas: Canvas, input: ExportInput, labels: Labels): voi
     { text: room.room_name, style: { font: 'bold', size: 9.5, color: COLORS.text } },
     { text: `  ${room.room_id}`, style: { font: 'mono', size: 8, color: COLORS.faint } },
   ]);
-  row(labels.mode, plain(modeLabel(labels, room.interaction_mode)));
-  row(labels.exportedAt, [...plain(displayTime(input.exportedAt, timezone)), { text: `  ${timezone}`, style: muted(8.5) }]);
+  row(labels.mode, plain(words.mode()));
+  row(labels.exportedAt, [...plain(words.exportedAt()), { text: `  ${timezone}`, style: muted(8.5) }]);
   const members: Run[] = [];
   room.members.forEach((m, i) => {
     members.push({ text: m.name, style: { font: 'bold', size: 9.5, color: roleColor(m.role) } });
-    members.push({ text: `${labels.paren[0]}${memberRemarks(labels, room, m).join(labels.listSep)}${labels.paren[1]}`, style: muted(9) });
+    members.push({ text: words.paren(words.remarks(m)), style: muted(9) });
     if (i < room.members.length - 1) members.push({ text: '\n', style: muted(9) });
   });
   row(`${labels.members} (${room.members.length})`, members.length ? members : plain(labels.none));
   const description = cleanText(room.room_description.trim());
   if (description) row(labels.description, plain(description));
-  const a = room.announcement;
-  const ann = cleanText(a?.user_announcement?.trim() ?? '');
-  if (ann) {
-    const annRuns = plain(ann);
-    if (a.announcement_publisher) {
-      const when = a.timestamp ? displayTime(a.timestamp, timezone) : '';
-      annRuns.push({ text: `${labels.paren[0]}${labels.publishedBy(a.announcement_publisher, when)}${labels.paren[1]}`, style: muted(9) });
-    }
-    row(labels.announcement, annRuns);
-  }
-  if (a?.system_announcement?.trim()) row(labels.systemAnnouncement, plain(cleanText(a.system_announcement.trim())));
+  const ann = words.announcement();
+  if (ann) row(labels.announcement, ann.by ? [...plain(ann.text), { text: ann.by, style: muted(9) }] : plain(ann.text));
+  const system = words.systemAnnouncement();
+  if (system) row(labels.systemAnnouncement, plain(system));
   canvas.gap(18);
 }
 
@@ -200,9 +184,8 @@ const IMAGE_DENSITY = 1.5;
 const IMAGE_MAX_SCALE = 0.75;
 
 /** The image attached to a message, when it is an image upload of this room itself. */
-async function imageOf(m: Message, input: ExportInput): Promise<RasterImage | null> {
-  if (m.deleted || !m.file_url || !input.ownUpload) return null;
-  const file = input.ownUpload(m.file_url);
+async function imageOf(m: Message, words: ExportWords): Promise<RasterImage | null> {
+  const file = words.ownUpload(m);
   if (!file) return null;
   const width = 595.28 - 2 * 56;
   return loadRaster(file, width * IMAGE_DENSITY, IMAGE_MAX_HEIGHT * IMAGE_DENSITY);
@@ -223,8 +206,7 @@ function drawMessage(
   canvas: Canvas,
   m: Message,
   reply: ReplyRef | 'unknown' | null,
-  labels: Labels,
-  input: ExportInput,
+  words: ExportWords,
   first: boolean,
   image: RasterImage | null = null,
 ): void {
@@ -236,20 +218,20 @@ function drawMessage(
       canvas.gap(7);
     }
   }
+  const { labels } = words;
   canvas.ensure(KEEP_WITH_HEAD);
-  drawMessageHead(canvas, m, labels, input.timezone);
-  const ctx = ctxAt(canvas, labels);
+  drawMessageHead(canvas, m, words);
+  const ctx = ctxAt(canvas, labels.image);
   if (reply) {
-    const text = reply === 'unknown' ? labels.replyToUnknown : labels.replyTo(reply.seq, reply.sender);
-    renderPlain(canvas, text, { ...ctx, bars: [canvas.left + 1], x: canvas.left + 10, width: canvas.width - 10 }, { size: 8.5, color: COLORS.muted });
+    renderPlain(canvas, words.reply(reply), { ...ctx, bars: [canvas.left + 1], x: canvas.left + 10, width: canvas.width - 10 }, { size: 8.5, color: COLORS.muted });
     canvas.gap(3);
   }
   if (m.deleted) {
     renderPlain(canvas, labels.deleted, ctx, { color: COLORS.muted, oblique: true });
   } else {
-    const text = cleanText(m.text_content).trim();
+    const text = words.text(m);
     if (text) renderMarkdown(canvas, text, ctx);
-    const att = attachmentOf(m, input.fileUrl);
+    const att = words.attachment(m);
     if (att) {
       if (text) canvas.gap(4);
       const link = /^(https?:|mailto:)/i.test(att.url) ? att.url : undefined;
@@ -265,18 +247,18 @@ function drawMessage(
   canvas.gap(4);
 }
 
-function drawMessageHead(canvas: Canvas, m: Message, labels: Labels, tz: string): void {
+function drawMessageHead(canvas: Canvas, m: Message, words: ExportWords): void {
   const x = canvas.left;
   const nameW = inline(canvas, [{ text: m.sender, style: { font: 'bold', size: 10.5, color: roleColor(m.role) } }], x, HEAD_LH, 10.5);
   // role chip
-  const role = roleLabel(labels, m.role);
+  const role = words.role(m.role);
   const chipStyle: Style = { font: 'body', size: 7.5, color: COLORS.muted };
   const chipW = canvas.measure(role, 'body', 7.5) + 8;
   const chipX = x + nameW + 6;
   canvas.rect(chipX, canvas.y + 3.5, chipW, 11, COLORS.chipBg, 3);
   canvas.text(role, chipX + 4, canvas.y, chipStyle, HEAD_LH, 7.5);
-  const meta: Run[] = [{ text: displayTime(m.timestamp, tz), style: { font: 'body', size: 8.5, color: COLORS.muted } }];
-  if (m.edited_at && !m.deleted) meta.push({ text: ` ${labels.edited}`, style: { font: 'body', size: 8.5, color: COLORS.faint } });
+  const meta: Run[] = [{ text: words.time(m.timestamp), style: { font: 'body', size: 8.5, color: COLORS.muted } }];
+  if (m.edited_at && !m.deleted) meta.push({ text: ` ${words.labels.edited}`, style: { font: 'body', size: 8.5, color: COLORS.faint } });
   inline(canvas, meta, chipX + chipW + 8, HEAD_LH, 8.5);
   const seq = `#${m.seq}`;
   const seqW = canvas.measure(seq, 'mono', 8);

@@ -1,6 +1,6 @@
 // `agent-chatroom hook <name>`: commands that IDE agents run as hooks (see docs/agents.md).
 // A hook never fails its IDE: problems go to stderr and the exit code is 0.
-import { parseArgs } from 'node:util';
+import { numberFlag, parseFlags, SIGN_IN_FLAGS, signInOptions } from '../agent/command.js';
 import { stateDir } from '../agent/connect.js';
 import { claudeSessionStart, claudeStop, type HookIo } from './claude.js';
 import { codexNotify } from './codex.js';
@@ -30,10 +30,7 @@ async function readStdin(): Promise<string> {
 }
 
 function maxWait(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_MAX_WAIT_S;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 1 || n > 86_400) throw new Error('--max-wait must be a number of seconds between 1 and 86400');
-  return n;
+  return numberFlag('max-wait', raw, 1, 86_400, 'number of seconds') ?? DEFAULT_MAX_WAIT_S;
 }
 
 export async function hookCommand(argv: string[]): Promise<void> {
@@ -51,7 +48,7 @@ export async function hookCommand(argv: string[]): Promise<void> {
         code = await claudeSessionStart(io(await readStdin()));
         break;
       case 'claude-stop': {
-        const { values } = parseArgs({ args: rest, options: { 'max-wait': { type: 'string' } }, strict: true });
+        const values = parseFlags(rest, { 'max-wait': { type: 'string' } });
         code = await claudeStop(io(await readStdin()), { maxWaitS: maxWait(values['max-wait']) });
         break;
       }
@@ -59,35 +56,22 @@ export async function hookCommand(argv: string[]): Promise<void> {
         code = await codexNotify(io(rest.length ? '' : await readStdin()), rest);
         break;
       case 'claude-init': {
-        const { values } = parseArgs({
-          args: rest,
-          strict: true,
-          options: {
-            url: { type: 'string' },
-            room: { type: 'string' },
-            name: { type: 'string' },
-            token: { type: 'string' },
-            introduce: { type: 'string' },
-            'room-password': { type: 'string' },
-            dir: { type: 'string' },
-            'max-wait': { type: 'string' },
-          },
+        const values = parseFlags(rest, {
+          ...SIGN_IN_FLAGS,
+          room: { type: 'string' },
+          dir: { type: 'string' },
+          'max-wait': { type: 'string' },
         });
         if (!values.room) throw new Error('--room <room_id> is required');
-        const token = values.token ?? process.env.CHATROOM_TOKEN;
-        if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+        const signIn = signInOptions(values, process.env);
         const log = (line: string) => process.stderr.write(`${line}\n`);
         const done = await claudeInit({
-          url: values.url ?? process.env.CHATROOM_URL ?? 'http://127.0.0.1:3000',
+          ...signIn,
           room: values.room,
           dir: values.dir ?? process.cwd(),
           stateDir: stateDir(),
           maxWaitS: maxWait(values['max-wait']),
           log,
-          ...(values.name ? { name: values.name } : {}),
-          ...(token ? { token } : {}),
-          ...(values.introduce ? { introduce: values.introduce } : {}),
-          ...(values['room-password'] ? { roomPassword: values['room-password'] } : {}),
         });
         process.stdout.write(
           `"${done.name}" is in room ${values.room}.\n  room + token: ${done.projectFile} (keep it private)\n  hooks:        ${done.settingsFile}\n  MCP server:   ${done.mcpFile}\nStart (or restart) Claude Code in this directory; approve the "chatroom" MCP server when asked.\n`,

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { checkServer, joinRoom, obtainIdentity, serverBase } from '../agent/connect.js';
+import { checkServer, signInAndJoin } from '../agent/connect.js';
 import { PROJECT_FILE } from './config.js';
 
 export interface InitOptions {
@@ -59,16 +59,8 @@ function setHook(settings: Record<string, any>, event: string, command: string, 
 
 export async function claudeInit(options: InitOptions): Promise<{ projectFile: string; settingsFile: string; mcpFile: string; name: string }> {
   await checkServer(options.url);
-  const base = serverBase(options.url);
-  const identity = await obtainIdentity({
-    url: base,
-    stateDir: options.stateDir,
-    log: options.log,
-    ...(options.name ? { name: options.name } : {}),
-    ...(options.token ? { token: options.token } : {}),
-    ...(options.introduce ? { introduce: options.introduce } : {}),
-  });
-  const room = await joinRoom(base, identity.token, options.room, options.roomPassword);
+  const { base, identity, rooms } = await signInAndJoin(options, [options.room]);
+  const room = rooms[0]!;
 
   const projectFile = path.join(options.dir, PROJECT_FILE);
   await writeFile(projectFile, `${JSON.stringify({ url: base, room_id: room.room_id, name: identity.participant.name, token: identity.token }, null, 2)}\n`, { mode: 0o600 });

@@ -39,6 +39,11 @@ const TOKEN_RECHECK_MS = 5000;
 const MAX_TOKENS = 10;
 
 
+type RecordOfKind = { agent: AgentRecord; user: UserRecord };
+
+/** The fields every new participant record starts with. */
+type NewRecordFields = Pick<AgentRecord & UserRecord, 'name' | 'rooms' | 'last_active' | 'created_at' | 'token_hashes'>;
+
 export function toPublicAgent(record: AgentRecord): Agent {
   const { token_hashes: _tokenHashes, ...agent } = record;
   return agent;
@@ -133,53 +138,51 @@ export class Participants {
   }
 
   async registerAgent(input: RegisterAgentInput, now: Date): Promise<{ agent_id: string; token: string; agent: Agent }> {
-    const name = this.claimName(input.name);
-    const token = newToken();
-    const record: AgentRecord = {
+    const { record, token } = await this.register('agent', input.name, now, async (common) => ({
+      ...common,
       agent_id: uuidv4(),
-      name,
       introduce: input.introduce ?? '',
-      rooms: [],
       status: 'offline',
-      last_active: now.toISOString(),
       capabilities: input.capabilities ?? [],
       skip_list: input.skip_list ?? [],
       language_support: input.language_support ?? [this.defaults.language],
       preferred_language: input.preferred_language ?? this.defaults.language,
       timezone: input.timezone ?? this.defaults.timezone,
-      created_at: now.toISOString(),
-      token_hashes: [hashToken(token)],
-    };
-    try {
-      await this.put({ kind: 'agent', record });
-    } finally {
-      this.release(name);
-    }
+    }));
     return { agent_id: record.agent_id, token, agent: toPublicAgent(record) };
   }
 
   async registerUser(input: RegisterUserInput, now: Date): Promise<{ user_id: string; token: string; user: User }> {
-    const name = this.claimName(input.name);
-    const token = newToken();
-    const record: UserRecord = {
+    const { record, token } = await this.register('user', input.name, now, async (common) => ({
+      ...common,
       user_id: uuidv4(),
-      name,
       language: input.language ?? this.defaults.language,
       timezone: input.timezone ?? this.defaults.timezone,
-      rooms: [],
-      last_active: now.toISOString(),
-      created_at: now.toISOString(),
-      token_hashes: [hashToken(token)],
-      password_hash: null,
-    };
-    // The name stays claimed through the slow hash, so a concurrent registration cannot take it.
+      password_hash: input.password ? await hashPassword(input.password) : null,
+    }));
+    return { user_id: record.user_id, token, user: toPublicUser(record) };
+  }
+
+  /**
+   * A new participant with a new token: the name stays claimed while the record is built (a
+   * password hash is slow) and written, so a concurrent registration cannot take it.
+   */
+  private async register<K extends keyof RecordOfKind>(
+    kind: K,
+    rawName: string,
+    now: Date,
+    build: (common: NewRecordFields) => Promise<RecordOfKind[K]>,
+  ): Promise<{ record: RecordOfKind[K]; token: string }> {
+    const name = this.claimName(rawName);
+    const token = newToken();
     try {
-      if (input.password) record.password_hash = await hashPassword(input.password);
-      await this.put({ kind: 'user', record });
+      const at = now.toISOString();
+      const record = await build({ name, rooms: [], last_active: at, created_at: at, token_hashes: [hashToken(token)] });
+      await this.put({ kind, record } as ParticipantRecord);
+      return { record, token };
     } finally {
       this.release(name);
     }
-    return { user_id: record.user_id, token, user: toPublicUser(record) };
   }
 
   /**

@@ -10,13 +10,24 @@ const introduce = z.string().max(500);
 const profileList = z.array(z.string().max(50)).max(20);
 
 export function identityTools(app: App) {
-  return [
+  /** A registration: needs no token, so it is limited per client address. */
+  const registration = <S extends z.ZodType>(name: string, description: string, input: S, register: (args: z.infer<S>, at: Date) => Promise<unknown>) =>
     defineTool({
-      name: 'register_agent',
+      name,
       public: true,
-      description:
-        'Register a new AI agent and get its secret token (shown once). Use the token as "Authorization: Bearer <token>". Over MCP the session is bound to the new agent.',
-      input: z
+      description,
+      input,
+      handler: async (args, ctx) => {
+        await app.limits.consumeRegistration(ctx.address ?? null);
+        return register(args, new Date(app.now()));
+      },
+    });
+
+  return [
+    registration(
+      'register_agent',
+      'Register a new AI agent and get its secret token (shown once). Use the token as "Authorization: Bearer <token>". Over MCP the session is bound to the new agent.',
+      z
         .object({
           name: participantName,
           introduce: introduce.optional(),
@@ -27,23 +38,14 @@ export function identityTools(app: App) {
           timezone: timezone.optional(),
         })
         .strict(),
-      handler: async (args, ctx) => {
-        await app.limits.consumeRegistration(ctx.address ?? null);
-        return app.participants.registerAgent(args, new Date(app.now()));
-      },
-    }),
-    defineTool({
-      name: 'register_user',
-      public: true,
-      description: 'Register a person (for the web page) and get a secret token. With a password, the person can log in again elsewhere.',
-      input: z
-        .object({ name: participantName, password: password.optional(), language: language.optional(), timezone: timezone.optional() })
-        .strict(),
-      handler: async (args, ctx) => {
-        await app.limits.consumeRegistration(ctx.address ?? null);
-        return app.participants.registerUser(args, new Date(app.now()));
-      },
-    }),
+      (args, at) => app.participants.registerAgent(args, at),
+    ),
+    registration(
+      'register_user',
+      'Register a person (for the web page) and get a secret token. With a password, the person can log in again elsewhere.',
+      z.object({ name: participantName, password: password.optional(), language: language.optional(), timezone: timezone.optional() }).strict(),
+      (args, at) => app.participants.registerUser(args, at),
+    ),
     defineTool({
       name: 'login',
       public: true,

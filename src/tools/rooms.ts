@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../identity/secrets.js';
 import { FailureDelay } from '../limits/rate-limits.js';
+import type { Command } from '../runtime/commands.js';
 import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
 import type { ToolServices } from './services.js';
@@ -50,6 +51,24 @@ export function roomTools(app: ToolServices) {
     return room.password_hash;
   }
 
+  /**
+   * A tool that runs one command on a room and answers with the room. Slow work (a password
+   * hash) happens while the command is built, outside the room's queue.
+   */
+  function roomCommand<S extends z.ZodType<{ room_id: string }>>(
+    name: string,
+    description: string,
+    input: S,
+    command: (args: z.infer<S>, caller: Caller) => Command | Promise<Command>,
+  ) {
+    return defineTool({
+      name,
+      description,
+      input,
+      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, await command(args, ctx.caller)) }),
+    });
+  }
+
   return [
     defineTool({
       name: 'create_room',
@@ -82,38 +101,32 @@ export function roomTools(app: ToolServices) {
       input: z.object({ room_id: roomId }).strict(),
       handler: async (args, ctx) => ({ room: await reads.getRoom(args.room_id, ctx.caller) }),
     }),
-    defineTool({
-      name: 'join_room',
-      description: 'Join a room (password needed once for protected rooms).',
-      input: z.object({ room_id: roomId, password: password.optional() }).strict(),
-      handler: async (args, ctx) => {
-        const passwordHash = await checkRoomPassword(ctx.caller, args.room_id, args.password);
-        const member = await newMember(ctx.caller);
-        return { room: await rooms.execute(args.room_id, { type: 'join', caller: ctx.caller, member, passwordHash }) };
+    roomCommand(
+      'join_room',
+      'Join a room (password needed once for protected rooms).',
+      z.object({ room_id: roomId, password: password.optional() }).strict(),
+      async (args, caller) => {
+        const passwordHash = await checkRoomPassword(caller, args.room_id, args.password);
+        return { type: 'join', caller, member: await newMember(caller), passwordHash };
       },
-    }),
-    defineTool({
-      name: 'leave_room',
-      description: 'Leave a room.',
-      input: z.object({ room_id: roomId }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'leave', caller: ctx.caller }) }),
-    }),
-    defineTool({
-      name: 'set_room_status',
-      description: 'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
-      input: z.object({ room_id: roomId, system_status: z.enum(['active', 'paused']) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'set_status', caller: ctx.caller, status: args.system_status }) }),
-    }),
-    defineTool({
-      name: 'set_announcement',
-      description: "Set the room's announcement (room admins).",
-      input: z.object({ room_id: roomId, user_announcement: z.string().max(2000) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'announce', caller: ctx.caller, text: args.user_announcement }) }),
-    }),
-    defineTool({
-      name: 'update_room',
-      description: 'Change room settings (room admins): description, password (null clears), mode, user participation, max_auto_rounds, turn_timeout_ms.',
-      input: z
+    ),
+    roomCommand('leave_room', 'Leave a room.', z.object({ room_id: roomId }).strict(), (_args, caller) => ({ type: 'leave', caller })),
+    roomCommand(
+      'set_room_status',
+      'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
+      z.object({ room_id: roomId, system_status: z.enum(['active', 'paused']) }).strict(),
+      (args, caller) => ({ type: 'set_status', caller, status: args.system_status }),
+    ),
+    roomCommand(
+      'set_announcement',
+      "Set the room's announcement (room admins).",
+      z.object({ room_id: roomId, user_announcement: z.string().max(2000) }).strict(),
+      (args, caller) => ({ type: 'announce', caller, text: args.user_announcement }),
+    ),
+    roomCommand(
+      'update_room',
+      'Change room settings (room admins): description, password (null clears), mode, user participation, max_auto_rounds, turn_timeout_ms.',
+      z
         .object({
           room_id: roomId,
           room_description: roomDescription.optional(),
@@ -124,34 +137,34 @@ export function roomTools(app: ToolServices) {
           turn_timeout_ms: z.number().int().min(1000).max(86_400_000).nullable().optional(),
         })
         .strict(),
-      handler: async ({ room_id, password, ...changes }, ctx) => {
+      async ({ room_id, password, ...changes }, caller) => {
         // Permission first (a non-admin learns nothing from a slow hash), then hash outside the queue.
-        const room = await reads.memberRoom(room_id, ctx.caller);
-        if (room.created_by_id !== ctx.caller.id && !room.members.some((m) => m.participant_id === ctx.caller.id && m.is_host)) {
+        const room = await reads.memberRoom(room_id, caller);
+        if (room.created_by_id !== caller.id && !room.members.some((m) => m.participant_id === caller.id && m.is_host)) {
           throw new AppError('forbidden', 'Only the room creator or host may do this');
         }
         const password_hash = password === undefined ? undefined : password ? await hashPassword(password) : null;
         const change = { ...changes, ...(password_hash !== undefined ? { password_hash } : {}) };
-        return { room: await rooms.execute(room_id, { type: 'update_settings', caller: ctx.caller, change }) };
+        return { type: 'update_settings', caller, change };
       },
-    }),
-    defineTool({
-      name: 'remove_member',
-      description: 'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
-      input: z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'remove', caller: ctx.caller, name: args.name }) }),
-    }),
+    ),
+    roomCommand(
+      'remove_member',
+      'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
+      z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
+      (args, caller) => ({ type: 'remove', caller, name: args.name }),
+    ),
     defineTool({
       name: 'get_room_stats',
       description: 'Per-agent turn statistics of a room (members only): turns answered, skipped, timed out, passed, offline, and the median answer time.',
       input: z.object({ room_id: roomId }).strict(),
       handler: async (args, ctx) => ({ stats: await reads.stats(ctx.caller, args.room_id) }),
     }),
-    defineTool({
-      name: 'archive_room',
-      description: 'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
-      input: z.object({ room_id: roomId }).strict(),
-      handler: async (args, ctx) => ({ room: await rooms.execute(args.room_id, { type: 'archive', caller: ctx.caller }) }),
-    }),
+    roomCommand(
+      'archive_room',
+      'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
+      z.object({ room_id: roomId }).strict(),
+      (_args, caller) => ({ type: 'archive', caller }),
+    ),
   ];
 }

@@ -120,24 +120,13 @@ export class McpEndpoint implements Mount {
   private guard(req: Request, res: Response, next: NextFunction): void {
     const app = this.app;
     const host = req.get('host');
-    if (!hostAllowed(app, host)) {
-      return rpcError(
-        res,
-        403,
-        JSONRPC_SERVER_ERROR,
-        `Host "${host ?? ''}" is not allowed on ${MCP_PATH}. Add it to ALLOWED_HOSTS (now: ${app.config.allowedHosts.join(',')}) to accept it.`,
-      );
-    }
+    /** A refused Host or Origin, with the setting that would accept it. */
+    const refuse = (what: string, value: string, setting: string, now: string[]): void =>
+      rpcError(res, 403, JSONRPC_SERVER_ERROR, `${what} "${value}" is not allowed on ${MCP_PATH}. Add it to ${setting} (now: ${now.join(',')}) to accept it.`);
+    if (!hostAllowed(app, host)) return refuse('Host', host ?? '', 'ALLOWED_HOSTS', app.config.allowedHosts);
     const origin = req.get('origin');
     if (origin !== undefined) {
-      if (!originAllowed(app, origin)) {
-        return rpcError(
-          res,
-          403,
-          JSONRPC_SERVER_ERROR,
-          `Origin "${origin}" is not allowed on ${MCP_PATH}. Add it to ALLOWED_ORIGINS (now: ${app.config.allowedOrigins.join(',')}) to accept it.`,
-        );
-      }
+      if (!originAllowed(app, origin)) return refuse('Origin', origin, 'ALLOWED_ORIGINS', app.config.allowedOrigins);
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
       res.setHeader('Access-Control-Expose-Headers', 'mcp-session-id, mcp-protocol-version');

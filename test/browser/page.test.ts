@@ -153,6 +153,17 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await server?.stop();
   });
 
+  /** Both pages show `agent` holding the turn for `reason` and, when given, whether it may skip. */
+  async function expectTurnOnBothPages(agent: string, reason: string, skip?: string): Promise<void> {
+    await Promise.all(
+      [alice, bob].map(async (page) => {
+        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: agent }).waitFor();
+        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe(reason);
+        if (skip !== undefined) expect(await page.locator('.turnbar .turn-skip').textContent()).toBe(skip);
+      }),
+    );
+  }
+
   it('signs up, refuses a taken name, validates and creates a room, lists rooms with locks and a filter', async () => {
     await signUp(alice, server.url, 'Alice', 'alice-password');
     await alice.locator('#me-name', { hasText: 'Alice' }).waitFor();
@@ -334,14 +345,8 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     echo2.mode = 'silent';
     await send(alice, '轮次测试：请依次发言');
 
-    await Promise.all(
-      [alice, bob].map(async (page) => {
-        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo1' }).waitFor();
-        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('轮转');
-        expect(await page.locator('.turnbar .turn-skip').textContent()).toBe('可以跳过');
-        await page.locator('.members [data-name=Echo1].member-speaking').waitFor();
-      }),
-    );
+    await expectTurnOnBothPages('Echo1', '轮转', '可以跳过');
+    await Promise.all([alice, bob].map((page) => page.locator('.members [data-name=Echo1].member-speaking').waitFor()));
     const countdown = alice.locator('.turn-countdown');
     const remaining = async () => Number(await countdown.getAttribute('data-remaining-ms'));
     const r1 = await remaining();
@@ -488,12 +493,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
 
     echo1.silentTurns = 1;
     await alice.locator('#start-round-btn').click();
-    await Promise.all(
-      [alice, bob].map(async (page) => {
-        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo1' }).waitFor();
-        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('轮转');
-      }),
-    );
+    await expectTurnOnBothPages('Echo1', '轮转');
     type Round = { round_id: string; completed: boolean; kind: string; turn: { agent: string; reason: string; can_skip: boolean } | null };
     const running = (await server.ok<{ room: { current_round: Round; history_rounds: string[] } }>('get_room', { room_id: roomId }, aliceToken)).room;
     expect(running.current_round).toMatchObject({ completed: false, kind: 'rotation', turn: { agent: 'Echo1', reason: 'rotation', can_skip: true } });
@@ -510,15 +510,8 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     // A mentioned agent holds the turn for the mention and may not skip it.
     echo2.silentTurns = 1;
     await send(alice, '@Echo2 请说明首页改版的风险');
-    await Promise.all(
-      [alice, bob].map(async (page) => {
-        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo2' }).waitFor();
-        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('被提及');
-        const skip = page.locator('.turnbar .turn-skip');
-        expect(await skip.textContent()).toBe('必须回答');
-        expect(await skip.getAttribute('class')).toContain('chip-warn');
-      }),
-    );
+    await expectTurnOnBothPages('Echo2', '被提及', '必须回答');
+    for (const page of [alice, bob]) expect(await page.locator('.turnbar .turn-skip').getAttribute('class')).toContain('chip-warn');
     const mentioned = (await server.ok<{ room: { current_round: Round } }>('get_room', { room_id: roomId }, aliceToken)).room;
     expect(mentioned.current_round.turn).toMatchObject({ agent: 'Echo2', reason: 'mention', can_skip: false });
     await alice.getByRole('button', { name: '跳过 Echo2 的本次发言' }).click();
@@ -603,13 +596,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
 
     echo1.silentTurns = 1;
     await send(alice, '@Echo1 请先介绍议程');
-    await Promise.all(
-      [alice, bob].map(async (page) => {
-        await page.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Echo1' }).waitFor();
-        expect(await page.locator('.turnbar .turn-reason').textContent()).toBe('主持');
-        expect(await page.locator('.turnbar .turn-skip').textContent()).toBe('必须回答');
-      }),
-    );
+    await expectTurnOnBothPages('Echo1', '主持', '必须回答');
     const { room } = await server.ok<{ room: { current_round: { kind: string; turn: unknown } } }>('get_room', { room_id: hostRoomId }, aliceToken);
     expect(room.current_round).toMatchObject({ kind: 'host', turn: { agent: 'Echo1', reason: 'host', can_skip: false } });
     await alice.getByRole('button', { name: '跳过 Echo1 的本次发言' }).click();

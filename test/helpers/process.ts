@@ -1,5 +1,7 @@
-// Runs the real server as a child process (for SIGKILL and restart tests).
+// Runs the real server as a child process (for SIGKILL and restart tests), and small helpers
+// for tests that talk to one over REST.
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
@@ -13,7 +15,8 @@ export interface ServerProcess {
 }
 
 // Transpiled by test/global-setup.ts before the suite runs.
-const CLI = path.join(PACKAGE_ROOT, '.test-dist', 'src', 'cli.js');
+/** The CLI as transpiled for the tests (`.test-dist`, built by the global setup). */
+export const CLI = path.join(PACKAGE_ROOT, '.test-dist', 'src', 'cli.js');
 
 /** Starts the transpiled CLI (`.test-dist/src/cli.js start`) and resolves once it logs the port it bound. */
 export function spawnServer(env: Record<string, string>, args: string[] = ['start']): Promise<ServerProcess> {
@@ -70,4 +73,20 @@ export async function restCall<T = any>(url: string, tool: string, args: unknown
     body: JSON.stringify(args),
   });
   return { status: res.status, body: (await res.json()) as T };
+}
+
+/** A person registered on a running server (`url`) and a room they created: both as the server answered. */
+export async function userWithRoom(url: string, userName: string, roomName: string): Promise<{ user: any; room: any }> {
+  const user = (await restCall(url, 'register_user', { name: userName })).body.data;
+  const room = (await restCall(url, 'create_room', { room_name: roomName }, user.token)).body.data.room;
+  return { user, room };
+}
+
+/** A port nobody listens on. */
+export async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }

@@ -1,5 +1,6 @@
 // Starts the real server on port 0 with a temporary DATA_DIR, and a small REST client.
 import { mkdtemp, rm } from 'node:fs/promises';
+import { afterAll, beforeAll } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
 import { testConfig, type Config } from '../../src/config.js';
@@ -93,4 +94,66 @@ export async function registerAgent(server: TestServer, name: string): Promise<{
 export async function registerUser(server: TestServer, name: string, password?: string): Promise<{ token: string; id: string; name: string }> {
   const data = await server.ok<{ user_id: string; token: string }>('register_user', { name, ...(password ? { password } : {}) });
   return { token: data.token, id: data.user_id, name };
+}
+
+/**
+ * A room `creator` creates (`settings`: its name, or the create_room arguments), joined then
+ * by each of `members` in order. Returns the room as create_room answered it.
+ */
+export async function createRoomWith(
+  server: TestServer,
+  creator: { token: string },
+  settings: string | { room_name: string; [key: string]: unknown },
+  members: ReadonlyArray<{ token: string }> = [],
+): Promise<any> {
+  const args = typeof settings === 'string' ? { room_name: settings } : settings;
+  const { room } = await server.ok('create_room', args, creator.token);
+  for (const member of members) await server.ok('join_room', { room_id: room.room_id }, member.token);
+  return room;
+}
+
+/**
+ * A test server and a scratch directory (`prefix` + random) for the whole test file: started
+ * before its first test, stopped and removed after its last. Read the fields inside the tests.
+ */
+export function serverAndWorkDirForFile(prefix: string): { readonly server: TestServer; readonly work: string } {
+  const shared = {} as { server: TestServer; work: string };
+  beforeAll(async () => {
+    shared.server = await startTestServer();
+    shared.work = await mkdtemp(path.join(os.tmpdir(), prefix));
+  });
+  afterAll(async () => {
+    await shared.server?.stop();
+    if (shared.work) await rm(shared.work, { recursive: true, force: true });
+  });
+  return shared;
+}
+
+/**
+ * Registers each of `members` (name → user or agent, in order); the first creates the room
+ * (`settings`: its name, or the create_room arguments) and the others join it in order.
+ */
+export async function roomWithNewMembers(
+  server: TestServer,
+  settings: string | { room_name: string; [key: string]: unknown },
+  members: Record<string, 'user' | 'agent'>,
+): Promise<{ room: any; members: Array<{ token: string; id: string; name: string }> }> {
+  const registered: Array<{ token: string; id: string; name: string }> = [];
+  for (const [name, kind] of Object.entries(members)) registered.push(await (kind === 'user' ? registerUser(server, name) : registerAgent(server, name)));
+  const [creator, ...others] = registered;
+  const room = await createRoomWith(server, creator!, settings, others);
+  return { room, members: registered };
+}
+
+/** A person's room (`settings` as for createRoomWith) joined by new agents of these names, in order. */
+export async function roomWithAgents(
+  server: TestServer,
+  personName: string,
+  settings: string | { room_name: string; [key: string]: unknown },
+  agentNames: readonly string[],
+): Promise<{ person: { token: string; id: string; name: string }; room: any; agents: Array<{ token: string; id: string; name: string }> }> {
+  const person = await registerUser(server, personName);
+  const agents: Array<{ token: string; id: string; name: string }> = [];
+  for (const name of agentNames) agents.push(await registerAgent(server, name));
+  return { person, room: await createRoomWith(server, person, settings, agents), agents };
 }

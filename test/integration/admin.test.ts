@@ -1,7 +1,7 @@
 // Room administration, turn control, deletion and paging over real HTTP.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { registerUser, roomWithAgents, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 afterEach(async () => {
@@ -37,22 +37,15 @@ async function expectCode(promise: ReturnType<TestServer['call']>, status: numbe
 
 const settle = () => new Promise((r) => setTimeout(r, 50));
 
-async function roomWithAgents(names: string[], opts: Record<string, unknown> = {}) {
-  const owner = await registerUser(server, 'Owner');
-  const { room } = await server.ok('create_room', { room_name: 'Admin', ...opts }, owner.token);
-  const agents = [];
-  for (const name of names) {
-    const agent = await registerAgent(server, name);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
-    agents.push(agent);
-  }
+async function adminRoom(names: string[], opts: Record<string, unknown> = {}) {
+  const { person: owner, room, agents } = await roomWithAgents(server, 'Owner', { room_name: 'Admin', ...opts }, names);
   return { owner, room, agents, events: collect(server, room.room_id) };
 }
 
 describe('update_room', () => {
   it('changes settings for admins, sets and clears the password, and ends a round on mode change', async () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
-    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    const { owner, room, agents, events } = await adminRoom(['A', 'B']);
     await expectCode(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, agents[0]!.token), 403, 'forbidden');
     await expectCode(server.call('update_room', { room_id: room.room_id, turn_timeout_ms: 5 }, owner.token), 400, 'validation_error');
     const updated = await server.ok(
@@ -88,7 +81,7 @@ describe('update_room', () => {
 describe('admin error codes', () => {
   it('update_room, remove_member and delete_message name the missing room, membership or message; archived rooms refuse updates', async () => {
     server = await startTestServer();
-    const { owner, room } = await roomWithAgents(['A']);
+    const { owner, room } = await adminRoom(['A']);
     const outsider = await registerUser(server, 'Outsider');
     await expectCode(server.call('update_room', { room_id: 'missing-room', max_auto_rounds: 2 }, owner.token), 404, 'room_not_found');
     await expectCode(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, outsider.token), 403, 'not_a_member');
@@ -106,7 +99,7 @@ describe('admin error codes', () => {
 describe('a host who is not the creator (SPEC §3)', () => {
   it('inherits the host flag with a room_update, then pauses, announces and starts rounds', async () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
-    const { owner, room, agents } = await roomWithAgents(['Heir', 'Other'], { interaction_mode: 'host' });
+    const { owner, room, agents } = await adminRoom(['Heir', 'Other'], { interaction_mode: 'host' });
     const heir = agents[0]!;
     const other = agents[1]!;
     const hostChange = nextEvent(server, room.room_id, 'room_update', (e) => e.data.room.members.some((m) => m.name === 'Heir' && m.is_host));
@@ -131,7 +124,7 @@ describe('a host who is not the creator (SPEC §3)', () => {
 describe('remove_member', () => {
   it('removes a member; if it held the turn, the turn moves on', async () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
-    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    const { owner, room, agents, events } = await adminRoom(['A', 'B']);
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
     await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'B' }, agents[0]!.token), 403, 'forbidden');
     await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'Nobody' }, owner.token), 404, 'not_found');
@@ -149,7 +142,7 @@ describe('remove_member', () => {
 describe('archive_room', () => {
   it('makes the room read-only and hides it from the list unless asked', async () => {
     server = await startTestServer();
-    const { owner, room, agents } = await roomWithAgents(['A']);
+    const { owner, room, agents } = await adminRoom(['A']);
     await server.ok('send_message', { room_id: room.room_id, text_content: 'before' }, owner.token);
     await expectCode(server.call('archive_room', { room_id: room.room_id }, agents[0]!.token), 403, 'forbidden');
     const { room: archived } = await server.ok('archive_room', { room_id: room.room_id }, owner.token);
@@ -169,7 +162,7 @@ describe('pass_turn and extend_turn', () => {
     // A clock the test moves, so that each extension's deadline is measurably later.
     let clock = Date.now();
     server = await startTestServer({ turnTimeoutMs: 5000 }, { now: () => clock });
-    const { owner, room, agents } = await roomWithAgents(['A', 'B']);
+    const { owner, room, agents } = await adminRoom(['A', 'B']);
     await expectCode(server.call('pass_turn', { room_id: room.room_id }, owner.token), 409, 'conflict');
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
     await expectCode(server.call('pass_turn', { room_id: room.room_id }, agents[1]!.token), 403, 'forbidden');
@@ -196,7 +189,7 @@ describe('pass_turn and extend_turn', () => {
 
   it('refuses extend_turn while paused; pass_turn still works and the next turn waits for resume', async () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
-    const { owner, room, agents, events } = await roomWithAgents(['A', 'B']);
+    const { owner, room, agents, events } = await adminRoom(['A', 'B']);
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, owner.token);
     await expectCode(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'room_paused');
@@ -215,7 +208,7 @@ describe('pass_turn and extend_turn', () => {
 describe('delete_message', () => {
   it('lets the sender or an admin retract; keeps the seq; broadcasts message_update', async () => {
     server = await startTestServer();
-    const { owner, room } = await roomWithAgents([]);
+    const { owner, room } = await adminRoom([]);
     const guest = await registerUser(server, 'Guest');
     await server.ok('join_room', { room_id: room.room_id }, guest.token);
     const events = collect(server, room.room_id);
@@ -243,7 +236,7 @@ describe('delete_message', () => {
 describe('get_messages paging', () => {
   it('walks a 1,000-message room both ways without a gap or a repeat', async () => {
     server = await startTestServer();
-    const { owner, room } = await roomWithAgents([]);
+    const { owner, room } = await adminRoom([]);
     await Promise.all(
       Array.from({ length: 1000 }, (_, i) => server.ok('send_message', { room_id: room.room_id, text_content: `m${i}` }, owner.token)),
     );

@@ -3,15 +3,14 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { restCall, runCli, spawnServer } from '../helpers/process.js';
+import { restCall, runCli, spawnServer, userWithRoom } from '../helpers/process.js';
 import { startTestServer, tempDataDir } from '../helpers/server.js';
 
 describe('backup and restore', () => {
   it('copies a live DATA_DIR consistently while messages keep flowing, and a server starts on the copy', async () => {
     const dataDir = await tempDataDir();
     const live = await spawnServer({ DATA_DIR: dataDir });
-    const user = (await restCall(live.url, 'register_user', { name: 'Backer' })).body.data;
-    const room = (await restCall(live.url, 'create_room', { room_name: 'Backed Up' }, user.token)).body.data.room;
+    const { user, room } = await userWithRoom(live.url, 'Backer', 'Backed Up');
     // An agent member (round state in rooms.json) and an upload, both to come back from the copy.
     const agent = (await restCall(live.url, 'register_agent', { name: 'BackedAgent' })).body.data;
     await restCall(live.url, 'join_room', { room_id: room.room_id }, agent.token);

@@ -6,9 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { banner, humanLine, logFormat } from '../../src/logger.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { CLI } from '../helpers/process.js';
 
-const CLI = path.join(PACKAGE_ROOT, '.test-dist', 'src', 'cli.js');
 
 /** Starts the server under a pseudo-terminal; resolves with its output once `until` matches. */
 async function startInTerminal(env: Record<string, string>, until: RegExp): Promise<string> {

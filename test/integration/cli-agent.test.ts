@@ -2,28 +2,17 @@
 // that take each preset's real flags and print that CLI's real output format. The agents run as
 // child processes of the compiled CLI (.test-dist), as a user would start them.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { registerUser, serverAndWorkDirForFile } from '../helpers/server.js';
+import { CLI, closedPort } from '../helpers/process.js';
 
-const CLI = path.join(PACKAGE_ROOT, '.test-dist', 'src', 'cli.js');
 const FIXTURES = path.join(PACKAGE_ROOT, 'test', 'fixtures');
 const fake = (cli: 'claude' | 'codex' | 'gemini') => path.join(FIXTURES, `fake-${cli}.mjs`);
 
-let server: TestServer;
-let work: string;
-beforeAll(async () => {
-  server = await startTestServer();
-  work = await mkdtemp(path.join(os.tmpdir(), 'cli-agent-test-'));
-});
-afterAll(async () => {
-  await server.stop();
-  await rm(work, { recursive: true, force: true });
-});
+const shared = serverAndWorkDirForFile('cli-agent-test-');
 
 interface AgentProcess {
   child: ChildProcess;
@@ -44,10 +33,10 @@ let counter = 0;
 /** A fresh room with a person (its creator) and a short turn timeout. */
 async function room(turnTimeoutMs = 1500, maxAutoRounds = 1) {
   counter++;
-  const person = await registerUser(server, `Mia${counter}`);
-  const { room } = await server.ok('create_room', { room_name: `CLI room ${counter}`, language: 'en' }, person.token);
-  await server.ok('update_room', { room_id: room.room_id, turn_timeout_ms: turnTimeoutMs, max_auto_rounds: maxAutoRounds }, person.token);
-  return { person, roomId: room.room_id as string, log: path.join(work, `calls-${counter}.jsonl`), tag: `t${process.pid}-${counter}` };
+  const person = await registerUser(shared.server, `Mia${counter}`);
+  const { room } = await shared.server.ok('create_room', { room_name: `CLI room ${counter}`, language: 'en' }, person.token);
+  await shared.server.ok('update_room', { room_id: room.room_id, turn_timeout_ms: turnTimeoutMs, max_auto_rounds: maxAutoRounds }, person.token);
+  return { person, roomId: room.room_id as string, log: path.join(shared.work, `calls-${counter}.jsonl`), tag: `t${process.pid}-${counter}` };
 }
 
 function startAgent(
@@ -57,8 +46,8 @@ function startAgent(
   env: Record<string, string>,
   extra: string[] = [],
 ): AgentProcess {
-  const child = spawn(process.execPath, [CLI, 'cli-agent', '--url', server.url, '--room', roomId, '--name', name, '--preset', preset, ...extra, '--', fake(preset)], {
-    env: { ...process.env, CHATROOM_STATE_DIR: path.join(work, 'state'), ...env },
+  const child = spawn(process.execPath, [CLI, 'cli-agent', '--url', shared.server.url, '--room', roomId, '--name', name, '--preset', preset, ...extra, '--', fake(preset)], {
+    env: { ...process.env, CHATROOM_STATE_DIR: path.join(shared.work, 'state'), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let out = '';
@@ -76,7 +65,7 @@ async function waitReady(agents: AgentProcess[]): Promise<void> {
 }
 
 async function messages(roomId: string, token: string): Promise<Array<Record<string, any>>> {
-  return (await server.ok('get_messages', { room_id: roomId, limit: 200 }, token)).messages;
+  return (await shared.server.ok('get_messages', { room_id: roomId, limit: 200 }, token)).messages;
 }
 
 async function calls(file: string): Promise<Array<Record<string, any>>> {
@@ -97,15 +86,6 @@ function alive(pid: number): boolean {
   }
 }
 
-/** A port nobody listens on. */
-async function closedPort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
 /** Lines of the process table whose command line contains `marker`. */
 function processesWith(marker: string): string[] {
   return execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
@@ -121,11 +101,11 @@ describe('cli-agent', () => {
     await waitReady([startAgent('Cla', roomId, 'claude', env)]);
     await waitReady([startAgent('Cod', roomId, 'codex', env)]);
     await waitReady([startAgent('Gem', roomId, 'gemini', { ...env, FAKE_CLI_MODE: 'slow' })]);
-    const members = (await server.ok('get_room', { room_id: roomId }, person.token)).room.members.map((m: { name: string }) => m.name);
+    const members = (await shared.server.ok('get_room', { room_id: roomId }, person.token)).room.members.map((m: { name: string }) => m.name);
     expect(members).toEqual([`Mia${counter}`, 'Cla', 'Cod', 'Gem']);
 
     // Rotation in join order; the slow one is stopped before its deadline and skips.
-    await server.ok('send_message', { room_id: roomId, text_content: 'Hello agents, what do you think?' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'Hello agents, what do you think?' }, person.token);
     await expect
       .poll(async () => (await messages(roomId, person.token)).filter((m) => m.sender === 'Gem').length, { timeout: 15_000, interval: 100 })
       .toBeGreaterThanOrEqual(1);
@@ -138,16 +118,16 @@ describe('cli-agent', () => {
     ]);
     expect(firstRound[0]!.text_content).toBe('[claude] Cla read 1 messages; last: Hello agents, what do you think?');
     expect(firstRound[1]!.text_content).toMatch(/^\[codex\] Cod read 2 messages; last: \[claude\] Cla read 1/);
-    // Skipped by the agent (its CLI was stopped before the deadline), not timed out by the server.
+    // Skipped by the agent (its CLI was stopped before the deadline), not timed out by the shared.server.
     expect(firstRound[2]!.skip_reason).toBe('skip');
     expect(firstRound[2]!.text_content).toBe('（跳过：fake-gemini.mjs did not answer before the deadline and was stopped）');
 
     // The guard (max_auto_rounds 1) ends the automatic rounds; wait for the room to rest.
-    await expect.poll(async () => (await server.ok('get_room', { room_id: roomId }, person.token)).room.current_round?.completed ?? true, { timeout: 15_000 }).toBe(true);
+    await expect.poll(async () => (await shared.server.ok('get_room', { room_id: roomId }, person.token)).room.current_round?.completed ?? true, { timeout: 15_000 }).toBe(true);
 
     // A mention: Cod answers first, whatever the rotation.
     const before = (await messages(roomId, person.token)).length;
-    await server.ok('send_message', { room_id: roomId, text_content: '@Cod can you check this?' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: '@Cod can you check this?' }, person.token);
     await expect
       .poll(async () => (await messages(roomId, person.token)).slice(before + 1).filter((m) => m.role === 'ai_agent').length, { timeout: 15_000 })
       .toBeGreaterThanOrEqual(1);
@@ -156,9 +136,9 @@ describe('cli-agent', () => {
     expect(all[before + 1]!.text_content).toContain('last: (at)Cod can you check this?');
 
     // A mentioned slow CLI cannot skip: it is stopped, and the server's timeout passes the turn.
-    await expect.poll(async () => (await server.ok('get_room', { room_id: roomId }, person.token)).room.current_round?.completed ?? true, { timeout: 15_000 }).toBe(true);
+    await expect.poll(async () => (await shared.server.ok('get_room', { room_id: roomId }, person.token)).room.current_round?.completed ?? true, { timeout: 15_000 }).toBe(true);
     const mark = (await messages(roomId, person.token)).length;
-    await server.ok('send_message', { room_id: roomId, text_content: '@Gem are you there?' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: '@Gem are you there?' }, person.token);
     await expect
       .poll(async () => (await messages(roomId, person.token)).slice(mark + 1).find((m) => m.sender === 'Gem')?.skip_reason, { timeout: 15_000 })
       .toBe('timeout');
@@ -182,7 +162,7 @@ describe('cli-agent', () => {
     const env = { FAKE_CLI_LOG: log };
     await waitReady([startAgent('Res1', roomId, 'claude', env)]);
     await waitReady([startAgent('Res2', roomId, 'codex', env)]);
-    await server.ok('send_message', { room_id: roomId, text_content: 'Let us talk.' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'Let us talk.' }, person.token);
     // Two agents answered and both are online: a follow-up round gives each a second turn.
     await expect.poll(async () => (await calls(log)).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(4);
     const runs = await calls(log);
@@ -198,14 +178,14 @@ describe('cli-agent', () => {
     expect(codex[1]!.resume).toMatch(/^[0-9a-f-]{36}$/);
     expect(codex[1]!.argv.slice(-3)).toEqual(['resume', codex[1]!.resume, '-']);
     expect(claude[1]!.resume).not.toBe(codex[1]!.resume);
-    await server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, person.token);
+    await shared.server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, person.token);
   });
 
   it('a crashing CLI and a silent CLI: the room shows why they skipped', async () => {
     const { person, roomId, log } = await room(5000, 1);
     await waitReady([startAgent('Crashy', roomId, 'claude', { FAKE_CLI_LOG: log, FAKE_CLI_MODE: 'crash' })]);
     await waitReady([startAgent('Mute', roomId, 'gemini', { FAKE_CLI_LOG: log, FAKE_CLI_MODE: 'silent' })]);
-    await server.ok('send_message', { room_id: roomId, text_content: 'status report please' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'status report please' }, person.token);
     await expect.poll(async () => (await messages(roomId, person.token)).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
     const all = await messages(roomId, person.token);
     expect(all[1]).toMatchObject({ sender: 'Crashy', visible: false, skip_reason: 'skip' });
@@ -219,7 +199,7 @@ describe('cli-agent', () => {
     const { person, roomId, log, tag } = await room(60_000, 1);
     const agent = startAgent('Sleepy', roomId, 'codex', { FAKE_CLI_LOG: log, FAKE_CLI_MODE: 'slow', FAKE_CLI_TAG: tag });
     await waitReady([agent]);
-    await server.ok('send_message', { room_id: roomId, text_content: 'take your time' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'take your time' }, person.token);
     await expect.poll(async () => (await calls(log)).find((c) => typeof c.helper_pid === 'number'), { timeout: 15_000 }).toBeTruthy();
     const runs = await calls(log);
     const pids = [runs[0]!.pid as number, runs.find((c) => c.helper_pid)!.helper_pid as number];
@@ -241,7 +221,7 @@ describe('cli-agent', () => {
     const { person, roomId, log } = await room(10_000, 1);
     const agent = startAgent('Tooly', roomId, 'claude', { FAKE_CLI_LOG: log, FAKE_CLI_MODE: 'mcp-post' }, ['--mcp']);
     await waitReady([agent]);
-    await server.ok('send_message', { room_id: roomId, text_content: 'use your tools' }, person.token);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'use your tools' }, person.token);
     await expect.poll(async () => (await messages(roomId, person.token)).length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
     await expect.poll(() => agent.output(), { timeout: 10_000 }).toMatch(/answered through the room's tools/);
     const all = (await messages(roomId, person.token)).filter((m) => m.role !== 'system'); // the guard's notice
@@ -259,7 +239,7 @@ describe('cli-agent', () => {
   it('refuses bad start-up input with one clear line', async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [CLI, 'cli-agent', ...args], { env: { ...process.env, CHATROOM_STATE_DIR: path.join(work, 'state') }, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [CLI, 'cli-agent', ...args], { env: { ...process.env, CHATROOM_STATE_DIR: path.join(shared.work, 'state') }, stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
         child.stdout.on('data', (c: Buffer) => (out += c.toString()));
         child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -269,12 +249,12 @@ describe('cli-agent', () => {
     const down = await run(['--url', `http://127.0.0.1:${port}`, '--room', 'r', '--name', 'X', '--preset', 'claude']);
     expect(down.code).toBe(1);
     expect(down.out).toContain(`Cannot reach the server at http://127.0.0.1:${port} (connection refused)`);
-    const noRoom = await run(['--url', server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
+    const noRoom = await run(['--url', shared.server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
     expect(noRoom.code).toBe(1);
-    expect(noRoom.out).toContain(`There is no room "no-such-room" on ${server.url}`);
+    expect(noRoom.out).toContain(`There is no room "no-such-room" on ${shared.server.url}`);
     expect(noRoom.out).toMatch(/registered "Lost1"; its token: \S+/);
     // The retry reuses the saved token instead of failing with name_taken.
-    const retry = await run(['--url', server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
+    const retry = await run(['--url', shared.server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
     expect(retry.out).toContain('using the saved token of "Lost1"');
     expect(retry.out).not.toContain('taken');
     const usage = await run(['--room', 'r', '--name', 'X', '--preset', 'nope']);

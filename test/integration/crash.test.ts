@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { restCall, spawnServer, type ServerProcess } from '../helpers/process.js';
+import { restCall, spawnServer, type ServerProcess, userWithRoom } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
 
 const RUNS = Number(process.env.CRASH_RUNS ?? 50);
@@ -79,8 +79,7 @@ describe('crash safety', () => {
   it(`loses nothing acknowledged over ${RUNS} SIGKILLs at random moments under load`, async () => {
     const dataDir = await tempDataDir();
     let server: ServerProcess = await spawnServer({ DATA_DIR: dataDir });
-    const user = (await restCall(server.url, 'register_user', { name: 'Crash' })).body.data;
-    const room = (await restCall(server.url, 'create_room', { room_name: 'Crash' }, user.token)).body.data.room;
+    const { user, room } = await userWithRoom(server.url, 'Crash', 'Crash');
     const acked = new Set<string>();
     const snapshotAcks: SnapshotAcks = { agents: new Set(), members: new Set(), rooms: new Set() };
 

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { restCall, runCli, spawnServer } from '../helpers/process.js';
+import { restCall, runCli, spawnServer, userWithRoom } from '../helpers/process.js';
 import { durabilitySuites } from '../suites/durability.js';
 
 durabilitySuites();
@@ -18,8 +18,7 @@ describe('durability', () => {
   it('answers a client_msg_id retry after a restart with the first message and writes nothing', async () => {
     const dataDir = await tempDir();
     const first = await spawnServer({ DATA_DIR: dataDir });
-    const user = (await restCall(first.url, 'register_user', { name: 'Retry' })).body.data;
-    const room = (await restCall(first.url, 'create_room', { room_name: 'Retry' }, user.token)).body.data.room;
+    const { user, room } = await userWithRoom(first.url, 'Retry', 'Retry');
     const sent = await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: 'once', client_msg_id: 'retry-1' }, user.token);
     // The acknowledgement was lost with the server: the client retries on the next one.
     first.child.kill('SIGKILL');
@@ -43,8 +42,7 @@ describe('durability', () => {
   it('cuts a torn last line with a warning and keeps the rest', async () => {
     const dataDir = await tempDir();
     const first = await spawnServer({ DATA_DIR: dataDir });
-    const user = (await restCall(first.url, 'register_user', { name: 'Torn' })).body.data;
-    const room = (await restCall(first.url, 'create_room', { room_name: 'Torn' }, user.token)).body.data.room;
+    const { user, room } = await userWithRoom(first.url, 'Torn', 'Torn');
     await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: 'kept' }, user.token);
     first.child.kill('SIGTERM');
     await first.exited;

@@ -5,7 +5,7 @@ import { silentLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { FileStore } from '../../src/storage/index.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
-import { restCall } from '../helpers/process.js';
+import { restCall, userWithRoom } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
 
 type Fault = 'none' | 'write' | 'fsync' | 'enospc';
@@ -43,8 +43,7 @@ describe('storage faults', () => {
       const store = new FileStore({ dataDir, logger: silentLogger, fsOps: faultyOps(() => current) });
       running = await startServer(testConfig({ dataDir }), silentLogger, { store });
       const url = running.url;
-      const user = (await restCall(url, 'register_user', { name: 'Faulty' })).body.data;
-      const room = (await restCall(url, 'create_room', { room_name: 'Faults' }, user.token)).body.data.room;
+      const { user, room } = await userWithRoom(url, 'Faulty', 'Faults');
       const acked: string[] = [];
       const send = (text: string) => restCall(url, 'send_message', { room_id: room.room_id, text_content: text }, user.token);
       for (let i = 0; i < 5; i++) acked.push((await send(`ok ${i}`)).body.data.message.message_id);

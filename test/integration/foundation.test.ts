@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, roomWithNewMembers, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { plainMessageFields } from '../helpers/message-fields.js';
 
 let server: TestServer;
 
@@ -217,10 +218,7 @@ describe('rooms', () => {
   });
 
   it('lets admins pause and announce; others get forbidden', async () => {
-    const owner = await registerUser(server, 'Owner4');
-    const agent = await registerAgent(server, 'Agent4');
-    const { room } = await server.ok('create_room', { room_name: 'Admin Room' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { room, members: [owner, agent] } = await roomWithNewMembers(server, 'Admin Room', { Owner4: 'user', Agent4: 'agent' });
     await expectError(server.call('set_room_status', { room_id: room.room_id, system_status: 'paused' }, agent.token), 403, 'forbidden');
     await expectError(server.call('set_announcement', { room_id: room.room_id, user_announcement: 'x' }, agent.token), 403, 'forbidden');
     const paused = await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, owner.token);
@@ -231,12 +229,7 @@ describe('rooms', () => {
   });
 
   it('hands the host flag to the longest-standing member when the host leaves', async () => {
-    const a = await registerUser(server, 'HostA');
-    const b = await registerAgent(server, 'HostB');
-    const c = await registerAgent(server, 'HostC');
-    const { room } = await server.ok('create_room', { room_name: 'Host Room', interaction_mode: 'host' }, a.token);
-    await server.ok('join_room', { room_id: room.room_id }, b.token);
-    await server.ok('join_room', { room_id: room.room_id }, c.token);
+    const { room, members: [a, b, c] } = await roomWithNewMembers(server, { room_name: 'Host Room', interaction_mode: 'host' }, { HostA: 'user', HostB: 'agent', HostC: 'agent' });
     await server.ok('leave_room', { room_id: room.room_id }, a.token);
     const after = await server.ok('get_room', { room_id: room.room_id }, c.token);
     expect(after.room.members.map((m: { name: string; is_host: boolean }) => [m.name, m.is_host])).toEqual([
@@ -248,12 +241,7 @@ describe('rooms', () => {
 
 describe('messages', () => {
   it('stores every field of the contract, parses mentions, and is idempotent by client_msg_id', async () => {
-    const owner = await registerUser(server, 'Mia');
-    const bot = await registerAgent(server, 'Bot.One');
-    const bot2 = await registerAgent(server, 'Bot');
-    const { room } = await server.ok('create_room', { room_name: 'Msg Room' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, bot.token);
-    await server.ok('join_room', { room_id: room.room_id }, bot2.token);
+    const { room, members: [owner, bot, bot2] } = await roomWithNewMembers(server, 'Msg Room', { Mia: 'user', 'Bot.One': 'agent', Bot: 'agent' });
     const { message } = await server.ok(
       'send_message',
       { room_id: room.room_id, text_content: '你好 @bot.one，还有@BOT。', client_msg_id: 'c-1' },
@@ -266,20 +254,11 @@ describe('messages', () => {
       sender_id: owner.id,
       role: 'user',
       text_content: '你好 @bot.one，还有@BOT。',
-      text_content_i18n: null,
-      source_language: 'zh-CN',
-      file_url: '',
-      file_type: '',
-      mentions: ['Bot.One', 'Bot'],
-      visible: true,
+      // The rest as a plain message (no translation, file, reply or round; visible, not deleted).
       // The mentions start a round at once, and a round marks every earlier message processed,
       // this one included; a person's message outside a running round belongs to no round.
-      processed: true,
-      response_to: null,
-      display_timezone: 'Asia/Shanghai',
-      round_id: null,
-      skip_reason: null,
-      deleted: false,
+      ...plainMessageFields(),
+      mentions: ['Bot.One', 'Bot'],
     });
     expect(message.message_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(message.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -316,11 +295,8 @@ describe('messages', () => {
   });
 
   it('edits, gets whole, searches (Chinese, case-insensitive) and builds context', async () => {
-    const owner = await registerUser(server, 'Zoe');
-    const other = await registerUser(server, 'Yan');
+    const { room, members: [owner, other] } = await roomWithNewMembers(server, 'Search Room', { Zoe: 'user', Yan: 'user' });
     const outsider = await registerUser(server, 'Xu');
-    const { room } = await server.ok('create_room', { room_name: 'Search Room' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, other.token);
     const first = (await server.ok('send_message', { room_id: room.room_id, text_content: 'Hello World' }, owner.token)).message;
     await server.ok('send_message', { room_id: room.room_id, text_content: '我们讨论一下架构设计' }, other.token);
     const long = 'L'.repeat(2500);
@@ -369,10 +345,7 @@ describe('messages', () => {
   });
 
   it('forbids people when user participation is off, but not admins', async () => {
-    const owner = await registerUser(server, 'Pat');
-    const guest = await registerUser(server, 'Quinn');
-    const { room } = await server.ok('create_room', { room_name: 'Agents Only', user_participation: false }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, guest.token);
+    const { room, members: [owner, guest] } = await roomWithNewMembers(server, { room_name: 'Agents Only', user_participation: false }, { Pat: 'user', Quinn: 'user' });
     await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'hi' }, guest.token), 403, 'forbidden');
     await server.ok('send_message', { room_id: room.room_id, text_content: 'admin speaks' }, owner.token);
   });
@@ -380,11 +353,8 @@ describe('messages', () => {
 
 describe('error codes', () => {
   it('edit_message: forbidden on an engine record (SPEC v2 §7), conflict on a deleted message, message_not_found for a non-member, validation_error for empty text', async () => {
-    const owner = await registerUser(server, 'EditOwner');
-    const agent = await registerAgent(server, 'EditBot');
+    const { room, members: [owner, agent] } = await roomWithNewMembers(server, 'Edit Errors', { EditOwner: 'user', EditBot: 'agent' });
     const outsider = await registerUser(server, 'EditOutsider');
-    const { room } = await server.ok('create_room', { room_name: 'Edit Errors' }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
     await server.ok('start_round', { room_id: room.room_id }, owner.token);
     await server.ok('skip_response', { room_id: room.room_id }, agent.token);
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
@@ -483,8 +453,7 @@ describe('search, mentions, idempotency and processed', () => {
   async function roomWithAgent(prefix: string) {
     const owner = await registerUser(server, `${prefix}Owner`);
     const agent = await registerAgent(server, `${prefix}Bot`);
-    const { room } = await server.ok('create_room', { room_name: prefix }, owner.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    const room = await createRoomWith(server, owner, prefix, [agent]);
     return { owner, agent, room };
   }
   const texts = (messages: { text_content: string }[]) => messages.map((m) => m.text_content);

@@ -4,30 +4,20 @@
 // `import { ChatroomClient } from 'agent-chatroom/client'` type-checks and completes a turn.
 // Slow by nature (a TypeScript build and two installs from the local npm cache): one test.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, registerUser, serverAndWorkDirForFile } from '../helpers/server.js';
 
 const run = promisify(execFile);
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const quiet = ['--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'];
 
-let server: TestServer;
-let work: string;
-beforeAll(async () => {
-  server = await startTestServer();
-  work = await mkdtemp(path.join(os.tmpdir(), 'package-test-'));
-});
-afterAll(async () => {
-  await server.stop();
-  await rm(work, { recursive: true, force: true });
-});
+const shared = serverAndWorkDirForFile('package-test-');
 
 const TURN_SCRIPT = `import { ChatroomClient } from 'agent-chatroom/client';
 const [url, token] = process.argv.slice(2);
@@ -54,7 +44,7 @@ console.log(err.code, wrong);
 
 describe('the npm package', () => {
   it('packs, installs globally and into a project, and works from any directory', { timeout: 420_000 }, async () => {
-    const packDir = path.join(work, 'pack');
+    const packDir = path.join(shared.work, 'pack');
     await mkdir(packDir);
     await run(NPM, ['pack', '--pack-destination', packDir, '--loglevel=error'], { cwd: PACKAGE_ROOT, maxBuffer: 64 * 1024 * 1024 });
     const tarball = path.join(packDir, (await readdir(packDir)).find((f) => f.endsWith('.tgz'))!);
@@ -65,21 +55,21 @@ describe('the npm package', () => {
     expect(files).toContain('package/public/index.html');
     expect(files.some((f) => f.startsWith('package/test/') || f.startsWith('package/src/'))).toBe(false);
 
-    const prefix = path.join(work, 'prefix');
-    const project = path.join(work, 'fresh-project');
+    const prefix = path.join(shared.work, 'prefix');
+    const project = path.join(shared.work, 'fresh-project');
     await mkdir(project);
     await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'fresh-project', version: '1.0.0', type: 'module', private: true }));
     await Promise.all([
-      run(NPM, ['install', '-g', '--prefix', prefix, tarball, ...quiet], { cwd: work }),
+      run(NPM, ['install', '-g', '--prefix', prefix, tarball, ...quiet], { cwd: shared.work }),
       run(NPM, ['install', tarball, ...quiet], { cwd: project }),
     ]);
 
     // 1. The global command, started from a directory that has nothing to do with the package.
-    const elsewhere = path.join(work, 'elsewhere');
+    const elsewhere = path.join(shared.work, 'elsewhere');
     await mkdir(elsewhere);
     const transport = new StdioClientTransport({
       command: path.join(prefix, 'bin', 'agent-chatroom'),
-      args: ['mcp', '--url', server.url],
+      args: ['mcp', '--url', shared.server.url],
       cwd: elsewhere,
       stderr: 'ignore',
     });
@@ -103,18 +93,17 @@ describe('the npm package', () => {
     await run(process.execPath, [path.join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project });
 
     // …and it completes a turn.
-    const person = await registerUser(server, 'PackPerson');
-    const agent = await registerAgent(server, 'PackAgent');
-    const { room } = await server.ok('create_room', { room_name: 'Package room' }, person.token);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
+    const person = await registerUser(shared.server, 'PackPerson');
+    const agent = await registerAgent(shared.server, 'PackAgent');
+    const room = await createRoomWith(shared.server, person, 'Package room', [agent]);
     await writeFile(path.join(project, 'turn.mjs'), TURN_SCRIPT);
-    const turn = run(process.execPath, ['turn.mjs', server.url, agent.token], { cwd: project, timeout: 30_000 });
-    await expect.poll(async () => (await server.ok('get_room', { room_id: room.room_id }, person.token)).room.members.find((m: { name: string }) => m.name === 'PackAgent')?.status, { timeout: 15_000 }).toBe('online');
-    await server.ok('send_message', { room_id: room.room_id, text_content: 'Is the package working?' }, person.token);
+    const turn = run(process.execPath, ['turn.mjs', shared.server.url, agent.token], { cwd: project, timeout: 30_000 });
+    await expect.poll(async () => (await shared.server.ok('get_room', { room_id: room.room_id }, person.token)).room.members.find((m: { name: string }) => m.name === 'PackAgent')?.status, { timeout: 15_000 }).toBe('online');
+    await shared.server.ok('send_message', { room_id: room.room_id, text_content: 'Is the package working?' }, person.token);
     const { stdout } = await turn;
     expect(stdout).toContain('ready as PackAgent');
     expect(stdout).toContain('posted: hello from the installed package, Package room');
-    const messages = (await server.ok('get_messages', { room_id: room.room_id }, person.token)).messages as Array<{ sender: string; text_content: string }>;
+    const messages = (await shared.server.ok('get_messages', { room_id: room.room_id }, person.token)).messages as Array<{ sender: string; text_content: string }>;
     expect(messages.at(-1)).toMatchObject({ sender: 'PackAgent', text_content: 'hello from the installed package, Package room' });
   });
 });

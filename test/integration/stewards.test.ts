@@ -3,7 +3,7 @@
 // (forbidden, permission checked first); an admin agent's start_round never resets a tripped
 // loop guard (conflict, details.reason "guard"), a person's does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { roomWithNewMembers, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -15,12 +15,7 @@ afterAll(async () => {
 
 describe('people stay in charge (SPEC v2 §3)', () => {
   it('a person member pauses, resumes and starts rounds in a room an agent created; a non-admin agent cannot', async () => {
-    const creator = await registerAgent(server, 'Founder');
-    const helper = await registerAgent(server, 'Helper');
-    const person = await registerUser(server, 'Guardian');
-    const { room } = await server.ok('create_room', { room_name: 'Agent made' }, creator.token);
-    await server.ok('join_room', { room_id: room.room_id }, helper.token);
-    await server.ok('join_room', { room_id: room.room_id }, person.token);
+    const { room, members: [creator, helper, person] } = await roomWithNewMembers(server, 'Agent made', { Founder: 'agent', Helper: 'agent', Guardian: 'user' });
 
     for (const [tool, args] of [
       ['set_room_status', { room_id: room.room_id, system_status: 'paused' }],
@@ -39,12 +34,7 @@ describe('people stay in charge (SPEC v2 §3)', () => {
   });
 
   it("an admin agent's start_round never resets a tripped guard; a person's does", async () => {
-    const creator = await registerAgent(server, 'Boss');
-    const other = await registerAgent(server, 'Worker');
-    const person = await registerUser(server, 'Watcher');
-    const { room } = await server.ok('create_room', { room_name: 'Guarded' }, creator.token);
-    await server.ok('join_room', { room_id: room.room_id }, other.token);
-    await server.ok('join_room', { room_id: room.room_id }, person.token);
+    const { room, members: [creator, other, person] } = await roomWithNewMembers(server, 'Guarded', { Boss: 'agent', Worker: 'agent', Watcher: 'user' });
     await server.ok('update_room', { room_id: room.room_id, max_auto_rounds: 1 }, creator.token);
     // One round of two answers trips the guard (1 round × 2 agents).
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, person.token);

@@ -6,7 +6,7 @@ import { backoffDelay } from '../../src/client/backoff.js';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { registerAgent, registerUser, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
+import { registerAgent, registerUser, roomWithAgents, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
 import { startProxy, type CuttableProxy } from '../helpers/ws-proxy.js';
 import { eventually } from '../helpers/ws.js';
 
@@ -84,10 +84,7 @@ describe('ChatroomClient', () => {
     const s = await server();
     const proxy: CuttableProxy = await startProxy(s.port);
     cleanups.push(() => proxy.close());
-    const person = await registerUser(s, 'Writer');
-    const { room } = await s.ok('create_room', { room_name: 'Flowing room' }, person.token);
-    const agent = await registerAgent(s, 'Reader');
-    await s.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { person, room, agents: [agent] } = await roomWithAgents(s, 'Writer', 'Flowing room', ['Reader']);
     const c = client(proxy.url, agent.token);
     const seqs = recordSeqs(c, room.room_id);
     let reconnects = 0;
@@ -152,10 +149,7 @@ describe('ChatroomClient', () => {
 
   it('hands a turn that came before onTurn was registered to the handler registered later', async () => {
     const s = await server();
-    const person = await registerUser(s, 'EarlyAsker');
-    const { room } = await s.ok('create_room', { room_name: 'Early turn' }, person.token);
-    const agent = await registerAgent(s, 'LateHandler');
-    await s.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { person, room, agents: [agent] } = await roomWithAgents(s, 'EarlyAsker', 'Early turn', ['LateHandler']);
     const c = client(s.url, agent.token);
     const seen: string[] = [];
     c.on('agent_turn', (data) => seen.push(data.agent_name));
@@ -204,10 +198,7 @@ describe('ChatroomClient', () => {
 
   it('reconnects after a server restart on the same DATA_DIR and resumes', async () => {
     const first = await startTestServer({ dataDir: await sharedDataDir() });
-    const person = await registerUser(first, 'Restarter');
-    const { room } = await first.ok('create_room', { room_name: 'Restart room' }, person.token);
-    const agent = await registerAgent(first, 'Survivor');
-    await first.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { person, room, agents: [agent] } = await roomWithAgents(first, 'Restarter', 'Restart room', ['Survivor']);
     const c = client(first.url, agent.token);
     const seqs = recordSeqs(c, room.room_id);
     await c.connect();
@@ -228,10 +219,7 @@ describe('ChatroomClient', () => {
 
   it('gets its turn back after a restart and answers it', async () => {
     const first = await startTestServer({ dataDir: await sharedDataDir() });
-    const person = await registerUser(first, 'Asker');
-    const { room } = await first.ok('create_room', { room_name: 'Turn restart' }, person.token);
-    const agent = await registerAgent(first, 'Answerer');
-    await first.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { person, room, agents: [agent] } = await roomWithAgents(first, 'Asker', 'Turn restart', ['Answerer']);
     // The agent is online (it just called) but not connected: the turn waits for it.
     await first.ok('send_message', { room_id: room.room_id, text_content: 'question?' }, person.token);
     const before = await first.ok('get_context', { room_id: room.room_id }, agent.token);
@@ -256,10 +244,7 @@ describe('ChatroomClient', () => {
 
   it('never holds a turn past its deadline: a hanging handler is skipped before the server times out', async () => {
     const s = await server({ turnTimeoutMs: 2000 });
-    const person = await registerUser(s, 'Waiter');
-    const { room } = await s.ok('create_room', { room_name: 'Hang room' }, person.token);
-    const agent = await registerAgent(s, 'Hanger');
-    await s.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { person, room, agents: [agent] } = await roomWithAgents(s, 'Waiter', 'Hang room', ['Hanger']);
     const c = client(s.url, agent.token);
     let aborted = false;
     c.onTurn(
@@ -280,10 +265,7 @@ describe('ChatroomClient', () => {
 
   it('skips with the reason the handler gives, or the error it threw, and shows activity (SPEC v2 §7)', async () => {
     const s = await server();
-    const person = await registerUser(s, 'Asker');
-    const { room } = await s.ok('create_room', { room_name: 'Reason room' }, person.token);
-    const agent = await registerAgent(s, 'Reasoner');
-    await s.ok('join_room', { room_id: room.room_id }, agent.token);
+    const { person, room, agents: [agent] } = await roomWithAgents(s, 'Asker', 'Reason room', ['Reasoner']);
     const c = client(s.url, agent.token);
     const changes: Array<{ name: string; status: string; activity?: string | null; note?: string | null }> = [];
     c.on('member_status_change', (data) => changes.push(data.member as (typeof changes)[number]));

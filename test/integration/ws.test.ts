@@ -2,7 +2,7 @@
 // replay are in test/suites/ws-rooms.ts (shared with the PostgreSQL run).
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, registerUser, roomWithNewMembers, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 import { roomHelpers, wsRoomSuites } from '../suites/ws-rooms.js';
 
@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 let counter = 0;
-const { personWithRoom, post } = roomHelpers(() => server, () => ++counter);
+const { newMember, personWithRoom, post } = roomHelpers(() => server, () => ++counter);
 
 describe('auth', () => {
   it('answers auth_ok with the participant (no token hash) and its rooms, already subscribed', async () => {
@@ -100,13 +100,8 @@ describe('auth', () => {
 
 describe('a whole default round over the socket', () => {
   it('delivers round_start, agent_turn, message_new, …, round_end in commit order to every member', async () => {
-    const alice = await registerUser(server, 'RoundAlice');
-    const ann = await registerAgent(server, 'RoundAnn');
-    const bob = await registerAgent(server, 'RoundBob');
-    const { room } = await server.ok('create_room', { room_name: 'Round room' }, alice.token);
+    const { room, members: [alice, ann, bob] } = await roomWithNewMembers(server, 'Round room', { RoundAlice: 'user', RoundAnn: 'agent', RoundBob: 'agent' });
     const roomId = room.room_id as string;
-    await server.ok('join_room', { room_id: roomId }, ann.token);
-    await server.ok('join_room', { room_id: roomId }, bob.token);
     const sa = await TestSocket.connect(url, ann.token);
     const sb = await TestSocket.connect(url, bob.token);
     const su = await TestSocket.connect(url, alice.token);
@@ -160,10 +155,7 @@ describe('a whole default round over the socket', () => {
   });
 
   it('sends agent_turn again to a fresh socket of the turn holder, and again when it subscribes', async () => {
-    const alice = await registerUser(server, 'HolderAlice');
-    const ann = await registerAgent(server, 'HolderAnn');
-    const { room } = await server.ok('create_room', { room_name: 'Holder room' }, alice.token);
-    await server.ok('join_room', { room_id: room.room_id }, ann.token);
+    const { room, members: [alice, ann] } = await roomWithNewMembers(server, 'Holder room', { HolderAlice: 'user', HolderAnn: 'agent' });
     const sa = await TestSocket.connect(url, ann.token);
     await post(room.room_id, alice.token, 'your turn, Ann');
     const first = await sa.waitForEvent('agent_turn');
@@ -187,11 +179,8 @@ describe('a whole default round over the socket', () => {
   });
 
   it('sends agent_turn again with a later deadline after send_message with end_turn: false', async () => {
-    const alice = await registerUser(server, 'KeepAlice');
-    const ann = await registerAgent(server, 'KeepAnn');
-    const { room } = await server.ok('create_room', { room_name: 'Keep room' }, alice.token);
+    const { room, members: [alice, ann] } = await roomWithNewMembers(server, 'Keep room', { KeepAlice: 'user', KeepAnn: 'agent' });
     const roomId = room.room_id as string;
-    await server.ok('join_room', { room_id: roomId }, ann.token);
     const sa = await TestSocket.connect(url, ann.token);
     await post(roomId, alice.token, 'tell me two things');
     const first = await sa.waitForEvent('agent_turn');
@@ -212,8 +201,7 @@ wsRoomSuites();
 describe('events over the socket', () => {
   it('message_update for edit_message and delete_message reaches the other members', async () => {
     const { person, roomId } = await personWithRoom('Edit');
-    const other = await registerUser(server, `Reader${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, other.token);
+    const other = await newMember(roomId, 'Reader');
     const so = await TestSocket.connect(url, other.token);
     const { message } = await post(roomId, person.token, 'draft');
     await server.ok('edit_message', { message_id: message.message_id, text_content: 'final' }, person.token);
@@ -227,8 +215,7 @@ describe('events over the socket', () => {
 
   it('member_leave reaches the remaining members when someone leaves', async () => {
     const { person, roomId } = await personWithRoom('Stay');
-    const leaver = await registerUser(server, `Leaver${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, leaver.token);
+    const leaver = await newMember(roomId, 'Leaver');
     const sp = await TestSocket.connect(url, person.token);
     await server.ok('leave_room', { room_id: roomId }, leaver.token);
     const left = await sp.waitForEvent('member_leave');
@@ -239,8 +226,7 @@ describe('events over the socket', () => {
 
   it('a removed member gets unsubscribed and nothing more of the room; the others see member_leave', async () => {
     const { person, roomId } = await personWithRoom('Admin');
-    const removed = await registerUser(server, `Removed${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, removed.token);
+    const removed = await newMember(roomId, 'Removed');
     const sr = await TestSocket.connect(url, removed.token);
     const sp = await TestSocket.connect(url, person.token);
     await post(roomId, person.token, 'before removal');
@@ -286,8 +272,7 @@ describe('events over the socket', () => {
 
   it('client_msg_id stays with the sender: broadcast message_new frames do not carry it', async () => {
     const { person, roomId } = await personWithRoom('Idem');
-    const other = await registerUser(server, `Watcher${++counter}`);
-    await server.ok('join_room', { room_id: roomId }, other.token);
+    const other = await newMember(roomId, 'Watcher');
     const sp = await TestSocket.connect(url, person.token);
     const so = await TestSocket.connect(url, other.token);
     const clientMsgId = 'cmid-7f3a9c-unique';

@@ -2,7 +2,7 @@
 // suite function, run by test/integration/durability.test.ts on the file store and by
 // test/postgres/behaviour.test.ts on PostgreSQL.
 import { describe, expect, it } from 'vitest';
-import { restCall, spawnServer } from '../helpers/process.js';
+import { restCall, spawnServer, userWithRoom } from '../helpers/process.js';
 import { storeEnv, tempDataDir } from '../helpers/server.js';
 
 export function durabilitySuites(): void {
@@ -12,8 +12,7 @@ export function durabilitySuites(): void {
       // The same store across the restart (a PostgreSQL run gives a database here).
       const store = await storeEnv();
       const first = await spawnServer({ DATA_DIR: dataDir, ...store });
-      const user = (await restCall(first.url, 'register_user', { name: 'Writer' })).body.data;
-      const room = (await restCall(first.url, 'create_room', { room_name: 'Durable' }, user.token)).body.data.room;
+      const { user, room } = await userWithRoom(first.url, 'Writer', 'Durable');
 
       const acked = new Map<string, number>();
       let killed = false;

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
 import { ManualClock } from '../helpers/clock.js';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { registerAgent, registerUser, roomWithAgents, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 
@@ -46,14 +46,7 @@ const isTurn = (name: string) => (e: RoomEvent) => e.event === 'agent_turn' && e
 const isRoundEnd = (e: RoomEvent) => e.event === 'round_end';
 
 async function setup(mode: 'default' | 'host' = 'default', agentNames = ['A', 'B', 'C']) {
-  const user = await registerUser(server, 'U');
-  const { room } = await server.ok('create_room', { room_name: 'Turns', interaction_mode: mode }, user.token);
-  const agents = [];
-  for (const name of agentNames) {
-    const agent = await registerAgent(server, name);
-    await server.ok('join_room', { room_id: room.room_id }, agent.token);
-    agents.push(agent);
-  }
+  const { person: user, room, agents } = await roomWithAgents(server, 'U', { room_name: 'Turns', interaction_mode: mode }, agentNames);
   return { user, room, agents, rec: recorder(server, room.room_id) };
 }
 

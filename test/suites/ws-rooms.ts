@@ -2,7 +2,7 @@
 // and replay with after_seq. A suite function, run by test/integration/ws.test.ts on the file
 // store and by test/postgres/behaviour.test.ts on PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, registerAgent, registerUser, roomWithNewMembers, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer;
@@ -18,6 +18,12 @@ export function roomHelpers(get: () => TestServer, next: () => number) {
       const person = await registerUser(get(), `${prefix}${n}`);
       const { room } = await get().ok('create_room', { room_name: `Room ${n}` }, person.token);
       return { person, roomId: room.room_id as string };
+    },
+    /** A new person (`prefix` + a number) who joins the room. */
+    async newMember(roomId: string, prefix: string) {
+      const person = await registerUser(get(), `${prefix}${next()}`);
+      await get().ok('join_room', { room_id: roomId }, person.token);
+      return person;
     },
     post(roomId: string, token: string, text: string) {
       return get().ok('send_message', { room_id: roomId, text_content: text }, token);
@@ -56,13 +62,8 @@ export function wsRoomSuites(): void {
       });
 
       it('a non-member receives nothing of a room where agents take turns, members join and messages change', async () => {
-        const alice = await registerUser(server, 'BusyAlice');
-        const ann = await registerAgent(server, 'BusyAnn');
-        const bob = await registerAgent(server, 'BusyBob');
-        const { room } = await server.ok('create_room', { room_name: 'Busy round room' }, alice.token);
+        const { room, members: [alice, ann, bob] } = await roomWithNewMembers(server, 'Busy round room', { BusyAlice: 'user', BusyAnn: 'agent', BusyBob: 'agent' });
         const roomId = room.room_id as string;
-        await server.ok('join_room', { room_id: roomId }, ann.token);
-        await server.ok('join_room', { room_id: roomId }, bob.token);
         const mallory = await registerUser(server, 'Mallory');
         const own = await server.ok('create_room', { room_name: 'Mallorys room' }, mallory.token);
         const sm = await TestSocket.connect(url, mallory.token);

@@ -1,6 +1,7 @@
 // A tiny room simulator for the pure turn engine: holds the room (members, presence, status,
 // mode, message seqs), the engine's RoundState, a fake clock and the single timer, and applies
 // actions the way the driver does (records and system messages take the next seqs).
+import { expect } from 'vitest';
 import { applyAction } from '../../src/rounds/engine.js';
 import type { MessageRoom } from '../../src/rounds/engine-messages.js';
 import type { CurrentRound, EngineAction, EngineEffect, EngineResult, RoomView, RoundState } from '../../src/rounds/types.js';
@@ -262,4 +263,15 @@ export function fmtEffect(e: EngineEffect, now: number): string {
 export function ok(result: EngineResult, sim: Room): string[] {
   if (!result.ok) throw new Error(`refused: ${result.code} ${result.message}`);
   return sim.fmt(result.effects);
+}
+
+/**
+ * Each command is refused (with `refusal`: the error code, or what the result must match) and
+ * the engine state is left as it was: the very same object.
+ */
+export function expectRefused(sim: Room, refusal: string | Record<string, unknown>, ...commands: Array<(sim: Room) => EngineResult>): void {
+  const before = sim.state;
+  const expected = { ok: false, ...(typeof refusal === 'string' ? { code: refusal } : refusal) };
+  for (const command of commands) expect(command(sim)).toMatchObject(expected);
+  expect(sim.state).toBe(before);
 }

@@ -1,6 +1,6 @@
 // SPEC §6.2 (host mode) on the pure turn engine.
 import { describe, expect, it } from 'vitest';
-import { Room, ok } from './engine-sim.js';
+import { expectRefused, Room, ok } from './engine-sim.js';
 
 /** Agent host H (first to join), agents A and B, person U. */
 const agentHost = (opts: ConstructorParameters<typeof Room>[0] = {}) =>
@@ -206,10 +206,7 @@ describe('6.2.4 Who may post', () => {
     const sim = agentHost();
     sim.post('H', { mentions: ['A'] });
     sim.pause();
-    const before = sim.state;
-    expect(sim.post('H')).toMatchObject({ ok: false, code: 'room_paused' });
-    expect(sim.post('H', { mentions: ['B'] })).toMatchObject({ ok: false, code: 'room_paused' });
-    expect(sim.state).toBe(before);
+    expectRefused(sim, 'room_paused', (s) => s.post('H'), (s) => s.post('H', { mentions: ['B'] }));
     expect(ok(sim.post('U'), sim)).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 // SPEC §6.1.1–6.1.4 on the pure turn engine (rules 6.1.5+ in engine.turns.test.ts, §6.2 in
 // engine.host.test.ts). Every test drives the room simulator and asserts the exact effects.
 import { describe, expect, it } from 'vitest';
-import { Room, T0, TIMEOUT, ok } from './engine-sim.js';
+import { expectRefused, Room, T0, TIMEOUT, ok } from './engine-sim.js';
 
 const room = (opts: ConstructorParameters<typeof Room>[0] = {}) => new Room({ agents: ['A', 'B', 'C'], people: ['U'], ...opts });
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -380,11 +380,7 @@ describe('6.1.4 Answer', () => {
   it('an agent that does not hold the turn gets not_your_turn (message, skip, extend) and nothing changes', () => {
     const sim = room();
     sim.post('U');
-    const before = sim.state;
-    expect(sim.post('B')).toMatchObject({ ok: false, code: 'not_your_turn' });
-    expect(sim.skip('B')).toMatchObject({ ok: false, code: 'not_your_turn' });
-    expect(sim.extend('B')).toMatchObject({ ok: false, code: 'not_your_turn' });
-    expect(sim.state).toBe(before);
+    expectRefused(sim, 'not_your_turn', (s) => s.post('B'), (s) => s.skip('B'), (s) => s.extend('B'));
   });
 
   it('an agent that is a room admin (creator and host) still waits for its turn in default mode', () => {
@@ -392,9 +388,7 @@ describe('6.1.4 Answer', () => {
     expect([sim.creator, sim.host]).toEqual(['A', 'A']);
     sim.post('U');
     sim.post('A');
-    const before = sim.state;
-    expect(sim.post('A')).toMatchObject({ ok: false, code: 'not_your_turn' });
-    expect(sim.state).toBe(before);
+    expectRefused(sim, 'not_your_turn', (s) => s.post('A'));
     expect(sim.holder).toBe('B');
   });
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyAction as applyActionDirect } from '../../src/rounds/engine.js';
 import type { CurrentRound } from '../../src/rounds/types.js';
-import { Room, T0, TIMEOUT, ok } from './engine-sim.js';
+import { expectRefused, Room, T0, TIMEOUT, ok } from './engine-sim.js';
 
 const room = (opts: ConstructorParameters<typeof Room>[0] = {}) =>
   new Room({ agents: ['A', 'B', 'C', 'D'], people: ['U'], ...opts });
@@ -125,9 +125,7 @@ describe('6.1.6 Cannot skip', () => {
   it('a mentioned agent without a post gets cannot_skip and keeps the turn', () => {
     const sim = running();
     sim.post('A', { mentions: ['B'] });
-    const before = sim.state;
-    expect(sim.skip('B')).toMatchObject({ ok: false, code: 'cannot_skip' });
-    expect(sim.state).toBe(before);
+    expectRefused(sim, 'cannot_skip', (s) => s.skip('B'));
     expect(sim.holder).toBe('B');
   });
 
@@ -388,9 +386,7 @@ describe('6.1.11 start_round', () => {
     sim.post('A');
     ok(sim.post('B'), sim);
     expect(sim.round).toMatchObject({ guard_tripped: true, guard_count: 2 });
-    const before = sim.state;
-    expect(sim.startRound('A')).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'guard' } });
-    expect(sim.state).toBe(before);
+    expectRefused(sim, { code: 'conflict', details: { reason: 'guard' } }, (s) => s.startRound('A'));
     // A person's start_round resets the counter and the tripped flag.
     expect(ok(sim.startRound('U'), sim)).toEqual(['round_start r2 rotation [A,B]', 'agent_turn r2 A rotation +180s', 'timer +180s']);
     expect(sim.round).toMatchObject({ guard_count: 0, guard_tripped: false });

@@ -1,5 +1,9 @@
-// Hand-built Room and Message fixtures for the export tests and bench.
+// Hand-built Room and Message fixtures for the export tests and bench, the usual export input
+// and a sink that keeps what an export writes.
+import { Writable } from 'node:stream';
+import type { ExportInput } from '../../src/export/format.js';
 import type { Member, Message, Room } from '../../src/types.js';
+import { plainMessageFields } from '../helpers/message-fields.js';
 
 export const ROOM_ID = 'design-review-20260101000000-abc12345';
 
@@ -64,18 +68,7 @@ export function makeMessage(over: Partial<Message> & Pick<Message, 'seq'>): Mess
     sender_id: 'id-alice',
     role: 'ai_agent',
     text_content: `message ${over.seq} (${counter})`,
-    text_content_i18n: null,
-    source_language: 'zh-CN',
-    file_url: '',
-    file_type: '',
-    mentions: [],
-    visible: true,
-    processed: true,
-    response_to: null,
-    display_timezone: 'Asia/Shanghai',
-    round_id: null,
-    skip_reason: null,
-    deleted: false,
+    ...plainMessageFields(),
     ...over,
   };
 }
@@ -134,4 +127,35 @@ export function sampleMessages(): Message[] {
   add({ round_id: 'round-2', text_content: '', deleted: true });
   add({ sender: 'bob', sender_id: 'id-bob', role: 'user', text_content: '谢谢大家 thanks', edited_at: '2026-01-01T00:10:00.000Z' });
   return msgs;
+}
+
+/** The sample room and conversation, exported at a fixed time in Asia/Shanghai with signed links. */
+export function sampleInput(over: Partial<ExportInput> = {}): ExportInput {
+  return {
+    room: makeRoom(),
+    messages: sampleMessages(),
+    exportedAt: new Date('2026-01-02T03:04:05.000Z'),
+    timezone: 'Asia/Shanghai',
+    fileUrl: (u) => `https://chat.example.com${u}?sig=s1`,
+    ...over,
+  };
+}
+
+/** Keeps every chunk written to it; a delay per write makes it a slow reader. */
+export class MemorySink extends Writable {
+  chunks: Buffer[] = [];
+  constructor(private readonly delayMs = 0, highWaterMark?: number) {
+    super({ highWaterMark });
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.chunks.push(chunk);
+    if (this.delayMs > 0) setTimeout(cb, this.delayMs);
+    else cb();
+  }
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+  get text(): string {
+    return this.bytes.toString('utf8');
+  }
 }

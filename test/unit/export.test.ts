@@ -1,38 +1,12 @@
 // Markdown export (SPEC §9) and the helpers both exports share.
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { formatInTimeZone } from 'date-fns-tz';
 import { describe, expect, it } from 'vitest';
 import { displayTime, exportFilename, labelsFor, type ExportInput } from '../../src/export/format.js';
 import { closeOpenFence, writeMarkdownExport } from '../../src/export/markdown.js';
 import { exportItems } from '../../src/export/walk.js';
 import type { Message } from '../../src/types.js';
-import { makeMessage, makeRoom, sampleMessages } from './export-fixtures.js';
-
-class Sink extends Writable {
-  chunks: Buffer[] = [];
-  constructor(private readonly delayMs = 0, highWaterMark?: number) {
-    super({ highWaterMark });
-  }
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.chunks.push(chunk);
-    if (this.delayMs > 0) setTimeout(cb, this.delayMs);
-    else cb();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
-
-function input(over: Partial<ExportInput> = {}): ExportInput {
-  return {
-    room: makeRoom(),
-    messages: sampleMessages(),
-    exportedAt: new Date('2026-01-02T03:04:05.000Z'),
-    timezone: 'Asia/Shanghai',
-    fileUrl: (u) => `https://chat.example.com${u}?sig=s1`,
-    ...over,
-  };
-}
+import { makeMessage, makeRoom, MemorySink as Sink, sampleInput as input } from './export-fixtures.js';
 
 async function markdown(over: Partial<ExportInput> = {}): Promise<string> {
   const sink = new Sink();
@@ -44,16 +18,24 @@ describe('markdown export', () => {
   it('starts with a header: room name, description, announcement, export time, timezone, members with roles', async () => {
     const md = await markdown();
     const header = md.slice(0, md.indexOf('### '));
-    expect(header).toContain('# 聊天记录导出：Design Review');
-    expect(header).toContain('**描述**：架构评审');
-    expect(header).toContain('**公告**：本周五前完成评审（bob 发布于 2026-01-01 09:00:00）');
-    expect(header).toContain('**导出时间**：2026-01-02 11:04:05');
-    expect(header).toContain('**时区**：Asia/Shanghai');
-    expect(header).toContain('**模式**：轮流模式');
-    expect(header).toContain('## 成员');
-    expect(header).toContain('- **alice** — 智能体，主持人');
-    expect(header).toContain('- **bob** — 用户，创建者');
-    expect(header).toContain('- **carol** — 智能体');
+    expect(header).toBe(`# 聊天记录导出：Design Review
+
+- **描述**：架构评审
+- **公告**：本周五前完成评审（bob 发布于 2026-01-01 09:00:00）
+- **模式**：轮流模式
+- **导出时间**：2026-01-02 11:04:05
+- **时区**：Asia/Shanghai
+- **房间 ID**：\`design-review-20260101000000-abc12345\`
+
+## 成员
+
+- **alice** — 智能体，主持人
+- **bob** — 用户，创建者
+- **carol** — 智能体
+
+---
+
+`);
   });
 
   it('lists visible messages in seq order with sender, role and time in the room timezone', async () => {
@@ -113,9 +95,22 @@ describe('markdown export', () => {
 
   it('uses English labels for rooms in other languages', async () => {
     const md = await markdown({ room: makeRoom({ language: 'en' }) });
-    expect(md).toContain('# Chat history export: Design Review');
-    expect(md).toContain('**Time zone**: Asia/Shanghai');
-    expect(md).toContain('- **alice** — AI agent, host');
+    expect(md.slice(0, md.indexOf('---'))).toBe(`# Chat history export: Design Review
+
+- **Description**: 架构评审
+- **Announcement**: 本周五前完成评审 (by bob, 2026-01-01 09:00:00)
+- **Mode**: round-robin
+- **Exported at**: 2026-01-02 11:04:05
+- **Time zone**: Asia/Shanghai
+- **Room ID**: \`design-review-20260101000000-abc12345\`
+
+## Members
+
+- **alice** — AI agent, host
+- **bob** — person, creator
+- **carol** — AI agent
+
+`);
     expect(md).toContain('### #1 · bob · person · 2026-01-01 08:00:00');
     expect(md).toContain('## Round 1');
     expect(md).toContain('> Reply to #1 bob');

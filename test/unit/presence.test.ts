@@ -22,6 +22,14 @@ describe('presence', () => {
     vi.useRealTimers();
   });
 
+  /** 'a' is online now, offline just after one more presence window: one change each way. */
+  function expectOnlineForOneMoreWindow(): void {
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
+    expect(presence.isOnline('a')).toBe(false);
+    expect(changes.map((c) => c.online)).toEqual([true, false]);
+  }
+
   it('goes online on a call and offline 90 s after a single call', () => {
     presence.touch('a');
     expect(presence.isOnline('a')).toBe(true);
@@ -38,10 +46,7 @@ describe('presence', () => {
       vi.advanceTimersByTime(30_000);
       presence.touch('a');
     }
-    expect(presence.isOnline('a')).toBe(true);
-    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
-    expect(presence.isOnline('a')).toBe(false);
-    expect(changes.map((c) => c.online)).toEqual([true, false]);
+    expectOnlineForOneMoreWindow();
   });
 
   it('is online while a socket is open, whatever the time, and counts 90 s from its close', () => {
@@ -49,10 +54,7 @@ describe('presence', () => {
     vi.advanceTimersByTime(10 * PRESENCE_WINDOW_MS);
     expect(presence.isOnline('a')).toBe(true);
     presence.socketClosed('a');
-    expect(presence.isOnline('a')).toBe(true);
-    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
-    expect(presence.isOnline('a')).toBe(false);
-    expect(changes.map((c) => c.online)).toEqual([true, false]);
+    expectOnlineForOneMoreWindow();
   });
 
   it('seeds from the stored last_active after a restart', () => {

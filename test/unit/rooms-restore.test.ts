@@ -4,49 +4,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessBus } from '../../src/events/bus.js';
 import { Presence } from '../../src/identity/presence.js';
-import { silentLogger } from '../../src/logger.js';
-import { Rooms } from '../../src/runtime/rooms.js';
+import type { Rooms } from '../../src/runtime/rooms.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
-import type { Caller, Member } from '../../src/types.js';
+import type { Caller } from '../../src/types.js';
 import { ManualClock } from '../helpers/clock.js';
+import { caller, member, testRooms, TURN_MS } from '../helpers/runtime.js';
 
-const TURN_MS = 60_000;
 const running: Rooms[] = [];
 afterEach(() => running.splice(0).forEach((r) => r.stop()));
 
-function caller(name: string, role: 'user' | 'ai_agent'): Caller {
-  return { kind: role === 'user' ? 'user' : 'agent', id: `id-${name}`, name, role, tokenHash: 'h' };
-}
-
-function member(c: Caller, clock: ManualClock): Member {
-  const at = new Date(clock.now()).toISOString();
-  return {
-    name: c.name,
-    role: c.role,
-    introduce: '',
-    status: 'online',
-    last_active: at,
-    is_host: false,
-    skip_list: [],
-    language_preference: 'zh-CN',
-    timezone_preference: 'Asia/Shanghai',
-    participant_id: c.id,
-    joined_at: at,
-  };
-}
-
 function rooms(store: MemoryStore, clock: ManualClock, presence: Presence): Rooms {
-  const r = new Rooms({
-    store,
-    bus: new InProcessBus(),
-    presence,
-    logger: silentLogger,
-    now: clock.now,
-    timers: clock,
-    turnTimeoutMs: TURN_MS,
-    maxMessageChars: 32_000,
-    defaults: { language: 'zh-CN', timezone: 'Asia/Shanghai' },
-  });
+  const r = testRooms(store, new InProcessBus(), presence, clock);
   running.push(r);
   return r;
 }

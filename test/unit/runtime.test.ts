@@ -5,34 +5,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessBus } from '../../src/events/bus.js';
 import { Presence } from '../../src/identity/presence.js';
-import { silentLogger } from '../../src/logger.js';
 import type { RoomEvent } from '../../src/protocol/events.js';
-import { Rooms } from '../../src/runtime/rooms.js';
+import type { Rooms } from '../../src/runtime/rooms.js';
 import { MemoryStore, type WriteKind } from '../../src/storage/memory-store.js';
-import type { Caller, Member, Message, Room } from '../../src/types.js';
+import type { Message, Room } from '../../src/types.js';
 import { ManualClock } from '../helpers/clock.js';
+import { caller, member, testRooms, TURN_MS } from '../helpers/runtime.js';
 
-const TURN_MS = 60_000;
-
-function caller(name: string, role: 'user' | 'ai_agent'): Caller {
-  return { kind: role === 'user' ? 'user' : 'agent', id: `id-${name}`, name, role, tokenHash: 'h' };
-}
-
-function member(c: Caller, clock: ManualClock): Member {
-  return {
-    name: c.name,
-    role: c.role,
-    introduce: '',
-    status: 'online',
-    last_active: new Date(clock.now()).toISOString(),
-    is_host: false,
-    skip_list: [],
-    language_preference: 'zh-CN',
-    timezone_preference: 'Asia/Shanghai',
-    participant_id: c.id,
-    joined_at: new Date(clock.now()).toISOString(),
-  };
-}
 
 let rooms: Rooms | undefined;
 afterEach(() => rooms?.stop());
@@ -50,17 +29,7 @@ async function world(options: { failWrites?: () => boolean } = {}) {
   const events: RoomEvent[] = [];
   bus.subscribe((e) => events.push(e));
   const presence = new Presence(clock.now, clock);
-  rooms = new Rooms({
-    store,
-    bus,
-    presence,
-    logger: silentLogger,
-    now: clock.now,
-    timers: clock,
-    turnTimeoutMs: TURN_MS,
-    maxMessageChars: 32_000,
-    defaults: { language: 'zh-CN', timezone: 'Asia/Shanghai' },
-  });
+  rooms = testRooms(store, bus, presence, clock);
   const person = caller('Ann', 'user');
   const a = caller('Alpha', 'ai_agent');
   const b = caller('Beta', 'ai_agent');

@@ -1,16 +1,53 @@
 // Shared by the storage tests and their child-process fixture: record factories, temp dirs and
 // a logger that keeps what it logs.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { pino, type Logger } from 'pino';
+import { afterEach, beforeEach } from 'vitest';
+import { silentLogger } from '../../src/logger.js';
+import { FileStore } from '../../src/storage/file-store.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import type { AgentRecord, Message, RoomRecord, UserRecord } from '../../src/types.js';
 
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'chatroom-store-'));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A fresh DATA_DIR for each test of the file (with its `room_messages` folder made when
+ * `withLogDir`), and the FileStores opened on it: closed, and the directory removed, after each
+ * test. Read `dir` and `logDir` inside the tests (they change per test).
+ */
+export function fileStoresPerTest(
+  options: { withLogDir?: boolean } = {},
+): { readonly dir: string; readonly logDir: string; store: (logger?: Logger, options?: { warmIndexes?: boolean }) => FileStore } {
+  let dir = '';
+  let cleanup = async (): Promise<void> => undefined;
+  const stores: FileStore[] = [];
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    if (options.withLogDir) await mkdir(join(dir, 'room_messages'), { recursive: true });
+  });
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
+    await cleanup();
+  });
+  return {
+    get dir() {
+      return dir;
+    },
+    get logDir() {
+      return join(dir, 'room_messages');
+    },
+    store(logger = silentLogger, options = {}) {
+      const s = new FileStore({ dataDir: dir, logger, ...options });
+      stores.push(s);
+      return s;
+    },
+  };
 }
 
 export interface LogLine {

@@ -1,32 +1,22 @@
 // Room logs are indexed at open (offsets, ids, senders; recovery of a torn tail) and messages
 // are read from them on demand, with the recent ones cached.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { silentLogger, type Logger } from '../../src/logger.js';
+import type { Logger } from '../../src/logger.js';
 import { FileStore } from '../../src/storage/file-store.js';
 import type { Message } from '../../src/types.js';
-import { makeMessage, makeRoom, memoryLogger, tempDir } from './storage-helpers.js';
+import { fileStoresPerTest, makeMessage, makeRoom, memoryLogger } from './storage-helpers.js';
 
+const scratch = fileStoresPerTest({ withLogDir: true });
 let dir: string;
-let cleanup: () => Promise<void>;
 let logDir: string;
-const stores: FileStore[] = [];
-
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  logDir = join(dir, 'room_messages');
-  await mkdir(logDir, { recursive: true });
-});
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
-  await cleanup();
+beforeEach(() => {
+  ({ dir, logDir } = scratch);
 });
 
 function store(opts: { logger?: Logger; warmIndexes?: boolean } = {}): FileStore {
-  const s = new FileStore({ dataDir: dir, logger: opts.logger ?? silentLogger, warmIndexes: opts.warmIndexes ?? false });
-  stores.push(s);
-  return s;
+  return scratch.store(opts.logger, { warmIndexes: opts.warmIndexes ?? false });
 }
 
 const jsonl = (messages: Message[]) => messages.map((m) => JSON.stringify(m) + '\n').join('');

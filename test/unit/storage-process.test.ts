@@ -4,32 +4,23 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { silentLogger } from '../../src/logger.js';
-import { FileStore } from '../../src/storage/file-store.js';
 import { processStartMs } from '../../src/storage/process-start.js';
-import { memoryLogger, tempDir } from './storage-helpers.js';
+import { fileStoresPerTest, memoryLogger } from './storage-helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/storage-child.ts', import.meta.url));
 
+const scratch = fileStoresPerTest();
+const store = scratch.store;
 let dir: string;
-let cleanup: () => Promise<void>;
-const stores: FileStore[] = [];
 const children: ChildProcess[] = [];
 
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
+beforeEach(() => {
+  dir = scratch.dir;
 });
-afterEach(async () => {
+// Registered after fileStoresPerTest's, so it runs before the stores are closed.
+afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
-  await cleanup();
 });
-
-function store(logger = silentLogger): FileStore {
-  const s = new FileStore({ dataDir: dir, logger });
-  stores.push(s);
-  return s;
-}
 
 function runChild(args: string[]): { child: ChildProcess; exited: Promise<void>; stderr: () => string } {
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,33 +1,20 @@
 // Start-up recovery (SPEC §5): torn last lines are cut with a warning, a bad line in the middle
 // or a corrupt snapshot stops open with a message naming the file, and nothing is rewritten.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { silentLogger } from '../../src/logger.js';
-import { FileStore } from '../../src/storage/file-store.js';
-import { makeMessage, makeRoom, memoryLogger, tempDir } from './storage-helpers.js';
+import type { FileStore } from '../../src/storage/file-store.js';
+import { fileStoresPerTest, makeMessage, makeRoom, memoryLogger } from './storage-helpers.js';
 
+const scratch = fileStoresPerTest({ withLogDir: true });
+const store = scratch.store;
 let dir: string;
-let cleanup: () => Promise<void>;
 let logDir: string;
-const stores: FileStore[] = [];
 
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  logDir = join(dir, 'room_messages');
-  await mkdir(logDir, { recursive: true });
+  ({ dir, logDir } = scratch);
   await writeFile(join(dir, 'rooms.json'), JSON.stringify([makeRoom('r1')]));
 });
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
-  await cleanup();
-});
-
-function store(logger = silentLogger): FileStore {
-  const s = new FileStore({ dataDir: dir, logger });
-  stores.push(s);
-  return s;
-}
 
 const line = (seq: number) => JSON.stringify(makeMessage('r1', seq)) + '\n';
 
