@@ -1,60 +1,49 @@
 // FileStore with small state (below syncSnapshotBytes, the default): a change is made durable by
 // rewriting the snapshot files it touches (state-writer.ts), with no journal line; a room
 // commit's snapshot is renamed into place only after its log append is fsync'd.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FileHandle } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/logger.js';
 import { FileStore, type FileStoreOptions } from '../../src/storage/file-store.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import type { RoomRecord } from '../../src/types.js';
-import { makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
+import { fileStoresPerTest, heldFsyncOps, makeMessage, makeRoom, makeUser } from './storage-helpers.js';
 
-let dir: string;
-let cleanup: () => Promise<void>;
-const open: FileStore[] = [];
+const files = fileStoresPerTest();
 
 async function openStore(options: Partial<FileStoreOptions> = {}): Promise<FileStore> {
-  const store = new FileStore({ dataDir: dir, logger: silentLogger, compactEveryMs: 0, ...options });
+  const store = files.store(silentLogger, { compactEveryMs: 0, ...options });
   await store.open();
-  open.push(store);
   return store;
 }
 
-const roomsOnDisk = async (): Promise<RoomRecord[]> => JSON.parse(await readFile(join(dir, 'rooms.json'), 'utf8')) as RoomRecord[];
+const roomsOnDisk = async (): Promise<RoomRecord[]> => JSON.parse(await readFile(join(files.dir, 'rooms.json'), 'utf8')) as RoomRecord[];
 const journalBytes = async (): Promise<number> => {
   let bytes = 0;
-  for (const f of await readdir(join(dir, 'journal'))) bytes += (await stat(join(dir, 'journal', f))).size;
+  for (const f of await readdir(join(files.dir, 'journal'))) bytes += (await stat(join(files.dir, 'journal', f))).size;
   return bytes;
 };
 
 /**
- * fsOps that can hold the fsync of files whose path matches, or fail one kind of operation on
- * paths that match: the log and the snapshot are told apart by path.
+ * fsOps that can hold the fsync of files whose path matches (heldFsyncOps), or fail one kind of
+ * operation on paths that match: the log and the snapshot are told apart by path.
  */
 function pathOps() {
-  const paths = new WeakMap<FileHandle, string>();
-  let hold: RegExp | undefined;
-  let held: (() => void)[] = [];
+  const held = heldFsyncOps();
   let fail: { op: keyof FsOps; path: RegExp } | undefined;
   const check = (op: keyof FsOps, path: string): void => {
     if (fail && fail.op === op && fail.path.test(path)) throw Object.assign(new Error(`injected ${op} failure`), { code: 'EIO' });
   };
   const ops: Partial<FsOps> = {
-    open: async (path, flags) => {
-      const handle = await defaultFsOps.open(path, flags);
-      paths.set(handle, path);
-      return handle;
-    },
+    open: held.ops.open!,
     write: async (handle, data) => {
-      check('write', paths.get(handle) ?? '');
+      check('write', held.pathOf(handle));
       return defaultFsOps.write(handle, data);
     },
     fsync: async (handle) => {
-      const path = paths.get(handle) ?? '';
-      if (hold?.test(path)) await new Promise<void>((r) => held.push(r));
-      check('fsync', path);
+      await held.wait(handle);
+      check('fsync', held.pathOf(handle));
       return defaultFsOps.fsync(handle);
     },
     rename: async (from, to) => {
@@ -63,27 +52,12 @@ function pathOps() {
     },
   };
   return {
+    ...held,
     ops,
-    hold: (path: RegExp) => void (hold = path),
-    release: () => {
-      hold = undefined;
-      const h = held;
-      held = [];
-      for (const r of h) r();
-    },
-    waiting: () => held.length,
     fail: (op: keyof FsOps, path: RegExp) => void (fail = { op, path }),
     heal: () => void (fail = undefined),
   };
 }
-
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close().catch(() => undefined)));
-  await cleanup();
-});
 
 describe('small state: the snapshots are the durable record', () => {
   it('has every acknowledged change in the snapshot files, and writes no journal line', async () => {
@@ -97,7 +71,7 @@ describe('small state: the snapshots are the durable record', () => {
     });
     expect((await roomsOnDisk())[0]!.room_description).toBe('after one message');
     await store.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'Ann' }) }, 'ann');
-    expect(JSON.parse(await readFile(join(dir, 'users.json'), 'utf8'))).toMatchObject([{ user_id: 'u1' }]);
+    expect(JSON.parse(await readFile(join(files.dir, 'users.json'), 'utf8'))).toMatchObject([{ user_id: 'u1' }]);
     expect(await journalBytes()).toBe(0);
   });
 
@@ -113,7 +87,7 @@ describe('small state: the snapshots are the durable record', () => {
     });
     await expect.poll(() => io.waiting()).toBe(1);
     // The snapshot's temp file is written meanwhile (the two writes overlap), but not renamed.
-    await expect.poll(() => stat(join(dir, 'rooms.json.tmp')).then(() => true, () => false)).toBe(true);
+    await expect.poll(() => stat(join(files.dir, 'rooms.json.tmp')).then(() => true, () => false)).toBe(true);
     expect((await roomsOnDisk())[0]!.room_description).toBe('test');
     expect((await store.loadRoom('r1'))!.room.room_description).toBe('test');
     io.release();
@@ -153,7 +127,7 @@ describe('small state: the snapshots are the durable record', () => {
     const io = pathOps();
     const store = await openStore({ fsOps: io.ops });
     const v = await store.createRoom(makeRoom('r1'));
-    const logPath = join(dir, 'room_messages', 'r1.jsonl');
+    const logPath = join(files.dir, 'room_messages', 'r1.jsonl');
     io.fail(op, /rooms\.json(\.tmp)?$/);
     await expect(
       store.commitRoom('r1', { room: makeRoom('r1', { room_description: 'lost' }), messages: [makeMessage('r1', 1)], expectedVersion: v }),

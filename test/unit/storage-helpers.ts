@@ -1,13 +1,13 @@
 // Shared by the storage tests and their child-process fixture: record factories, temp dirs and
 // a logger that keeps what it logs.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { pino, type Logger } from 'pino';
 import { afterEach, beforeEach } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
-import { FileStore } from '../../src/storage/file-store.js';
+import { FileStore, type FileStoreOptions } from '../../src/storage/file-store.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import type { AgentRecord, Message, RoomRecord, UserRecord } from '../../src/types.js';
 
@@ -23,7 +23,7 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
  */
 export function fileStoresPerTest(
   options: { withLogDir?: boolean } = {},
-): { readonly dir: string; readonly logDir: string; store: (logger?: Logger, options?: { warmIndexes?: boolean }) => FileStore } {
+): { readonly dir: string; readonly logDir: string; store: (logger?: Logger, options?: Partial<FileStoreOptions>) => FileStore } {
   let dir = '';
   let cleanup = async (): Promise<void> => undefined;
   const stores: FileStore[] = [];
@@ -192,4 +192,43 @@ export function faultyFsOps(): { ops: Partial<FsOps>; set(kind: string | null): 
     },
   };
   return { ops, set: (k) => void (kind = k), injected: () => injected };
+}
+
+/**
+ * fsOps whose fsync waits for `release()` while held: a write held between its write and its
+ * fsync. `hold(path)` holds only the files whose path matches (the log, not the snapshot);
+ * `hold()` holds every file. `pathOf` names the file of a handle opened through these ops.
+ */
+export function heldFsyncOps() {
+  const paths = new WeakMap<FileHandle, string>();
+  let holding: RegExp | undefined;
+  let held: (() => void)[] = [];
+  const pathOf = (handle: FileHandle): string => paths.get(handle) ?? '';
+  const wait = async (handle: FileHandle): Promise<void> => {
+    if (holding?.test(pathOf(handle))) await new Promise<void>((r) => held.push(r));
+  };
+  const ops: Partial<FsOps> = {
+    open: async (path, flags) => {
+      const handle = await defaultFsOps.open(path, flags);
+      paths.set(handle, path);
+      return handle;
+    },
+    fsync: async (handle) => {
+      await wait(handle);
+      return defaultFsOps.fsync(handle);
+    },
+  };
+  return {
+    ops,
+    pathOf,
+    wait,
+    hold: (path: RegExp = /(?:)/) => void (holding = path),
+    release: () => {
+      holding = undefined;
+      const h = held;
+      held = [];
+      for (const r of h) r();
+    },
+    waiting: () => held.length,
+  };
 }

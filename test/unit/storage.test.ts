@@ -8,7 +8,7 @@ import { createStore, FileStore } from '../../src/storage/index.js';
 import type { FsOps } from '../../src/storage/fs-ops.js';
 import { defaultFsOps } from '../../src/storage/fs-ops.js';
 import type { Message } from '../../src/types.js';
-import { makeAgent, makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
+import { heldFsyncOps, makeAgent, makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -206,31 +206,8 @@ describe('state journal and snapshots', () => {
 });
 
 describe('visible only once durable', () => {
-  /** fsOps whose fsync waits for `release()`: a write held between write and fsync. */
-  function heldFsync() {
-    let held: (() => void)[] = [];
-    let holding = false;
-    const ops: Partial<FsOps> = {
-      fsync: async (handle) => {
-        if (holding) await new Promise<void>((r) => held.push(r));
-        return defaultFsOps.fsync(handle);
-      },
-    };
-    return {
-      ops,
-      hold: () => void (holding = true),
-      release: () => {
-        holding = false;
-        const h = held;
-        held = [];
-        for (const r of h) r();
-      },
-      waiting: () => held.length,
-    };
-  }
-
   it('serves neither the messages nor the state of a commit before it is fsynced', async () => {
-    const gate = heldFsync();
+    const gate = heldFsyncOps();
     const store = await openStore({ fsOps: gate.ops });
     const v = await roomWith(store, 'r1', 1);
     gate.hold();
@@ -249,7 +226,7 @@ describe('visible only once durable', () => {
   });
 
   it('does not serve a participant before its snapshot is durable, but holds its name', async () => {
-    const gate = heldFsync();
+    const gate = heldFsyncOps();
     const store = await openStore({ fsOps: gate.ops });
     gate.hold();
     const put = store.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'Zed' }) }, 'zed');
