@@ -37,10 +37,13 @@ interface Pending {
 }
 
 /**
- * Times a batch is recomputed after another node committed the room first (several nodes
- * writing one busy room take turns; each retry waits a short random time so they spread out).
+ * How long a batch keeps being recomputed after other nodes committed the room first (several
+ * nodes writing one busy room take turns). Each retry waits a random time that grows with the
+ * attempts (up to STALE_BACKOFF_MAX_MS), so nodes that keep colliding spread out; a batch fails
+ * only after this long without once being first.
  */
-const MAX_STALE_RETRIES = 50;
+const STALE_RETRY_MS = 15_000;
+const STALE_BACKOFF_MAX_MS = 250;
 
 /** Commands taken into one commit at most (bounds a batch's latency and size). */
 const MAX_BATCH = 256;
@@ -139,7 +142,7 @@ export class RoomRuntime {
     }
   }
 
-  private async runBatch(batch: Pending[], attempt = 0): Promise<void> {
+  private async runBatch(batch: Pending[], attempt = 0, firstTry = this.deps.now()): Promise<void> {
     let base: Draft = {
       room: this.state,
       lastSeq: this.lastSeq,
@@ -173,12 +176,12 @@ export class RoomRuntime {
         const commit = { messages: base.messages, expectedVersion: this.version, ...(base.roomChanged ? { room: base.room } : {}) };
         this.version = await this.deps.store.commitRoom(this.roomId, commit);
       } catch (err) {
-        if (err instanceof StaleRoomError && attempt < MAX_STALE_RETRIES) {
+        if (err instanceof StaleRoomError && this.deps.now() - firstTry < STALE_RETRY_MS) {
           // Another node wrote the room: take its state, then compute the batch again on it.
           await this.reload();
-          const backoff = Math.random() * Math.min(50, 2 ** attempt);
+          const backoff = Math.random() * Math.min(STALE_BACKOFF_MAX_MS, 2 ** attempt);
           await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, backoff));
-          return this.runBatch(done.map((d) => d.pending).concat(), attempt + 1);
+          return this.runBatch(done.map((d) => d.pending).concat(), attempt + 1, firstTry);
         }
         this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
         // The cause stays in the log; callers get internal_error without detail.

@@ -8,6 +8,7 @@ import { Presence } from '../../src/identity/presence.js';
 import type { RoomEvent } from '../../src/protocol/events.js';
 import type { Rooms } from '../../src/runtime/rooms.js';
 import { MemoryStore, type WriteKind } from '../../src/storage/memory-store.js';
+import { StaleRoomError, type RoomCommit } from '../../src/storage/store.js';
 import type { Message, Room } from '../../src/types.js';
 import { ManualClock } from '../helpers/clock.js';
 import { caller, member, testRooms, TURN_MS } from '../helpers/runtime.js';
@@ -144,5 +145,67 @@ describe('room runtime', () => {
       w.rooms.execute(w.roomId, { type: 'join', caller: late, member: member(late, w.clock), passwordHash: null }),
     ).rejects.toMatchObject({ code: 'room_full' });
     expect((await w.rooms.require(w.roomId)).room.members).toHaveLength(200);
+  });
+});
+
+describe('room runtime on a shared store: commits that lose to other nodes', () => {
+  /** A MemoryStore whose next `stale` room commits fail as if another node had committed first. */
+  class ContendedStore extends MemoryStore {
+    stale = 0;
+    attempts = 0;
+    override async commitRoom(roomId: string, commit: RoomCommit): Promise<number> {
+      this.attempts++;
+      if (this.stale > 0) {
+        this.stale--;
+        throw new StaleRoomError(roomId);
+      }
+      return super.commitRoom(roomId, commit);
+    }
+  }
+
+  async function contended() {
+    const clock = new ManualClock();
+    const store = new ContendedStore();
+    const presence = new Presence(clock.now, clock);
+    rooms = testRooms(store, new InProcessBus(), presence, clock);
+    const person = caller('Ann', 'user');
+    presence.touch(person.id);
+    const room: Room = await rooms.create(person, { room_name: 'Contended' }, member(person, clock));
+    return { clock, store, rooms, person, roomId: room.room_id };
+  }
+
+  /** Runs the clock in 50 ms steps until `p` settles (the retries wait on the injected timers). */
+  async function settle<T>(clock: ManualClock, p: Promise<T>): Promise<PromiseSettledResult<T>> {
+    let outcome: PromiseSettledResult<T> | undefined;
+    void p.then(
+      (value) => (outcome = { status: 'fulfilled', value }),
+      (reason: unknown) => (outcome = { status: 'rejected', reason }),
+    );
+    while (!outcome) {
+      await new Promise((r) => setImmediate(r));
+      clock.advance(50);
+    }
+    return outcome;
+  }
+
+  it('recomputes and retries a batch that keeps losing, with growing random waits, until it commits', async () => {
+    const w = await contended();
+    w.store.stale = 60; // more than the 50 attempts that used to give up with internal_error
+    const started = w.clock.now();
+    const sent = await settle(w.clock, w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('persistent') }));
+    expect(sent).toMatchObject({ status: 'fulfilled', value: { seq: 1, text_content: 'persistent' } });
+    expect(w.store.attempts).toBe(61);
+    expect(w.clock.now() - started).toBeLessThan(15_000);
+  });
+
+  it('fails the batch, with nothing kept, only after 15 s without once committing first', async () => {
+    const w = await contended();
+    w.store.stale = Number.POSITIVE_INFINITY;
+    const started = w.clock.now();
+    const sent = await settle(w.clock, w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('never') }));
+    expect(sent).toMatchObject({ status: 'rejected', reason: expect.any(StaleRoomError) });
+    expect(w.clock.now() - started).toBeGreaterThanOrEqual(15_000);
+    expect(w.clock.now() - started).toBeLessThan(16_000);
+    expect(await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 10 })).toEqual([]);
   });
 });
