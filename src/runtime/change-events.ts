@@ -30,15 +30,31 @@ export interface ReadChanges {
  * left for the next refresh, so nothing is announced twice.
  */
 export async function readChanges(store: Store, roomId: string, from: { version: number; lastSeq: number }, to: LoadedRoom): Promise<ReadChanges> {
-  const added: Message[] = [];
-  for (let after = from.lastSeq; after < to.lastSeq; ) {
-    const page = (await store.readMessages(roomId, { afterSeq: after, limit: 500 })).filter((m) => m.seq <= to.lastSeq);
-    if (page.length === 0) break;
-    added.push(...page);
-    after = page[page.length - 1]!.seq;
-  }
-  const updated = (await store.readRewritten?.(roomId, from.version, to.version, from.lastSeq)) ?? [];
+  // The two reads are independent: one round trip's wait, not two.
+  const readAdded = async (): Promise<Message[]> => {
+    const added: Message[] = [];
+    for (let after = from.lastSeq; after < to.lastSeq; ) {
+      const page = (await store.readMessages(roomId, { afterSeq: after, limit: 500 })).filter((m) => m.seq <= to.lastSeq);
+      if (page.length === 0) break;
+      added.push(...page);
+      after = page[page.length - 1]!.seq;
+    }
+    return added;
+  };
+  const [added, updated] = await Promise.all([readAdded(), store.readRewritten?.(roomId, from.version, to.version, from.lastSeq) ?? []]);
   return { added, updated };
+}
+
+/**
+ * The seq of the room's last visible person message after the changes: read from the new
+ * messages, unless a person message was rewritten (a deletion can move it back), when the store
+ * is asked.
+ */
+export async function lastPersonSeqAfter(store: Store, roomId: string, before: number, changes: ReadChanges): Promise<number> {
+  if (changes.updated.some((m) => m.role === 'user')) return store.lastPersonSeq(roomId);
+  let last = before;
+  for (const m of changes.added) if (m.role === 'user' && m.visible && !m.deleted) last = Math.max(last, m.seq);
+  return last;
 }
 
 export function changeEvents(

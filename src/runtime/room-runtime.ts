@@ -12,7 +12,7 @@ import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
 import { StaleRoomError, type Store } from '../storage/store.js';
 import type { Member, RoomRecord } from '../types.js';
-import { changeEvents, readChanges } from './change-events.js';
+import { changeEvents, lastPersonSeqAfter, readChanges } from './change-events.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -214,8 +214,9 @@ export class RoomRuntime {
   private async reload(): Promise<void> {
     const loaded = await this.deps.store.loadRoom(this.roomId);
     if (!loaded || loaded.version === this.version) return;
-    const { added, updated } = await readChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq }, loaded);
-    const lastPersonSeq = await this.deps.store.lastPersonSeq(this.roomId);
+    const changes = await readChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq }, loaded);
+    const { added, updated } = changes;
+    const lastPersonSeq = await lastPersonSeqAfter(this.deps.store, this.roomId, this.lastPersonSeq, changes);
     const before = this.state;
     this.state = loaded.room;
     this.lastSeq = loaded.lastSeq;
