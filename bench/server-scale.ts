@@ -4,6 +4,7 @@
 //
 //   npx tsx bench/server-scale.ts --dir DIR [--runs 3] [--handoffs 300] [--rate 50] [--seconds 20]
 //   npx tsx bench/server-scale.ts --cpu [--runs 3] [--seconds 10]
+//   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -334,6 +335,23 @@ if (process.argv.includes('--cpu')) {
     await server.stop();
     console.log(JSON.stringify({ first_shutdown_ms: Math.round(performance.now() - t) }));
   }
-  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await scaleRun(dir, data, r)));
+  for (let r = 0; r < runs; r++) {
+    if (!process.argv.includes('--startup-only')) {
+      console.log(JSON.stringify(await scaleRun(dir, data, r)));
+      continue;
+    }
+    // Start-up alone: spawn → /health, then the first page of the big room and of a small one.
+    const { server, ms } = await startAndTime(dir);
+    const rss = rssMb(server.child.pid!);
+    let t = performance.now();
+    await ok(server.url, 'get_messages', { room_id: data.roomIds[0], after_seq: 0, limit: 50 }, data.token);
+    const big = Math.round(performance.now() - t);
+    t = performance.now();
+    await ok(server.url, 'get_messages', { room_id: data.roomIds[data.roomIds.length - 1], limit: 50 }, data.token);
+    const small = Math.round(performance.now() - t);
+    t = performance.now();
+    await server.stop();
+    console.log(JSON.stringify({ run: r, startup_ms: ms, rss_after_start_mb: rss, big_room_first_page_ms: big, small_room_first_page_ms: small, shutdown_ms: Math.round(performance.now() - t) }));
+  }
 }
 process.exit(0);
