@@ -3,7 +3,7 @@
 // (`npx tsx bench/storage-scale.ts ... --agents N --runs 0 --dir DIR` writes one).
 //
 //   npx tsx bench/server-scale.ts --dir DIR [--runs 3] [--handoffs 300] [--rate 50] [--seconds 20]
-//   npx tsx bench/server-scale.ts --cpu [--runs 3] [--seconds 10]
+//   npx tsx bench/server-scale.ts --cpu [--people] [--runs 3] [--seconds 10]
 //   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
@@ -15,7 +15,8 @@
 // scan) is run once before and reported apart. Server CPU is read from /proc per phase.
 //
 // --cpu: server CPU per acknowledged send_message with 64 closed-loop senders, over HTTP and
-// over WebSocket (64 sockets, one person each), on a fresh DATA_DIR.
+// over WebSocket, on a fresh DATA_DIR: one person's 64 concurrent calls (as bench/http-send.ts),
+// or with --people 64 persons in the room, one sender and one socket each.
 //
 // Rate limits: RATE_LIMIT_PER_TOKEN=0 and RATE_LIMIT_PER_ADDRESS=0 (one client address opens
 // every connection and exceeds them by design), registration limit off (bench/util.ts).
@@ -286,32 +287,41 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
   return result;
 }
 
-/** Server CPU per acknowledged send_message, 64 closed-loop senders, HTTP then WebSocket. */
-async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
+/**
+ * Server CPU per acknowledged send_message, 64 closed-loop senders, HTTP then WebSocket: either
+ * one person's 64 concurrent calls (the shape of bench/http-send.ts; over WebSocket 8 sockets ×
+ * 8 calls) or, with `people`, 64 persons in the room, one sender (and one socket) each.
+ */
+async function cpuRun(seconds: number, people: boolean): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'scale-cpu-'));
   const server = await startBenchServer({ DATA_DIR: dir, ...LIMITS_OFF });
   const pid = server.child.pid!;
   try {
     const owner = await ok(server.url, 'register_user', { name: 'owner' });
     const room = (await ok(server.url, 'create_room', { room_name: 'CPU' }, owner.token)).room;
-    const people: string[] = [];
+    const tokens: string[] = [];
     for (let i = 0; i < 64; i++) {
+      if (!people) {
+        tokens.push(owner.token);
+        continue;
+      }
       const p = await ok(server.url, 'register_user', { name: `sender-${i}` });
       await ok(server.url, 'join_room', { room_id: room.room_id }, p.token);
-      people.push(p.token);
+      tokens.push(p.token);
     }
-    const out: Record<string, unknown> = {};
+    const out: Record<string, unknown> = { shape: people ? '64 persons' : 'one person, 64 concurrent calls' };
     for (const transport of ['http', 'ws'] as const) {
-      const sockets = transport === 'ws' ? await Promise.all(people.map((token) => Socket.open(server.url, token))) : [];
+      const opened = transport === 'ws' ? await Promise.all((people ? tokens : tokens.slice(0, 8)).map((token) => Socket.open(server.url, token))) : [];
       let acked = 0;
       const end = performance.now() + seconds * 1000;
       const cpu0 = cpuMs(pid);
       const t0 = performance.now();
       await Promise.all(
-        people.map(async (token, i) => {
+        tokens.map(async (token, i) => {
+          const socket = opened[people ? i : i % 8];
           for (let n = 0; performance.now() < end; n++) {
             const args = { room_id: room.room_id, text_content: `message ${n} from ${i} 基准` };
-            const answer = transport === 'http' ? await rest(server.url, 'send_message', args, token) : await sockets[i]!.call('send_message', args);
+            const answer = socket ? await socket.call('send_message', args) : await rest(server.url, 'send_message', args, token);
             if (!answer.ok) throw new Error(JSON.stringify(answer.error));
             acked++;
           }
@@ -319,7 +329,7 @@ async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
       );
       const cpu = cpuMs(pid) - cpu0;
       out[transport] = { acked, per_second: Math.round(acked / ((performance.now() - t0) / 1000)), cpu_us_per_message: Math.round((cpu * 1000) / acked) };
-      for (const s of sockets) s.close();
+      for (const s of opened) s.close();
     }
     return out;
   } finally {
@@ -330,7 +340,7 @@ async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
 
 const runs = Number(arg('runs', '3'));
 if (process.argv.includes('--cpu')) {
-  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await cpuRun(Number(arg('seconds', '10')))));
+  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await cpuRun(Number(arg('seconds', '10')), process.argv.includes('--people'))));
 } else {
   const dir = arg('dir');
   if (!dir || !existsSync(join(dir, DATASET_FILE))) throw new Error('--dir DIR: a data set written by bench/dataset.ts');
