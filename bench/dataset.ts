@@ -16,12 +16,33 @@ export interface Dataset {
   /** Tokens of the generated agents (`agentToken(dataset, i)`); agent i is a member of room i % rooms. */
   agentSecret: string;
   agents: number;
+  /** Each room r ≥ 1 has its own host person (`ownerToken(agentSecret, r)`); `token`'s person is in room 0 only. */
+  owners?: boolean;
 }
 
 /** The token of generated agent `i` (the dataset stores only its hash). */
 export const agentToken = (secret: string, i: number): string => `act_bench_${secret}_${i}`;
 export const agentName = (i: number): string => `bench-agent-${i}`;
 export const DATASET_FILE = 'bench-dataset.json';
+export const ownerToken = (secret: string, room: number): string => `act_bench_owner_${secret}_${room}`;
+
+/**
+ * Gives each room r ≥ 1 its own host person in place of the one person of every room (who
+ * keeps room 0): a person in 10,000 rooms turns every presence change into 10,000 room commits,
+ * which is not what a bench of joins or status changes means to measure.
+ */
+export function giveRoomsOwners(users: UserRecord[], rooms: RoomRecord[], secret: string): void {
+  const everyone = users[0]!;
+  everyone.rooms = [rooms[0]!.room_id];
+  for (const [r, room] of rooms.entries()) {
+    if (r === 0) continue;
+    const owner: UserRecord = { ...everyone, user_id: `bench-owner-id-${r}`, name: `bench-owner-${r}`, rooms: [], token_hashes: [hashToken(ownerToken(secret, r))] };
+    users.push(owner);
+    room.members = room.members.map((m) => (m.participant_id === everyone.user_id ? { ...m, name: owner.name, participant_id: owner.user_id } : m));
+    room.created_by = owner.name;
+    room.created_by_id = owner.user_id;
+  }
+}
 
 function text(i: number): string {
   let out = '';
@@ -38,7 +59,7 @@ export async function writeDataset(
   dataDir: string,
   rooms: number,
   messagesPerRoom: number,
-  options: { bigRoom?: number; agents?: number } = {},
+  options: { bigRoom?: number; agents?: number; owners?: boolean } = {},
 ): Promise<Dataset> {
   const token = `act_bench_${randomUUID()}`;
   const agentSecret = randomUUID().slice(0, 8);
@@ -120,7 +141,9 @@ export async function writeDataset(
     roomRecords[i % rooms]!.members.push(member);
   }
   await mkdir(join(dataDir, 'room_messages'), { recursive: true });
-  await writeFile(join(dataDir, 'users.json'), JSON.stringify([user]));
+  const users = [user];
+  if (options.owners) giveRoomsOwners(users, roomRecords, agentSecret);
+  await writeFile(join(dataDir, 'users.json'), `[\n${users.map((u) => JSON.stringify(u)).join(',\n')}\n]`);
   // One record a line, as the server writes its snapshots.
   await writeFile(join(dataDir, 'agents.json'), `[\n${agents.map((a) => JSON.stringify(a)).join(',\n')}\n]`);
   await writeFile(join(dataDir, 'rooms.json'), JSON.stringify(roomRecords));
@@ -164,7 +187,7 @@ export async function writeDataset(
     out.end();
     await once(out, 'finish');
   }
-  const dataset = { token, roomIds, agentSecret, agents: agentCount };
+  const dataset: Dataset = { token, roomIds, agentSecret, agents: agentCount, owners: options.owners === true };
   // For benches that run against the directory later (bench/server-scale.ts): not read by the server.
   await writeFile(join(dataDir, DATASET_FILE), JSON.stringify(dataset));
   return dataset;

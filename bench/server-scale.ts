@@ -3,7 +3,8 @@
 // (`npx tsx bench/storage-scale.ts ... --agents N --runs 0 --dir DIR` writes one).
 //
 //   npx tsx bench/server-scale.ts --dir DIR [--runs 3] [--handoffs 300] [--rate 50] [--seconds 20]
-//   npx tsx bench/server-scale.ts --cpu [--runs 3] [--seconds 10]
+//   npx tsx bench/server-scale.ts --cpu [--people] [--runs 3] [--seconds 10]
+//   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -14,7 +15,8 @@
 // scan) is run once before and reported apart. Server CPU is read from /proc per phase.
 //
 // --cpu: server CPU per acknowledged send_message with 64 closed-loop senders, over HTTP and
-// over WebSocket (64 sockets, one person each), on a fresh DATA_DIR.
+// over WebSocket, on a fresh DATA_DIR: one person's 64 concurrent calls (as bench/http-send.ts),
+// or with --people 64 persons in the room, one sender and one socket each.
 //
 // Rate limits: RATE_LIMIT_PER_TOKEN=0 and RATE_LIMIT_PER_ADDRESS=0 (one client address opens
 // every connection and exceeds them by design), registration limit off (bench/util.ts).
@@ -23,7 +25,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { agentToken, DATASET_FILE, type Dataset } from './dataset.js';
+import { agentToken, DATASET_FILE, ownerToken, type Dataset } from './dataset.js';
 import { percentile, rest, startBenchServer, type BenchServer } from './util.js';
 
 function arg(name: string, fallback?: string): string | undefined {
@@ -155,22 +157,28 @@ async function startAndTime(dir: string): Promise<{ server: BenchServer; ms: num
   return { server, ms: Math.round(performance.now() - t0) };
 }
 
+/** A person who may read room r (and change its status). */
+const readerOf = (data: Dataset, r: number): string => (r === 0 || !data.owners ? data.token : ownerToken(data.agentSecret, r));
+
 async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record<string, unknown>> {
   const rate = Number(arg('rate', '50'));
   const seconds = Number(arg('seconds', '20'));
   const handoffs = Number(arg('handoffs', '300'));
   const result: Record<string, unknown> = { run };
 
+  const bigRoomOnly = data.roomIds.length === 1; // a data set of one big room: its figures only
   // Baseline: the same hand-off on a server with one room.
-  const empty = await mkdtemp(join(tmpdir(), 'scale-baseline-'));
-  const base = await startBenchServer({ DATA_DIR: empty, ...LIMITS_OFF });
-  try {
-    const person = await ok(base.url, 'register_user', { name: 'host' });
-    const h = await handoff(base, person.token, handoffs);
-    result.baseline_1_room = h;
-  } finally {
-    await base.stop();
-    await rm(empty, { recursive: true, force: true });
+  if (!bigRoomOnly) {
+    const empty = await mkdtemp(join(tmpdir(), 'scale-baseline-'));
+    const base = await startBenchServer({ DATA_DIR: empty, ...LIMITS_OFF });
+    try {
+      const person = await ok(base.url, 'register_user', { name: 'host' });
+      const h = await handoff(base, person.token, handoffs);
+      result.baseline_1_room = h;
+    } finally {
+      await base.stop();
+      await rm(empty, { recursive: true, force: true });
+    }
   }
 
   const { server, ms } = await startAndTime(dir);
@@ -209,6 +217,7 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
     }
     result.get_context_never_posted = { p50_ms: percentile(contexts, 50), p99_ms: percentile(contexts, 99), cpu_ms_per_op: round((cpuMs(pid) - cpu0) / 500) };
 
+    if (bigRoomOnly) return result;
     // Hand-off among 10,000 rooms.
     result.handoff_many_rooms = await handoff(server, data.token, handoffs);
 
@@ -226,9 +235,9 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
         await ok(url, 'join_room', { room_id: data.roomIds[(agent + 1 + run) % rooms] }, agentToken(data.agentSecret, agent));
         joins.push(performance.now() - started);
       } else {
-        const roomId = data.roomIds[1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1))]!;
+        const r = 1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1));
         const started = performance.now();
-        await ok(url, 'set_room_status', { room_id: roomId, system_status: k % 2 === 0 ? 'paused' : 'active' }, data.token);
+        await ok(url, 'set_room_status', { room_id: data.roomIds[r], system_status: k % 2 === 0 ? 'paused' : 'active' }, readerOf(data, r));
         statuses.push(performance.now() - started);
       }
     });
@@ -255,9 +264,10 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
           next++;
           const r = 1 + Math.floor(Math.random() * (rooms - 1));
           const started = performance.now();
-          const { messages } = await ok(url, 'get_messages', { room_id: data.roomIds[r], before_seq: 1 + Math.floor(Math.random() * 700), limit: 50 }, data.token);
+          const reader = readerOf(data, r);
+          const { messages } = await ok(url, 'get_messages', { room_id: data.roomIds[r], before_seq: 1 + Math.floor(Math.random() * 700), limit: 50 }, reader);
           pages.push(performance.now() - started);
-          if (messages[0]) await ok(url, 'get_full_message', { message_id: messages[0].message_id }, data.token);
+          if (messages[0]) await ok(url, 'get_full_message', { message_id: messages[0].message_id }, reader);
         }
       }),
     );
@@ -277,32 +287,41 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
   return result;
 }
 
-/** Server CPU per acknowledged send_message, 64 closed-loop senders, HTTP then WebSocket. */
-async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
+/**
+ * Server CPU per acknowledged send_message, 64 closed-loop senders, HTTP then WebSocket: either
+ * one person's 64 concurrent calls (the shape of bench/http-send.ts; over WebSocket 8 sockets ×
+ * 8 calls) or, with `people`, 64 persons in the room, one sender (and one socket) each.
+ */
+async function cpuRun(seconds: number, people: boolean): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'scale-cpu-'));
   const server = await startBenchServer({ DATA_DIR: dir, ...LIMITS_OFF });
   const pid = server.child.pid!;
   try {
     const owner = await ok(server.url, 'register_user', { name: 'owner' });
     const room = (await ok(server.url, 'create_room', { room_name: 'CPU' }, owner.token)).room;
-    const people: string[] = [];
+    const tokens: string[] = [];
     for (let i = 0; i < 64; i++) {
+      if (!people) {
+        tokens.push(owner.token);
+        continue;
+      }
       const p = await ok(server.url, 'register_user', { name: `sender-${i}` });
       await ok(server.url, 'join_room', { room_id: room.room_id }, p.token);
-      people.push(p.token);
+      tokens.push(p.token);
     }
-    const out: Record<string, unknown> = {};
+    const out: Record<string, unknown> = { shape: people ? '64 persons' : 'one person, 64 concurrent calls' };
     for (const transport of ['http', 'ws'] as const) {
-      const sockets = transport === 'ws' ? await Promise.all(people.map((token) => Socket.open(server.url, token))) : [];
+      const opened = transport === 'ws' ? await Promise.all((people ? tokens : tokens.slice(0, 8)).map((token) => Socket.open(server.url, token))) : [];
       let acked = 0;
       const end = performance.now() + seconds * 1000;
       const cpu0 = cpuMs(pid);
       const t0 = performance.now();
       await Promise.all(
-        people.map(async (token, i) => {
+        tokens.map(async (token, i) => {
+          const socket = opened[people ? i : i % 8];
           for (let n = 0; performance.now() < end; n++) {
             const args = { room_id: room.room_id, text_content: `message ${n} from ${i} 基准` };
-            const answer = transport === 'http' ? await rest(server.url, 'send_message', args, token) : await sockets[i]!.call('send_message', args);
+            const answer = socket ? await socket.call('send_message', args) : await rest(server.url, 'send_message', args, token);
             if (!answer.ok) throw new Error(JSON.stringify(answer.error));
             acked++;
           }
@@ -310,7 +329,7 @@ async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
       );
       const cpu = cpuMs(pid) - cpu0;
       out[transport] = { acked, per_second: Math.round(acked / ((performance.now() - t0) / 1000)), cpu_us_per_message: Math.round((cpu * 1000) / acked) };
-      for (const s of sockets) s.close();
+      for (const s of opened) s.close();
     }
     return out;
   } finally {
@@ -321,7 +340,7 @@ async function cpuRun(seconds: number): Promise<Record<string, unknown>> {
 
 const runs = Number(arg('runs', '3'));
 if (process.argv.includes('--cpu')) {
-  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await cpuRun(Number(arg('seconds', '10')))));
+  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await cpuRun(Number(arg('seconds', '10')), process.argv.includes('--people'))));
 } else {
   const dir = arg('dir');
   if (!dir || !existsSync(join(dir, DATASET_FILE))) throw new Error('--dir DIR: a data set written by bench/dataset.ts');
@@ -334,6 +353,23 @@ if (process.argv.includes('--cpu')) {
     await server.stop();
     console.log(JSON.stringify({ first_shutdown_ms: Math.round(performance.now() - t) }));
   }
-  for (let r = 0; r < runs; r++) console.log(JSON.stringify(await scaleRun(dir, data, r)));
+  for (let r = 0; r < runs; r++) {
+    if (!process.argv.includes('--startup-only')) {
+      console.log(JSON.stringify(await scaleRun(dir, data, r)));
+      continue;
+    }
+    // Start-up alone: spawn → /health, then the first page of the big room and of a small one.
+    const { server, ms } = await startAndTime(dir);
+    const rss = rssMb(server.child.pid!);
+    let t = performance.now();
+    await ok(server.url, 'get_messages', { room_id: data.roomIds[0], after_seq: 0, limit: 50 }, data.token);
+    const big = Math.round(performance.now() - t);
+    t = performance.now();
+    await ok(server.url, 'get_messages', { room_id: data.roomIds[data.roomIds.length - 1], limit: 50 }, readerOf(data, data.roomIds.length - 1));
+    const small = Math.round(performance.now() - t);
+    t = performance.now();
+    await server.stop();
+    console.log(JSON.stringify({ run: r, startup_ms: ms, rss_after_start_mb: rss, big_room_first_page_ms: big, small_room_first_page_ms: small, shutdown_ms: Math.round(performance.now() - t) }));
+  }
 }
 process.exit(0);

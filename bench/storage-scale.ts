@@ -2,7 +2,7 @@
 // the oldest page of a cold big room, search with no match over it, get_context's "my last
 // message" for a member who never posted, and RSS after a mixed read load.
 //
-//   npx tsx bench/storage-scale.ts --rooms 1000 --per-room 1000 [--big 1000000] [--agents N] [--runs 3] [--dir DIR] [--keep]
+//   npx tsx bench/storage-scale.ts --rooms 1000 --per-room 1000 [--big 1000000] [--agents N] [--owners] [--runs 3] [--dir DIR] [--keep]
 // (--runs 0 only generates the data set, e.g. for bench/server-scale.ts.)
 //
 // Generates the data set (bench/dataset.ts) once, then measures each run in a fresh child
@@ -114,7 +114,7 @@ try {
   const existing = await readdir(join(dir, 'room_messages')).catch(() => []);
   if (existing.length === 0) {
     const t = performance.now();
-    await writeDataset(dir, rooms, perRoom, { ...(bigArg ? { bigRoom: Number(bigArg) } : {}), agents: Number(arg('agents', '0')) });
+    await writeDataset(dir, rooms, perRoom, { ...(bigArg ? { bigRoom: Number(bigArg) } : {}), agents: Number(arg('agents', '0')), owners: process.argv.includes('--owners') });
     let bytes = 0;
     for (const f of await readdir(join(dir, 'room_messages'))) bytes += (await stat(join(dir, 'room_messages', f))).size;
     console.error(`generated ${rooms} rooms (${bigArg ? `first ${bigArg}, others ` : ''}${perRoom} each), ${mb(bytes)} MB of logs in ${ms(t)} ms`);

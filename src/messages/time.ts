@@ -1,8 +1,4 @@
-// Display times: room timezone, `yyyy-MM-dd HH:mm:ss`, 24-hour (SPEC §4).
-import { formatInTimeZone } from 'date-fns-tz';
-
-export const DISPLAY_FORMAT = 'yyyy-MM-dd HH:mm:ss';
-
-export function displayTime(isoUtc: string, timezone: string): string {
-  return formatInTimeZone(new Date(isoUtc), timezone, DISPLAY_FORMAT);
-}
+// Display times: room timezone, `yyyy-MM-dd HH:mm:ss`, 24-hour (SPEC §4). The export's
+// implementation, which caches the local time of each UTC quarter hour: formatInTimeZone costs
+// ~40 µs a call, and get_context formats up to 50 messages a call.
+export { DISPLAY_FORMAT, displayTime } from '../export/format.js';

@@ -138,12 +138,13 @@ export class Rooms {
    * Start-up: every stored turn holder keeps its turn with a fresh full deadline (SPEC §6.1.10).
    * With a shared store other nodes may be running those rooms: a deadline still ahead is kept
    * (this node arms it too, and whichever node fires first wins), one that passed while no node
-   * ran the room is renewed. Only the rooms that need it are loaded now — a running turn, or a
-   * member whose stored status disagrees with presence (corrected on load) — the others load on
-   * first use (with 10,000 rooms, loading all of them was most of the start-up).
+   * ran the room is renewed. Only the rooms that need it are loaded: those with a running turn
+   * before this resolves, then, in the background, those with a member whose stored status
+   * disagrees with presence (corrected on load; after a restart that follows busy hours these
+   * can be thousands, and serving must not wait for them). The others load on first use.
    */
   async restoreAll(options: { shared?: boolean } = {}): Promise<void> {
-    const ids = await this.opts.store.roomIdsWhere((room) => runningTurn(room) !== null || (!options.shared && this.statusDisagrees(room)));
+    const ids = await this.opts.store.roomIdsWhere((room) => runningTurn(room) !== null);
     await Promise.all(
       ids.map(async (roomId) => {
         const runtime = await this.runtime(roomId);
@@ -157,6 +158,20 @@ export class Rooms {
         }
       }),
     );
+    if (!options.shared) void this.reconcileStatuses();
+  }
+
+  /** Loads (and so corrects, see reconcilePresence) the rooms whose member statuses are stale, 4 at a time. */
+  private async reconcileStatuses(): Promise<void> {
+    const ids = await this.opts.store.roomIdsWhere((room) => this.statusDisagrees(room));
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < ids.length && !this.stopped) {
+        const roomId = ids[next++]!;
+        await this.runtime(roomId).catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not load a room to correct its member statuses'));
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, worker));
   }
 
   /** A member's stored status says online where presence says offline, or the reverse. */

@@ -51,8 +51,12 @@ export class IndexFiles {
     }
   }
 
-  /** The room's persisted index and the log size it covers, if it still matches the log. */
-  async load(roomId: string, logPath: string, fileSize: number): Promise<{ index: RoomIndex; from: number } | undefined> {
+  /**
+   * The room's persisted index and the log size it covers, if it still matches the log.
+   * `unchanged`: the manifest vouches that the log was not touched since a clean shutdown, so an
+   * index covering the whole log needs no fingerprint read (an open, a read and a close a room).
+   */
+  async load(roomId: string, logPath: string, fileSize: number, unchanged = false): Promise<{ index: RoomIndex; from: number } | undefined> {
     let buf: Buffer;
     try {
       buf = await readFile(this.idxPath(roomId));
@@ -62,7 +66,7 @@ export class IndexFiles {
     try {
       const { index, size, fingerprint } = RoomIndex.deserialize(buf);
       if (size > fileSize) throw new Error(`covers ${size} bytes, the log has ${fileSize}`);
-      if ((await this.fingerprint(logPath, size)) !== fingerprint) throw new Error('the log changed');
+      if (!(unchanged && size === fileSize) && (await this.fingerprint(logPath, size)) !== fingerprint) throw new Error('the log changed');
       return { index, from: size };
     } catch (err) {
       this.opts.logger.info({ room_id: roomId, reason: (err as Error).message }, 'persisted message index not used; scanning the log');

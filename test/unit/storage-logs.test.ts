@@ -207,6 +207,20 @@ describe('persisted message indexes', () => {
     expect(await lastSeq(fourth.s, 'r2')).toBe(6);
   });
 
+  it('an index file is checksummed (CRC-32) and its arrays start 8-byte aligned, to be used in place', async () => {
+    const messages = await storeWith(300);
+    const bytes = await readFile(join(logDir, 'r1.idx'));
+    const headerEnd = bytes.indexOf(0x0a) + 1;
+    expect(headerEnd % 8).toBe(0);
+    expect(JSON.parse(bytes.toString('utf8', 0, headerEnd))).toMatchObject({ v: 2, top: 300, crc32: expect.any(Number) });
+    const { s } = await openLogged();
+    expect(await all(s, 'r1')).toEqual(messages);
+    // Commits write into the loaded arrays (views of the file's bytes) and grow them.
+    const more = Array.from({ length: 100 }, (_, i) => makeMessage('r1', 301 + i));
+    await s.commitRoom('r1', { messages: more, expectedVersion: 1 });
+    expect(await all(s, 'r1')).toEqual([...messages, ...more]);
+  });
+
   it('the warm-up loads every lazy room in the background; close waits for it', async () => {
     const messages = await storeWith(30);
     const s = store({ warmIndexes: true });
