@@ -109,9 +109,9 @@ export class Participants {
     }
   }
 
-  /** Builds the indexes from the store (start-up). */
-  async load(): Promise<void> {
-    for (const found of await this.store.listParticipants()) this.index(found);
+  /** Builds the indexes from the stored participants (start-up: `Store.listParticipants`). */
+  load(stored: readonly ParticipantRecord[]): void {
+    for (const found of stored) this.index(found);
   }
 
   authenticate(token: string | undefined | null): Caller | undefined {

@@ -193,7 +193,7 @@ export class FileStore implements Store {
     this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
     this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
-    this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLocaleLowerCase('und'));
+    this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
     const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),

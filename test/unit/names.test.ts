@@ -36,6 +36,14 @@ describe('participant names', () => {
     expect(nameProblem('e\u0301')).toBeNull(); // a mark on a letter is fine (é)
   });
 
+  it('keys names by the default (locale-independent) lower case: Turkish İ, final sigma, ß, Deseret', () => {
+    for (const name of ['İstanbul', 'ΌΣΟΣ', 'Straße', 'ǅemal', '𐐀bc', 'ӀҪ']) {
+      expect(nameKey(name)).toBe(name.normalize('NFC').toLocaleLowerCase('und'));
+    }
+    expect(nameKey('ΌΣΟΣ')).toBe('όσος');
+    expect(nameKey('İstanbul')).toBe('i\u0307stanbul');
+  });
+
   it('stores the NFC form', () => {
     expect(checkParticipantName('E\u0301lodie')).toBe('\u00c9lodie');
     expect(() => checkParticipantName('Alice\u034f')).toThrowError(expect.objectContaining({ code: 'validation_error' }));
