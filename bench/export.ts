@@ -128,19 +128,24 @@ async function pdfPages(file: string): Promise<number | null> {
   }
 }
 
+/** The export input of the benchmark room: `messages`, exported now, links signed as in a server. */
+function benchInput(messages: ExportInput['messages']): ExportInput {
+  return {
+    room: makeRoom({ room_name: 'Load Test Room' }),
+    messages,
+    exportedAt: new Date(),
+    timezone: 'Asia/Shanghai',
+    fileUrl: (u) => `https://chat.example.com${u}?sig=abc`,
+  };
+}
+
 export async function runExportBench(count = 10_000): Promise<ExportBenchResult> {
   const dir = await mkdtemp(join(tmpdir(), 'export-bench-'));
   try {
     const messages = benchMessages(count);
     // Summed per message, so measuring does not itself hold a second copy of the room.
     const roomJsonBytes = messages.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)) + 1, 0);
-    const input = (): ExportInput => ({
-      room: makeRoom({ room_name: 'Load Test Room' }),
-      messages,
-      exportedAt: new Date(),
-      timezone: 'Asia/Shanghai',
-      fileUrl: (u) => `https://chat.example.com${u}?sig=abc`,
-    });
+    const input = (): ExportInput => benchInput(messages);
     const baseRss = process.memoryUsage().rss;
     let peak = baseRss;
     const sampler = setInterval(() => {
@@ -241,14 +246,7 @@ export async function runExportRound2Bench(count = 10_000, images = 200): Promis
       byUrl.set(url, file);
       return { ...m, text_content: `${m.text_content} 📷 😀`, file_url: url, file_type: 'image/*' };
     });
-    const input = (): ExportInput => ({
-      room: makeRoom({ room_name: 'Load Test Room' }),
-      messages,
-      exportedAt: new Date(),
-      timezone: 'Asia/Shanghai',
-      fileUrl: (u) => `https://chat.example.com${u}?sig=abc`,
-      ownUpload: (u) => byUrl.get(u) ?? null,
-    });
+    const input = (): ExportInput => ({ ...benchInput(messages), ownUpload: (u) => byUrl.get(u) ?? null });
     // Fonts parsed and code compiled, as in a server that preloads them (src/export/preload.ts).
     await writePdfExport({ ...input(), messages: messages.slice(0, 50) }, createWriteStream(join(dir, 'warm.pdf')));
     global.gc?.();
