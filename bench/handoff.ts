@@ -15,6 +15,8 @@ export interface HandoffResult {
   /** Answer sent → next agent_turn received: the whole hop as the agents see it. */
   sendToTurnP50Ms: number;
   sendToTurnP99Ms: number;
+  /** Every answer-sent → next-turn latency, in order (ms). */
+  samples: number[];
 }
 
 interface Agent {
@@ -104,6 +106,7 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       p99Ms: percentile(latencies, 99),
       sendToTurnP50Ms: percentile(sendToTurn, 50),
       sendToTurnP99Ms: percentile(sendToTurn, 99),
+      samples: sendToTurn,
     };
   } finally {
     await server.stop();

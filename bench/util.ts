@@ -27,7 +27,7 @@ async function freePort(): Promise<number> {
  */
 export async function startBenchServer(env: Record<string, string>): Promise<BenchServer> {
   const dist = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-  const args = existsSync(dist) ? [dist, 'start'] : ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'start'];
+  const args = existsSync(dist) ? [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), dist, 'start'] : ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'start'];
   const port = await freePort();
   const child = spawn(process.execPath, args, {
     cwd: PACKAGE_ROOT,

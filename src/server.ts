@@ -5,6 +5,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App, type AppOptions } from './app.js';
 import { withBoundPort, type Config } from './config.js';
+import { preloadExportModules } from './export/preload.js';
 import { guardConnections } from './limits/connections.js';
 import { announceListening, type Logger } from './logger.js';
 import { createHttpApp } from './transports/http.js';
@@ -31,7 +32,11 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, logger: Logger, options: ServerOptions = {}): Promise<RunningServer> {
+  // The export's heavy modules load while the store opens, before the server listens: their
+  // synchronous module evaluation (0.1-0.3 s) then never stalls a request (export/preload.ts).
+  const exportModules = preloadExportModules();
   const app = await createApp(config, logger, options);
+  await exportModules;
   const ws = createWsMount(options.ws)(app);
   const mounts: Mount[] = [ws, mcpMount(app)];
   const expressApp = createHttpApp(app, mounts);

@@ -1,8 +1,9 @@
-// Loads the export's heavy modules (pdfkit with fontkit, sharp, the HTML sanitiser) in the
-// background shortly after the server has started, one module per turn of the event loop.
-// Loading a module is one synchronous block of 0.1-0.3 s that nothing can split: paid once while
-// the server has just started instead of in the middle of the first export, so an export never
-// holds the event loop that long (SPEC §10). Fonts are not parsed here (that costs memory a
+// Loads the export's heavy modules (pdfkit with fontkit, sharp, the HTML sanitiser) while the
+// server starts (server.ts: beside the store's opening, before it listens), one module per turn
+// of the event loop. Loading a module is one synchronous block of 0.1-0.3 s that nothing can
+// split: paid before the first request instead of in the middle of the first export or of a
+// conversation (loaded in the background after listening, it held a turn hand-off 170 ms), so
+// nothing holds the event loop that long (SPEC §10). Fonts are not parsed here (that costs memory a
 // server that never exports should not pay, and is cheap and asynchronous at the first export).
 let started: Promise<void> | null = null;
 

@@ -1,9 +1,10 @@
 // What leaves the server: stored records without their secrets and internal bookkeeping.
+import { cloneRoom } from '../clone.js';
 import type { Message, PublicRoomSummary, Room, RoomRecord } from '../types.js';
 
 export function presentRoom(record: RoomRecord): Room {
   const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, ...rest } = record;
-  return structuredClone({ ...rest, has_password: password_hash !== null });
+  return cloneRoom({ ...rest, has_password: password_hash !== null });
 }
 
 export function presentRoomSummary(record: RoomRecord): PublicRoomSummary {

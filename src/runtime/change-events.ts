@@ -5,6 +5,7 @@
 // status changes, round start and end, the turn (built by the one agent_turn builder), and the
 // room itself. `readChanges` reads what the diff needs from the store: the new messages, and
 // the older ones another node rewrote (edits, deletions), which become `message_update`.
+import { cloneJson } from '../clone.js';
 import { agentTurnData, type AccessEvent, type RoomEvent } from '../protocol/events.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 import type { LoadedRoom, Store } from '../storage/store.js';
@@ -75,7 +76,7 @@ export function changeEvents(
     const old = oldMembers.get(id);
     if (!old) {
       access.push({ type: 'joined', room_id: roomId, participant_id: id });
-      events.push({ event: 'member_join', room_id: roomId, data: { member: structuredClone(member) } });
+      events.push({ event: 'member_join', room_id: roomId, data: { member: cloneJson(member) } });
     } else if (old.status !== member.status || (old.activity ?? null) !== (member.activity ?? null) || (old.activity_note ?? null) !== (member.activity_note ?? null)) {
       events.push({ event: 'member_status_change', room_id: roomId, data: { member: memberStatus(member) } });
     }
@@ -83,7 +84,7 @@ export function changeEvents(
   for (const [id, member] of oldMembers) {
     if (newMembers.has(id)) continue;
     access.push({ type: 'left', room_id: roomId, participant_id: id });
-    events.push({ event: 'member_leave', room_id: roomId, data: { member: { ...structuredClone(member), is_host: false } } });
+    events.push({ event: 'member_leave', room_id: roomId, data: { member: { ...cloneJson(member), is_host: false } } });
   }
 
   for (const message of added) events.push({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, after) } });

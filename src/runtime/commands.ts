@@ -3,6 +3,7 @@
 // private draft of the room; the runtime (room-runtime.ts) commits the draft and only then makes
 // it visible and publishes. A command that throws leaves its draft unused: no trace.
 import { v4 as uuidv4 } from 'uuid';
+import { cloneJson } from '../clone.js';
 import { AppError } from '../errors.js';
 import { yourTurn, type Activity, type AccessEvent, type MemberStatus, type RoomEvent } from '../protocol/events.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
@@ -385,7 +386,7 @@ function join(draft: Draft, caller: Caller, member: Member, passwordHash: string
   const joined: Member = { ...member, is_host: room.members.length === 0 };
   room.members.push(joined);
   draft.access.push({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
-  draft.events.push({ event: 'member_join', room_id: room.room_id, data: { member: structuredClone(joined) } });
+  draft.events.push({ event: 'member_join', room_id: room.room_id, data: { member: cloneJson(joined) } });
   engine(draft, { type: 'member_joined', name: joined.name, role: joined.role }, env, true);
   return roomAnswer;
 }
@@ -398,7 +399,7 @@ function leave(draft: Draft, member: Member, env: CommandEnv): Answer {
     room.members[0] = { ...room.members[0]!, is_host: true };
   }
   draft.access.push({ type: 'left', room_id: room.room_id, participant_id: member.participant_id });
-  draft.events.push({ event: 'member_leave', room_id: room.room_id, data: { member: { ...structuredClone(member), is_host: false } } });
+  draft.events.push({ event: 'member_leave', room_id: room.room_id, data: { member: { ...cloneJson(member), is_host: false } } });
   engine(draft, { type: 'member_left', name: member.name, role: member.role }, env, true);
   return roomAnswer;
 }
@@ -460,7 +461,7 @@ function setActivity(draft: Draft, caller: Caller, activity: Activity, note: str
     member.status = 'busy';
   }
   statusChanged(draft, member);
-  return () => ({ member: structuredClone(member) });
+  return () => ({ member: cloneJson(member) });
 }
 
 function clearActivity(draft: Draft, name: string): void {

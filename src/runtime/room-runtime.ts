@@ -6,6 +6,7 @@
 // store write (group commit: 64 senders into one room share fsyncs). Only once the store has
 // made the batch durable does the runtime swap in the new state, arm the timer and publish the
 // events; on a failed commit every command of the batch fails and nothing changed (SPEC §5).
+import { cloneJson } from '../clone.js';
 import { AppError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
@@ -268,5 +269,5 @@ export class RoomRuntime {
  */
 function draftOf(room: RoomRecord): RoomRecord {
   const { history_rounds, ...rest } = room;
-  return { ...structuredClone(rest), history_rounds };
+  return { ...cloneJson(rest), history_rounds };
 }

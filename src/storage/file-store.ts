@@ -43,6 +43,7 @@
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
+import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
@@ -52,6 +53,7 @@ import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
+import { roomJsonWriter } from './room-json.js';
 import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
 import { DirectStateWriter } from './state-writer.js';
@@ -128,7 +130,7 @@ const SYNC_SNAPSHOT_BYTES = 256 * 1024;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
-const copy = <T>(value: T): T => structuredClone(value);
+const copy = cloneJson;
 
 export class FileStore implements Store {
   readonly dataDir: string;
@@ -194,7 +196,7 @@ export class FileStore implements Store {
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
     this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
-    const snapshot = <T extends object>(file: string, key: (r: T) => unknown) =>
+    const snapshot = <T extends object>(file: string, key: (r: T) => unknown, toJson?: (r: T, previous: T | undefined) => string) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
         dir: this.dataDir,
@@ -202,10 +204,11 @@ export class FileStore implements Store {
         fsOps: this.fsOps,
         stats: this.io,
         logger: this.logger,
+        toJson,
       });
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id);
-    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id);
+    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>());
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
       dir: join(this.dataDir, JOURNAL_DIR),
@@ -556,7 +559,7 @@ export class FileStore implements Store {
   async loadRoom(roomId: string): Promise<LoadedRoom | undefined> {
     const room = this.rooms.records.get(roomId);
     if (!room) return undefined;
-    return { room: copy(room), lastSeq: this.lastSeqOf(roomId), version: this.versions.get(roomId) ?? 1 };
+    return { room: cloneRoom(room), lastSeq: this.lastSeqOf(roomId), version: this.versions.get(roomId) ?? 1 };
   }
 
   async listRoomIds(): Promise<string[]> {
@@ -589,7 +592,7 @@ export class FileStore implements Store {
     checkCommitSeqs(roomId, 0, () => undefined, messages);
     this.creating.add(roomId);
     try {
-      const record = copy(room);
+      const record = cloneRoom(room);
       const append = this.appendMessages(roomId, messages);
       await this.writeStateAfter(append, record, () => {
         append.apply();
@@ -638,7 +641,7 @@ export class FileStore implements Store {
         if (at !== undefined) throw new Error(`message ${m.message_id} is stored at seq ${at}, not ${m.seq}`);
       }
     }
-    const room = commit.room ? copy(commit.room) : undefined;
+    const room = commit.room ? cloneRoom(commit.room) : undefined;
     const next = version + 1;
     const append = this.appendMessages(roomId, commit.messages);
     // Once everything is durable: make it visible, all in one synchronous step.

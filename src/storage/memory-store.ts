@@ -1,5 +1,6 @@
 // An in-memory Store for unit tests and the reference semantics of the seam (store.ts): every
 // write is "durable" at once, and a write hook lets tests make any write fail without a trace.
+import { cloneJson, cloneRoom } from '../clone.js';
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
 import { NameTakenError, StaleRoomError } from './store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
@@ -19,7 +20,7 @@ interface RoomEntry {
   messages: Message[];
 }
 
-const copy = <T>(value: T): T => structuredClone(value);
+const copy = cloneJson;
 
 export class MemoryStore implements Store {
   private readonly participants = new Map<string, { participant: ParticipantRecord; nameKey: string }>();
@@ -66,7 +67,7 @@ export class MemoryStore implements Store {
   async loadRoom(roomId: string): Promise<LoadedRoom | undefined> {
     const entry = this.rooms.get(roomId);
     if (!entry) return undefined;
-    return { room: copy(entry.room), lastSeq: entry.messages.length, version: entry.version };
+    return { room: cloneRoom(entry.room), lastSeq: entry.messages.length, version: entry.version };
   }
 
   async listRoomIds(): Promise<string[]> {
@@ -91,7 +92,7 @@ export class MemoryStore implements Store {
     if (this.rooms.has(room.room_id)) throw new Error(`room ${room.room_id} exists`);
     checkCommitSeqs(room.room_id, 0, () => undefined, messages);
     this.options.beforeWrite?.('createRoom', room.room_id);
-    this.rooms.set(room.room_id, { room: copy(room), version: 1, messages: messages.map(copy) });
+    this.rooms.set(room.room_id, { room: cloneRoom(room), version: 1, messages: messages.map(copy) });
     for (const m of messages) this.messageRoom.set(m.message_id, room.room_id);
     return 1;
   }
@@ -106,7 +107,7 @@ export class MemoryStore implements Store {
       entry.messages[m.seq - 1] = copy(m);
       this.messageRoom.set(m.message_id, roomId);
     }
-    if (commit.room) entry.room = copy(commit.room);
+    if (commit.room) entry.room = cloneRoom(commit.room);
     entry.version += 1;
     return entry.version;
   }

@@ -21,6 +21,11 @@ export interface SnapshotOptions<T> {
   fsOps: FsOps;
   stats: IoStats;
   logger: Logger;
+  /**
+   * A record's JSON, given the durable version it replaces (if any); JSON.stringify by default.
+   * Lets rooms.json reuse the unchanged part of a room (room-json.ts).
+   */
+  toJson?: (record: T, previous: T | undefined) => string;
 }
 
 /** Records serialised per event-loop turn while a snapshot is written. */
@@ -154,7 +159,11 @@ export class SnapshotFile<T extends object> {
 
   private jsonOf(record: T): string {
     let json = this.json.get(record);
-    if (json === undefined) this.json.set(record, (json = JSON.stringify(record)));
+    if (json === undefined) {
+      const { toJson } = this.opts;
+      json = toJson ? toJson(record, this.current.get(this.idOf(record))) : JSON.stringify(record);
+      this.json.set(record, json);
+    }
     return json;
   }
 

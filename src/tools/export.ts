@@ -14,7 +14,6 @@ import type { ToolServices as App } from './services.js';
 import { EXPORT_EXT, type ExportFormat, type ExportInput } from '../export/format.js';
 import { buildImport, parseRoomFile, type BuiltImport } from '../export/import.js';
 import { ATTACHMENT_LINK_TTL_MS, serverOrigin, signEncodedPath } from '../export/links.js';
-import { preloadExportModules } from '../export/preload.js';
 import { ExportSlots } from '../export/slots.js';
 import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
 import { presentRoom } from '../rooms/present.js';
@@ -83,8 +82,6 @@ async function writerFor(app: App, format: ExportFormat): Promise<Writer> {
 }
 
 export function exportTools(app: App) {
-  // In the background once the server is up: the first export then finds its modules loaded.
-  setTimeout(() => void preloadExportModules(), 500).unref();
   return [
     defineTool({
       name: 'export_chat_history',

@@ -1,0 +1,23 @@
+// Deep copies of the plain JSON records the server keeps (rooms, members, participants,
+// messages). rfdc copies these small objects several times faster than structuredClone (a room
+// without its history: about 3.5 against 15 µs), and a turn hand-off copies a room more than
+// once. The records hold only JSON values (no Dates, Maps or cycles), which is what rfdc's
+// fastest mode assumes.
+import rfdc from 'rfdc';
+
+export const cloneJson: <T>(value: T) => T = rfdc({ proto: false, circles: false });
+
+/**
+ * A deep copy of a room-shaped record, field order kept. `history_rounds` (one round id per
+ * round ever played: the only part of a room that grows with its age, and only strings) is
+ * copied with `slice`, far cheaper than walking it element by element.
+ */
+export function cloneRoom<R extends { history_rounds: readonly string[] }>(room: R): R {
+  const out: Record<string, unknown> = { ...room };
+  for (const key of Object.keys(out)) {
+    const value = out[key];
+    if (key === 'history_rounds') out[key] = room.history_rounds.slice();
+    else if (value !== null && typeof value === 'object') out[key] = cloneJson(value);
+  }
+  return out as R;
+}
