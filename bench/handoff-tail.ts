@@ -24,6 +24,7 @@ console.log(
       max: at(all, 100),
       firstHalfP99: at(sorted(h.samples.slice(0, half)), 99),
       secondHalfP99: at(sorted(h.samples.slice(half)), 99),
+      serverCpuMs: h.serverCpuMsPerHandoff,
     }),
 );
 const slowest = h.samples.map((ms, i) => [i, ms] as const).sort((a, b) => b[1] - a[1]).slice(0, 20);

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { percentile, rest, startBenchServer } from './util.js';
+import { cpuMs, percentile, rest, startBenchServer } from './util.js';
 
 export interface HandoffResult {
   handoffs: number;
@@ -17,6 +17,8 @@ export interface HandoffResult {
   sendToTurnP99Ms: number;
   /** Every answer-sent → next-turn latency, in order (ms). */
   samples: number[];
+  /** Server CPU (user + system, all threads) per hand-off over the run, in ms. */
+  serverCpuMsPerHandoff: number;
 }
 
 interface Agent {
@@ -63,6 +65,7 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       agents.push(await connect(server.url, reg.token, name));
     }
     const latencies: number[] = [];
+    const cpuBefore = cpuMs(server.child.pid!);
     const sendToTurn: number[] = [];
     await new Promise<void>((resolve) => {
       // One hand-off: the answer's ack and the next agent's turn, in whichever order they land.
@@ -99,6 +102,7 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       }
       void rest(server.url, 'send_message', { room_id: room.room_id, text_content: 'start' }, user.token);
     });
+    const cpu = cpuMs(server.child.pid!) - cpuBefore;
     for (const agent of agents) agent.ws.close();
     return {
       handoffs: latencies.length,
@@ -107,6 +111,7 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       sendToTurnP50Ms: percentile(sendToTurn, 50),
       sendToTurnP99Ms: percentile(sendToTurn, 99),
       samples: sendToTurn,
+      serverCpuMsPerHandoff: Math.round((cpu / latencies.length) * 1000) / 1000,
     };
   } finally {
     await server.stop();

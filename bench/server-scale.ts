@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { agentToken, DATASET_FILE, ownerToken, type Dataset } from './dataset.js';
-import { percentile, rest, startBenchServer, type BenchServer } from './util.js';
+import { cpuMs, percentile, rest, startBenchServer, type BenchServer } from './util.js';
 
 function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -35,13 +35,6 @@ function arg(name: string, fallback?: string): string | undefined {
 
 const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
-
-/** Server CPU (user + system) in ms so far. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime in 1/100 s
-}
 
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
