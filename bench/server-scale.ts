@@ -3,7 +3,7 @@
 // (`npx tsx bench/storage-scale.ts ... --agents N --runs 0 --dir DIR` writes one).
 //
 //   npx tsx bench/server-scale.ts --dir DIR [--runs 3] [--handoffs 300] [--rate 50] [--seconds 20]
-//   npx tsx bench/server-scale.ts --cpu [--people] [--runs 3] [--seconds 10]
+//   npx tsx bench/server-scale.ts --cpu [--people] [--runs 3] [--seconds 10] [--transport http|ws]
 //   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
@@ -303,7 +303,7 @@ async function cpuRun(seconds: number, people: boolean): Promise<Record<string, 
       tokens.push(p.token);
     }
     const out: Record<string, unknown> = { shape: people ? '64 persons' : 'one person, 64 concurrent calls' };
-    for (const transport of ['http', 'ws'] as const) {
+    for (const transport of (['http', 'ws'] as const).filter((t) => arg('transport', t) === t)) {
       const opened = transport === 'ws' ? await Promise.all((people ? tokens : tokens.slice(0, 8)).map((token) => Socket.open(server.url, token))) : [];
       let acked = 0;
       const end = performance.now() + seconds * 1000;

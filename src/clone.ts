@@ -10,14 +10,16 @@ export const cloneJson: <T>(value: T) => T = rfdc({ proto: false, circles: false
 /**
  * A deep copy of a room-shaped record, field order kept. `history_rounds` (one round id per
  * round ever played: the only part of a room that grows with its age, and only strings) is
- * copied with `slice`, far cheaper than walking it element by element.
+ * copied with `slice`, far cheaper than walking it element by element — or, with
+ * `shareHistory`, not copied at all (for a copy whose owner replaces the list, never changes it).
  */
-export function cloneRoom<R extends { history_rounds: readonly string[] }>(room: R): R {
+export function cloneRoom<R extends { history_rounds: readonly string[] }>(room: R, options: { shareHistory?: boolean } = {}): R {
   const out: Record<string, unknown> = { ...room };
-  for (const key of Object.keys(out)) {
+  for (const key in out) {
     const value = out[key];
-    if (key === 'history_rounds') out[key] = room.history_rounds.slice();
-    else if (value !== null && typeof value === 'object') out[key] = cloneJson(value);
+    if (key === 'history_rounds') {
+      if (!options.shareHistory) out[key] = room.history_rounds.slice();
+    } else if (value !== null && typeof value === 'object') out[key] = cloneJson(value);
   }
   return out as R;
 }

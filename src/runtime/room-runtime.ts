@@ -6,7 +6,7 @@
 // store write (group commit: 64 senders into one room share fsyncs). Only once the store has
 // made the batch durable does the runtime swap in the new state, arm the timer and publish the
 // events; on a failed commit every command of the batch fails and nothing changed (SPEC §5).
-import { cloneJson } from '../clone.js';
+import { cloneRoom } from '../clone.js';
 import { AppError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
@@ -161,12 +161,10 @@ export class RoomRuntime {
       findByClientMsgId: (sender: string, key: string) => this.deps.store.findByClientMsgId(this.roomId, sender, key),
     };
     for (const pending of batch) {
-      // Each command works on its own copy: one that throws leaves the batch as it was.
-      const draft: Draft = { ...base, room: draftOf(base.room), messages: [...base.messages], events: [...base.events], access: [...base.access], turnsIssued: [...base.turnsIssued] };
       try {
-        const answer = await handle(draft, pending.cmd!, this.env(), reads);
+        const { draft, result } = await inDraft(base, (d) => handle(d, pending.cmd!, this.env(), reads));
         base = draft;
-        done.push({ pending, answer });
+        done.push({ pending, answer: result });
       } catch (err) {
         pending.reject(err);
       }
@@ -262,12 +260,28 @@ export class RoomRuntime {
 }
 
 /**
+ * Runs one command of a batch on its own copy of the room: one that throws leaves the batch as
+ * it was. The lists (messages, events, access, turns) are shared, not copied — that cost grew
+ * with the batch (64 sends copied them 64 times) — and commands only append to them, so a
+ * failed command's entries are cut off again.
+ */
+export async function inDraft<T>(base: Draft, run: (draft: Draft) => Promise<T>): Promise<{ draft: Draft; result: T }> {
+  const draft: Draft = { ...base, room: draftOf(base.room) };
+  const lengths = [base.messages.length, base.events.length, base.access.length, base.turnsIssued.length] as const;
+  try {
+    return { draft, result: await run(draft) };
+  } catch (err) {
+    [base.messages.length, base.events.length, base.access.length, base.turnsIssued.length] = lengths;
+    throw err;
+  }
+}
+
+/**
  * A private copy of a room for one command. `history_rounds` (one id per round ever played, the
  * only part that grows with the room's age) is shared, not copied: nothing changes it in place —
  * the engine returns a new array when a round ends (engine-step.ts) — so the copy costs the same
  * in a room's first round and its ten-thousandth.
  */
 function draftOf(room: RoomRecord): RoomRecord {
-  const { history_rounds, ...rest } = room;
-  return { ...cloneJson(rest), history_rounds };
+  return cloneRoom(room, { shareHistory: true });
 }

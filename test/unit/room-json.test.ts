@@ -73,6 +73,14 @@ describe('cloneRoom / cloneJson', () => {
     expect(original).toEqual(room(['a', 'b']));
   });
 
+  it('shares the history list when asked, and copies the rest', () => {
+    const original = room(['a', 'b']);
+    const draft = cloneRoom(original, { shareHistory: true });
+    expect(draft.history_rounds).toBe(original.history_rounds);
+    expect(draft.members).not.toBe(original.members);
+    expect(draft).toEqual(original);
+  });
+
   it('copies null, nested arrays and undefined fields as structuredClone does', () => {
     const value = { a: null, b: [[1, { c: 'd' }]], e: undefined, f: { g: true } };
     expect(cloneJson(value)).toStrictEqual(structuredClone(value));

@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessBus } from '../../src/events/bus.js';
 import { Presence } from '../../src/identity/presence.js';
 import type { RoomEvent } from '../../src/protocol/events.js';
+import type { Draft } from '../../src/runtime/commands.js';
+import { inDraft } from '../../src/runtime/room-runtime.js';
 import type { Rooms } from '../../src/runtime/rooms.js';
 import { MemoryStore, type WriteKind } from '../../src/storage/memory-store.js';
 import { StaleRoomError, type RoomCommit } from '../../src/storage/store.js';
@@ -69,6 +71,32 @@ describe('room runtime', () => {
     await expect(bad).rejects.toMatchObject({ code: 'validation_error' });
     const [m1, m2] = (await Promise.all([good1, good2])) as Message[];
     expect(m2!.seq).toBe(m1!.seq + 1);
+  });
+
+  it('a command that throws after adding to the batch leaves it as it was (inDraft)', async () => {
+    const w = await world();
+    const base: Draft = { room: await w.rooms.room(w.roomId), lastSeq: 1, lastPersonSeq: 1, messages: [], events: [], access: [], roomChanged: false, timer: undefined, turnsIssued: [] };
+    const kept = await inDraft(base, async (d) => {
+      d.turnsIssued.push('Alpha');
+      d.room.room_name = 'renamed';
+      return 'ok';
+    });
+    expect(kept.result).toBe('ok');
+    const before = JSON.stringify(kept.draft);
+    const failing = inDraft(kept.draft, async (d) => {
+      d.messages.push({ seq: 2 } as Message);
+      d.events.push({ event: 'room_update' } as RoomEvent);
+      d.access.push({ type: 'left', room_id: w.roomId, participant_id: 'x' });
+      d.turnsIssued.push('Beta');
+      d.room.room_name = 'broken';
+      d.room.members.pop();
+      throw new Error('late failure');
+    });
+    await expect(failing).rejects.toThrow('late failure');
+    expect(JSON.stringify(kept.draft)).toBe(before);
+    expect(kept.draft.turnsIssued).toEqual(['Alpha']);
+    // The committed state was never touched: each command works on its own copy of the room.
+    expect((await w.rooms.room(w.roomId)).room_name).toBe('Runtime room');
   });
 
   it('a failed commit changes nothing, publishes nothing, and the retry writes anew', async () => {
