@@ -200,7 +200,24 @@ async function failover(nodes: BenchServer[]) {
   };
 }
 
-const pg = await startPgServer({ fsync: true });
+// BENCH_PG_STATS=1: pg_stat_statements on, and the statements' calls and time printed at the end
+// (where the database's time goes per step: run one step at a time with BENCH_STEPS).
+const pgStats = process.env.BENCH_PG_STATS === '1';
+/** The statements that took the database's time, with calls per send_message sent. */
+async function printStatements(databaseUrl: string): Promise<void> {
+  const { default: pgClient } = await import('pg');
+  const client = new pgClient.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const { rows } = await client.query(
+    `SELECT calls, round(total_exec_time::numeric, 0) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query
+     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`,
+  );
+  console.table(rows);
+  await client.end();
+}
+
+const pg = await startPgServer({ fsync: true, ...(pgStats ? { settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } } : {}) });
 const nodes: BenchServer[] = [];
 // Stopped from outside (a timeout): stop the nodes and the cluster rather than leave them behind.
 process.once('SIGTERM', () => {
@@ -241,6 +258,7 @@ try {
     failover: only.has('failover') ? await step('fail-over', () => failover(nodes)) : null,
   };
   console.log(JSON.stringify(results, null, 2));
+  if (pgStats) await printStatements(databaseUrl);
 } finally {
   await Promise.all(nodes.map((n) => n.stop()));
   await pg.stop();

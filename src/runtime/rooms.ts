@@ -10,7 +10,7 @@ import { newRoomId } from '../rooms/rules.js';
 import type { Store } from '../storage/store.js';
 import type { Caller, InteractionMode, Member, Message, Room, RoomRecord } from '../types.js';
 import type { Command } from './commands.js';
-import { RoomRuntime } from './room-runtime.js';
+import { RoomRuntime, type CarriedChange } from './room-runtime.js';
 
 export interface CreateRoomInput {
   room_name: string;
@@ -179,11 +179,17 @@ export class Rooms {
     return room.members.some((m) => (m.status !== 'offline') !== this.opts.presence.isOnline(m.participant_id));
   }
 
-  /** Another node committed the room (shared store): loaded rooms take its state and events. */
-  remoteChange(roomId: string, version: number): void {
+  /**
+   * Another node committed the room (shared store): loaded rooms take its state and events. An
+   * unloaded room is loaded, unless the commit only added or rewrote messages (carried, state
+   * unchanged): no member, turn or deadline of it changed, and it loads fresh on first use.
+   */
+  remoteChange(roomId: string, version: number, carried?: CarriedChange): void {
     if (this.stopped) return;
     const runtime = this.runtimes.get(roomId);
-    const work = runtime ? runtime.refresh(version) : this.runtime(roomId).then(() => undefined);
+    if (!runtime && !this.loading.has(roomId) && carried && !carried.room) return;
+    // A load in flight may have read the room before this commit: it refreshes once loaded.
+    const work = runtime ? runtime.refresh(version, carried) : this.runtime(roomId).then((loaded) => loaded?.refresh(version, carried));
     work.catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not take a change made on another node'));
   }
 
