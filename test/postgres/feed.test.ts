@@ -137,13 +137,17 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
       let v = await a.store.createRoom(makeRoom('r'));
       const m1 = makeMessage('r', 1, { text_content: 'first 第一 \u0000' });
       v = await a.store.commitRoom('r', { messages: [m1], expectedVersion: v });
+      await expect.poll(() => b.changes.filter((c) => c.roomId === 'r').map((c) => c.version)).toEqual([1, 2]);
+      const [created, first] = b.changes.filter((c) => c.roomId === 'r');
+      expect(created!.carried).toBeUndefined(); // a creation is announced plain
+      expect(first!.carried).toEqual({ messages: await b.store.readMessages('r', { afterSeq: 0, limit: 1 }) });
+      expect(first!.carried!.messages[0]!.text_content).toBe('first 第一 \u0000');
+
       const edited = { ...m1, text_content: 'first, edited', edited_at: new Date().toISOString() };
       const room = { ...makeRoom('r'), processed_through_seq: 2 };
       v = await a.store.commitRoom('r', { room, messages: [makeMessage('r', 2), edited], expectedVersion: v });
       await expect.poll(() => b.changes.filter((c) => c.roomId === 'r').map((c) => c.version)).toEqual([1, 2, 3]);
-      const [created, first, second] = b.changes.filter((c) => c.roomId === 'r');
-      expect(created!.carried).toBeUndefined(); // a creation is announced plain
-      expect(first!.carried).toEqual({ messages: await b.store.readMessages('r', { afterSeq: 0, limit: 1 }) });
+      const second = b.changes.filter((c) => c.roomId === 'r')[2];
       const loaded = (await b.store.loadRoom('r'))!;
       expect(second).toMatchObject({ version: loaded.version, lastSeq: loaded.lastSeq });
       expect(second!.carried!.room).toEqual(loaded.room);
