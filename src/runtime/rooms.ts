@@ -181,13 +181,15 @@ export class Rooms {
 
   /**
    * Another node committed the room (shared store): loaded rooms take its state and events. An
-   * unloaded room is loaded, unless the commit only added or rewrote messages (carried, state
-   * unchanged): no member, turn or deadline of it changed, and it loads fresh on first use.
+   * unloaded room is loaded when the change may start a deadline this node must be ready to
+   * fire (its state has a running turn, or the notification did not carry the state); a
+   * carried change without one (messages only, or a state with no turn running) is left to
+   * the room's first use here, which loads it fresh.
    */
   remoteChange(roomId: string, version: number, carried?: CarriedChange): void {
     if (this.stopped) return;
     const runtime = this.runtimes.get(roomId);
-    if (!runtime && !this.loading.has(roomId) && carried && !carried.room) return;
+    if (!runtime && !this.loading.has(roomId) && carried && !(carried.room && runningTurn(carried.room))) return;
     // A load in flight may have read the room before this commit: it refreshes once loaded.
     const work = runtime ? runtime.refresh(version, carried) : this.runtime(roomId).then((loaded) => loaded?.refresh(version, carried));
     work.catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not take a change made on another node'));

@@ -134,12 +134,13 @@ describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
     const url = await pgServer().createDatabase();
     const [a, b] = [await startNode(url), await startNode(url)];
     try {
-      let v = await a.store.createRoom(makeRoom('r'));
+      const initial = makeRoom('r');
+      let v = await a.store.createRoom(initial);
       const m1 = makeMessage('r', 1, { text_content: 'first 第一 \u0000' });
       v = await a.store.commitRoom('r', { messages: [m1], expectedVersion: v });
       await expect.poll(() => b.changes.filter((c) => c.roomId === 'r').map((c) => c.version)).toEqual([1, 2]);
       const [created, first] = b.changes.filter((c) => c.roomId === 'r');
-      expect(created!.carried).toBeUndefined(); // a creation is announced plain
+      expect(created!.carried).toEqual({ messages: [], room: initial });
       expect(first!.carried).toEqual({ messages: await b.store.readMessages('r', { afterSeq: 0, limit: 1 }) });
       expect(first!.carried!.messages[0]!.text_content).toBe('first 第一 \u0000');
 

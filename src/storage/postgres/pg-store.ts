@@ -300,8 +300,8 @@ export class PgStore implements Store {
                INSERT INTO deadlines (room_id, deadline, turn_key)
                  SELECT room_id, $6, $7 FROM created WHERE $6::timestamptz IS NOT NULL
              )
-             SELECT pg_notify('room_changes', room_id || ':1:0') FROM created WHERE $8`,
-      values: [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room), messages.length === 0],
+             SELECT pg_notify('room_changes', $9) FROM created WHERE $8`,
+      values: [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room), messages.length === 0, commitPayload(room.room_id, 1, 0, [], state)],
     };
     let attempts = 0;
     let version = 1;
