@@ -16,7 +16,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startPgServer } from '../test/postgres/pg-server.js';
 import { percentile, rest, startBenchServer, type BenchServer } from './util.js';
@@ -278,13 +278,7 @@ process.once('SIGTERM', () => {
   void pg.stop().finally(() => process.exit(1));
 });
 try {
-  const tcpUrl = await pg.createDatabase();
-  // BENCH_PG_SOCKET=1: the nodes reach PostgreSQL over its Unix socket (what nodes on the
-  // database's own machine would use) instead of TCP on 127.0.0.1.
-  const databaseUrl =
-    process.env.BENCH_PG_SOCKET === '1'
-      ? `postgres://postgres@/${new URL(tcpUrl).pathname.slice(1)}?host=${encodeURIComponent(dirname(pg.dataDir))}&port=${pg.port}`
-      : tcpUrl;
+  const databaseUrl = await pg.createDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-pg-cluster-'));
   const env = {
     STORE: 'postgres',
