@@ -231,6 +231,8 @@ export class RoomRuntime {
    * older, or the notification was plain) the store is read.
    */
   private async reload(carried?: CarriedChange): Promise<void> {
+    // Already read past it (a stale retry of our own batch reloaded meanwhile).
+    if (carried && carried.version <= this.version) return;
     const taken = carried && carriedChanges(carried, this.version, this.lastSeq);
     const loaded = taken ? { room: carried.room ?? this.state, lastSeq: carried.lastSeq, version: carried.version } : await this.deps.store.loadRoom(this.roomId);
     if (!loaded || loaded.version === this.version) return;
