@@ -13,6 +13,7 @@
 // (counted in PostgreSQL like in production).
 //
 //   npm run build && npx tsx bench/pg-cluster.ts [seconds-per-step=5]
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,55 @@ async function ok(url: string, tool: string, args: unknown, token?: string): Pro
   return answer.data;
 }
 
+/** CPU seconds (user + system) a process has used, from /proc (Linux); 0 once it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The PostgreSQL server and its backends: the postmaster (first line of postmaster.pid) and its children. */
+function postgresPids(dataDir: string): number[] {
+  let postmaster: number;
+  try {
+    postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return [];
+  }
+  const pids = [postmaster];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmaster) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** CPU used per process group since `start()`, read with `stop(count)` as ms per item. */
+function cpuMeter(nodes: BenchServer[]) {
+  const read = () => ({
+    nodes: nodes.map((n) => cpuSeconds(n.child.pid!)),
+    postgres: postgresPids(pg.dataDir).reduce((sum, pid) => sum + cpuSeconds(pid), 0),
+    client: process.cpuUsage(),
+  });
+  const before = read();
+  return (count: number) => {
+    const after = read();
+    const ms = (seconds: number) => Math.round((seconds * 1000 * 1000) / count) / 1000;
+    return {
+      nodes: after.nodes.map((s, i) => ms(s - before.nodes[i]!)),
+      postgres: ms(after.postgres - before.postgres),
+      client: ms((after.client.user + after.client.system - before.client.user - before.client.system) / 1e6),
+    };
+  };
+}
+
 async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
   const senders = 64;
   const people = await Promise.all(Array.from({ length: senders }, (_, i) => ok(nodes[i % nodes.length]!.url, 'register_user', { name: `S${rooms}${i}` })));
@@ -68,6 +118,7 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
   }
   const latencies: number[] = [];
   let failed = 0;
+  const cpu = cpuMeter(nodes);
   const end = performance.now() + seconds * 1000;
   const t0 = performance.now();
   await Promise.all(
@@ -81,7 +132,9 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  return { rooms, senders, perSecond: Math.round(latencies.length / elapsed), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed };
+  // Processes that were in the step (backends that ended meanwhile are not counted).
+  const cpuMsPerSend = cpu(latencies.length);
+  return { rooms, senders, perSecond: Math.round(latencies.length / elapsed), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed, cpuMsPerSend };
 }
 
 async function delivery(nodes: BenchServer[]) {
@@ -200,7 +253,24 @@ async function failover(nodes: BenchServer[]) {
   };
 }
 
-const pg = await startPgServer({ fsync: true });
+// BENCH_PG_STATS=1: pg_stat_statements on, and the statements' calls and time printed at the end
+// (where the database's time goes per step: run one step at a time with BENCH_STEPS).
+const pgStats = process.env.BENCH_PG_STATS === '1';
+/** The statements that took the database's time, with calls per send_message sent. */
+async function printStatements(databaseUrl: string): Promise<void> {
+  const { default: pgClient } = await import('pg');
+  const client = new pgClient.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const { rows } = await client.query(
+    `SELECT calls, round(total_exec_time::numeric, 0) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query
+     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`,
+  );
+  console.table(rows);
+  await client.end();
+}
+
+const pg = await startPgServer({ fsync: true, ...(pgStats ? { settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } } : {}) });
 const nodes: BenchServer[] = [];
 // Stopped from outside (a timeout): stop the nodes and the cluster rather than leave them behind.
 process.once('SIGTERM', () => {
@@ -241,6 +311,7 @@ try {
     failover: only.has('failover') ? await step('fail-over', () => failover(nodes)) : null,
   };
   console.log(JSON.stringify(results, null, 2));
+  if (pgStats) await printStatements(databaseUrl);
 } finally {
   await Promise.all(nodes.map((n) => n.stop()));
   await pg.stop();

@@ -101,7 +101,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     waits,
     links: new LinkSigner(config.linkSecret, now),
     // One budget per client across the nodes (SPEC §11): the counters live in the database.
-    limits: RateLimits.fromConfig(config, rawStore instanceof PgStore ? postgresLimiters(rawStore.connectionPool) : undefined),
+    limits: RateLimits.fromConfig(config, rawStore instanceof PgStore ? postgresLimiters(rawStore.counterPool) : undefined),
     metrics,
   };
   // One object: the server sets config.port once it listens, and the tools must see it.
@@ -120,7 +120,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     // Other nodes commit to the same rooms: their changes reach this node's subscribers.
     const feed = new RoomFeed({
       connectionString: rawStore.connectionString,
-      onChange: (change) => rooms.remoteChange(change.roomId, change.version),
+      onChange: (change) =>
+        rooms.remoteChange(change.roomId, change.version, change.carried && { version: change.version, lastSeq: change.lastSeq, ...change.carried }),
       onResync: () => rooms.refreshAll(),
       onError: (err) => logger.warn({ err }, 'room feed connection lost; reconnecting'),
       poll: { pool: rawStore.connectionPool, everyMs: 2000, rooms: () => rooms.loadedIds() },

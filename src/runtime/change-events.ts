@@ -47,6 +47,22 @@ export async function readChanges(store: Store, roomId: string, from: { version:
 }
 
 /**
+ * The changes of one commit as its notification carried them (`messages` in commit order),
+ * split like `readChanges` would read them from the store, when the commit follows `version`
+ * directly and its new messages continue `lastSeq` without a gap; else undefined (read them).
+ * A message written twice in the commit counts once, in its last version, as in the table.
+ */
+export function carriedChanges(carried: { version: number; lastSeq: number; messages: readonly Message[] }, version: number, lastSeq: number): ReadChanges | undefined {
+  if (carried.version !== version + 1) return undefined;
+  const bySeq = new Map<number, Message>();
+  for (const m of carried.messages) bySeq.set(m.seq, m);
+  const all = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+  const added = all.filter((m) => m.seq > lastSeq);
+  if (added.length !== carried.lastSeq - lastSeq || added.some((m, i) => m.seq !== lastSeq + 1 + i)) return undefined;
+  return { added, updated: all.filter((m) => m.seq <= lastSeq) };
+}
+
+/**
  * The seq of the room's last visible person message after the changes: read from the new
  * messages, unless a person message was rewritten (a deletion can move it back), when the store
  * is asked.
@@ -89,6 +105,8 @@ export function changeEvents(
 
   for (const message of added) events.push({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, after) } });
   for (const message of updated) events.push({ event: 'message_update', room_id: roomId, data: { message: presentMessage(message, after) } });
+  // Only messages changed (a carried commit that kept the state): nothing else to compare.
+  if (before === after) return { access, events, turnsIssued };
 
   const oldRound = before.current_round;
   const newRound = after.current_round;

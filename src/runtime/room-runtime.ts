@@ -12,8 +12,8 @@ import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
 import { StaleRoomError, type Store } from '../storage/store.js';
-import type { Member, RoomRecord } from '../types.js';
-import { changeEvents, lastPersonSeqAfter, readChanges } from './change-events.js';
+import type { Member, Message, RoomRecord } from '../types.js';
+import { carriedChanges, changeEvents, lastPersonSeqAfter, readChanges } from './change-events.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -30,9 +30,23 @@ export interface RuntimeDeps {
   turnsIssued(roomId: string, names: readonly string[]): void;
 }
 
+/**
+ * One commit another node made, as its notification carried it (shared store): the version it
+ * made (the one before + 1), the room's last seq after it, its message rows in commit order, and
+ * the new state when it changed one (absent: unchanged).
+ */
+export interface CarriedChange {
+  version: number;
+  lastSeq: number;
+  messages: readonly Message[];
+  room?: RoomRecord;
+}
+
 interface Pending {
   /** A command, or null for a refresh from the store (another node committed). */
   cmd: Command | null;
+  /** With a refresh: the change as notified, taken without reading the store when it applies. */
+  carried?: CarriedChange;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -97,10 +111,10 @@ export class RoomRuntime {
    * Re-reads the room from the store when it holds a newer version (another node committed),
    * and publishes what changed; in the room's queue, so it never interleaves with a command.
    */
-  refresh(version?: number): Promise<void> {
+  refresh(version?: number, carried?: CarriedChange): Promise<void> {
     if (this.stopped || (version !== undefined && version <= this.version)) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ cmd: null, resolve: () => resolve(), reject });
+      this.queue.push({ cmd: null, resolve: () => resolve(), reject, ...(carried ? { carried } : {}) });
       if (!this.draining) void this.drain();
     });
   }
@@ -132,7 +146,7 @@ export class RoomRuntime {
         const head = this.queue[0]!;
         if (head.cmd === null) {
           this.queue.shift();
-          await this.reload().then(head.resolve, head.reject);
+          await this.reload(head.carried).then(head.resolve, head.reject);
           continue;
         }
         const end = this.queue.findIndex((p) => p.cmd === null);
@@ -209,11 +223,18 @@ export class RoomRuntime {
     }
   }
 
-  /** Takes the stored state (newer than ours), publishing the difference as events. */
-  private async reload(): Promise<void> {
-    const loaded = await this.deps.store.loadRoom(this.roomId);
+  /**
+   * Takes the stored state (newer than ours), publishing the difference as events. A carried
+   * change that follows our version directly is taken as it came (no reads); otherwise (ours is
+   * older, or the notification was plain) the store is read.
+   */
+  private async reload(carried?: CarriedChange): Promise<void> {
+    // Already read past it (a stale retry of our own batch reloaded meanwhile).
+    if (carried && carried.version <= this.version) return;
+    const taken = carried && carriedChanges(carried, this.version, this.lastSeq);
+    const loaded = taken ? { room: carried.room ?? this.state, lastSeq: carried.lastSeq, version: carried.version } : await this.deps.store.loadRoom(this.roomId);
     if (!loaded || loaded.version === this.version) return;
-    const changes = await readChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq }, loaded);
+    const changes = taken || (await readChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq }, loaded));
     const { added, updated } = changes;
     const lastPersonSeq = await lastPersonSeqAfter(this.deps.store, this.roomId, this.lastPersonSeq, changes);
     const before = this.state;

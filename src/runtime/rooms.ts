@@ -10,7 +10,7 @@ import { newRoomId } from '../rooms/rules.js';
 import type { Store } from '../storage/store.js';
 import type { Caller, InteractionMode, Member, Message, Room, RoomRecord } from '../types.js';
 import type { Command } from './commands.js';
-import { RoomRuntime } from './room-runtime.js';
+import { RoomRuntime, type CarriedChange } from './room-runtime.js';
 
 export interface CreateRoomInput {
   room_name: string;
@@ -179,11 +179,19 @@ export class Rooms {
     return room.members.some((m) => (m.status !== 'offline') !== this.opts.presence.isOnline(m.participant_id));
   }
 
-  /** Another node committed the room (shared store): loaded rooms take its state and events. */
-  remoteChange(roomId: string, version: number): void {
+  /**
+   * Another node committed the room (shared store): loaded rooms take its state and events. An
+   * unloaded room is loaded when the change may start a deadline this node must be ready to
+   * fire (its state has a running turn, or the notification did not carry the state); a
+   * carried change without one (messages only, or a state with no turn running) is left to
+   * the room's first use here, which loads it fresh.
+   */
+  remoteChange(roomId: string, version: number, carried?: CarriedChange): void {
     if (this.stopped) return;
     const runtime = this.runtimes.get(roomId);
-    const work = runtime ? runtime.refresh(version) : this.runtime(roomId).then(() => undefined);
+    if (!runtime && !this.loading.has(roomId) && carried && !(carried.room && runningTurn(carried.room))) return;
+    // A load in flight may have read the room before this commit: it refreshes once loaded.
+    const work = runtime ? runtime.refresh(version, carried) : this.runtime(roomId).then((loaded) => loaded?.refresh(version, carried));
     work.catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not take a change made on another node'));
   }
 

@@ -4,7 +4,8 @@
 // once — also across a dropped LISTEN connection.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RoomFeed, RoomFollower, parseRoomChange, type RoomChange } from '../../src/storage/postgres/feed.js';
+import { carriedChanges } from '../../src/runtime/change-events.js';
+import { MAX_PAYLOAD_BYTES, RoomFeed, RoomFollower, commitPayload, parseRoomChange, type RoomChange } from '../../src/storage/postgres/feed.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { commitWithRetry } from '../../src/storage/postgres/stale-retry.js';
 import type { Message } from '../../src/types.js';
@@ -84,8 +85,82 @@ describe('room_changes payloads', () => {
   });
 });
 
+describe('room_changes payloads that carry the commit', () => {
+  const room = makeRoom('r:1');
+  const messages = [makeMessage('r:1', 1, { text_content: '中文 \u0000 "quoted"' }), makeMessage('r:1', 2)];
+  const records = messages.map((m) => JSON.stringify(m));
+
+  it('round-trip the rows and the state, or only the rows when the state did not change', () => {
+    expect(parseRoomChange(commitPayload('r:1', 7, 2, records, JSON.stringify(room)))).toEqual({
+      roomId: 'r:1',
+      version: 7,
+      lastSeq: 2,
+      carried: { messages, room },
+    });
+    expect(parseRoomChange(commitPayload('r:1', 7, 2, records))).toEqual({ roomId: 'r:1', version: 7, lastSeq: 2, carried: { messages } });
+  });
+
+  it('fall back to the plain form over 8000 bytes (counted in UTF-8)', () => {
+    // 2,700 CJK characters: under 8000 UTF-16 units, over 8000 UTF-8 bytes.
+    const wide = [JSON.stringify(makeMessage('r:1', 1, { text_content: '字'.repeat(2_700) }))];
+    expect(commitPayload('r:1', 3, 1, wide)).toBe('r:1:3:1');
+    const many = Array.from({ length: 40 }, (_, i) => JSON.stringify(makeMessage('r:1', i + 1, { text_content: 'x'.repeat(300) })));
+    expect(commitPayload('r:1', 3, 40, many)).toBe('r:1:3:40');
+    const near = commitPayload('r:1', 3, 1, [JSON.stringify(makeMessage('r:1', 1, { text_content: 'é'.repeat(3_500) }))]);
+    expect(Buffer.byteLength(near)).toBeLessThanOrEqual(MAX_PAYLOAD_BYTES);
+    expect(parseRoomChange(near)?.carried?.messages[0]?.text_content).toBe('é'.repeat(3_500));
+  });
+});
+
+describe('carriedChanges (a node taking a carried commit)', () => {
+  const m = (seq: number, text = `m${seq}`): Message => ({ ...makeMessage('r', seq, { text_content: text }), message_id: `id-${seq}` });
+
+  it('splits new messages from rewritten ones, the last version of each seq once, as the table holds them', () => {
+    const carried = { version: 5, lastSeq: 4, messages: [m(3, 'new'), m(2, 'edit 1'), m(4), m(3, 'new, edited'), m(2, 'edit 2')] };
+    expect(carriedChanges(carried, 4, 2)).toEqual({ added: [m(3, 'new, edited'), m(4)], updated: [m(2, 'edit 2')] });
+  });
+
+  it('declines a commit that does not follow the node\'s version or would leave a gap', () => {
+    expect(carriedChanges({ version: 6, lastSeq: 3, messages: [m(3)] }, 4, 2)).toBeUndefined();
+    expect(carriedChanges({ version: 5, lastSeq: 4, messages: [m(4)] }, 4, 2)).toBeUndefined();
+    expect(carriedChanges({ version: 5, lastSeq: 3, messages: [m(3)] }, 4, 2)).toEqual({ added: [m(3)], updated: [] });
+  });
+});
+
 describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
   const pgServer = usePgServer();
+
+  it('notifications carry each commit\'s rows and state exactly as the tables hold them', async () => {
+    const url = await pgServer().createDatabase();
+    const [a, b] = [await startNode(url), await startNode(url)];
+    try {
+      const initial = makeRoom('r');
+      let v = await a.store.createRoom(initial);
+      const m1 = makeMessage('r', 1, { text_content: 'first 第一 \u0000' });
+      v = await a.store.commitRoom('r', { messages: [m1], expectedVersion: v });
+      await expect.poll(() => b.changes.filter((c) => c.roomId === 'r').map((c) => c.version)).toEqual([1, 2]);
+      const [created, first] = b.changes.filter((c) => c.roomId === 'r');
+      expect(created!.carried).toEqual({ messages: [], room: initial });
+      expect(first!.carried).toEqual({ messages: await b.store.readMessages('r', { afterSeq: 0, limit: 1 }) });
+      expect(first!.carried!.messages[0]!.text_content).toBe('first 第一 \u0000');
+
+      const edited = { ...m1, text_content: 'first, edited', edited_at: new Date().toISOString() };
+      const room = { ...makeRoom('r'), processed_through_seq: 2 };
+      v = await a.store.commitRoom('r', { room, messages: [makeMessage('r', 2), edited], expectedVersion: v });
+      await expect.poll(() => b.changes.filter((c) => c.roomId === 'r').map((c) => c.version)).toEqual([1, 2, 3]);
+      const second = b.changes.filter((c) => c.roomId === 'r')[2];
+      const loaded = (await b.store.loadRoom('r'))!;
+      expect(second).toMatchObject({ version: loaded.version, lastSeq: loaded.lastSeq });
+      expect(second!.carried!.room).toEqual(loaded.room);
+      const split = carriedChanges({ version: second!.version, lastSeq: second!.lastSeq, messages: second!.carried!.messages }, 2, 1)!;
+      expect(split.added).toEqual(await b.store.readMessages('r', { afterSeq: 1, limit: 10 }));
+      expect(split.updated).toEqual(await b.store.readRewritten('r', 2, 3, 1));
+      expect(split.updated).toEqual([await b.store.getMessage(m1.message_id)]);
+    } finally {
+      await stopNode(a);
+      await stopNode(b);
+    }
+  });
 
   it.each(['in-commit', 'after-commit'] as const)(
     '2 × 16 concurrent committers into one room (NOTIFY %s): gapless seqs, nothing lost, every notification on both nodes',

@@ -51,6 +51,15 @@ describe.skipIf(!enabled)('PostgreSQL limiters', () => {
     await expect(byAddress.consume('agent-1')).rejects.toBeInstanceOf(RateLimiterRes);
   });
 
+  it('the counter pool (what the server counts in) shares the budget and skips only the WAL flush wait, the store\'s pool keeps it', async () => {
+    const [a, b] = nodes.map((n) => postgresLimiters(n.counterPool)({ keyPrefix: 'counted', points: 5, duration: 10 }));
+    const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => (i % 2 ? a! : b!).consume('agent-1')));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
+    const setting = async (pool: pg.Pool): Promise<string> => (await pool.query<{ s: string }>('SELECT current_setting($1) AS s', ['synchronous_commit'])).rows[0]!.s;
+    expect(await setting(nodes[0]!.counterPool)).toBe('off');
+    expect(await setting(nodes[0]!.connectionPool)).toBe('on');
+  });
+
   it('a window that ran out starts a fresh budget', async () => {
     const limiter = postgresLimiters(nodes[0]!.connectionPool)({ keyPrefix: 'short', points: 1, duration: 1 });
     await limiter.consume('k');

@@ -31,7 +31,7 @@
 //       follower.notify(change.version);   // from the feed
 //       follower.resync();                 // after a reconnect
 import pg from 'pg';
-import type { Message } from '../../types.js';
+import type { Message, RoomRecord } from '../../types.js';
 
 export const ROOM_CHANNEL = 'room_changes';
 
@@ -39,10 +39,50 @@ export interface RoomChange {
   roomId: string;
   version: number;
   lastSeq: number;
+  /**
+   * What the commit from `version - 1` to `version` wrote, when it fitted in the payload: its
+   * message rows in commit order (each exactly the stored record) and, when the commit changed
+   * the room's state, the new state (absent: the state is unchanged). A node at `version - 1`
+   * takes the change from here without reading the tables; any other node reads as usual.
+   */
+  carried?: CarriedCommit;
+}
+
+export interface CarriedCommit {
+  messages: Message[];
+  room?: RoomRecord;
+}
+
+/** PostgreSQL's limit for a NOTIFY payload (bytes, default build). */
+export const MAX_PAYLOAD_BYTES = 8000;
+
+/**
+ * The `room_changes` payload of one commit: `<room_id>:<version>:<last_seq>`, or, when the
+ * commit's rows (and its new state, if it changed one) fit in MAX_PAYLOAD_BYTES, a JSON object
+ * `{"r":room_id,"v":version,"s":last_seq,"m":[records…],"st":state|null}` carrying them
+ * (`records` and `state` are the JSON texts the commit stored, so the rows equal the table's).
+ * `stateJson` undefined means the commit did not change the state.
+ */
+export function commitPayload(roomId: string, version: number, lastSeq: number, records: readonly string[], stateJson?: string): string {
+  const plain = `${roomId}:${version}:${lastSeq}`;
+  // Quick bound first: UTF-8 takes at most 3 bytes per UTF-16 unit.
+  let chars = 40 + roomId.length * 6 + (stateJson?.length ?? 4);
+  for (const r of records) chars += r.length + 1;
+  if (chars > MAX_PAYLOAD_BYTES) return plain;
+  const carried = `{"r":${JSON.stringify(roomId)},"v":${version},"s":${lastSeq},"m":[${records.join(',')}],"st":${stateJson ?? 'null'}}`;
+  return carried.length * 3 <= MAX_PAYLOAD_BYTES || Buffer.byteLength(carried) <= MAX_PAYLOAD_BYTES ? carried : plain;
 }
 
 /** Parses a `room_changes` payload; room ids may contain ':', the two numbers never do. */
 export function parseRoomChange(payload: string): RoomChange | undefined {
+  if (payload.startsWith('{"r":')) {
+    try {
+      const p = JSON.parse(payload) as { r: string; v: number; s: number; m: Message[]; st: RoomRecord | null };
+      return { roomId: p.r, version: p.v, lastSeq: p.s, carried: p.st === null ? { messages: p.m } : { messages: p.m, room: p.st } };
+    } catch {
+      // not JSON after all: a room id that starts like one
+    }
+  }
   const match = /^(.*):(\d+):(\d+)$/s.exec(payload);
   if (!match) return undefined;
   return { roomId: match[1]!, version: Number(match[2]), lastSeq: Number(match[3]) };

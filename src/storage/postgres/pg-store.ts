@@ -28,6 +28,9 @@
 // Every commit (and room creation) NOTIFYs `room_changes` with `<room_id>:<version>:<last_seq>`:
 // by default right after the commit, batched (./notifier.ts says why), or with
 // `notify: 'in-commit'` inside its transaction. `RoomFeed` (./feed.ts) is the listening side.
+// After-commit notifications carry the commit's rows and new state when they fit in a payload
+// (`commitPayload`): a node that holds the room at the version before takes them from there
+// instead of reading them back (three reads per commit per node otherwise).
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
@@ -35,6 +38,7 @@ import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
 import { NameTakenError, StaleRoomError } from '../store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
+import { commitPayload } from './feed.js';
 import { migrate } from './migrations.js';
 import { CommitNotifier } from './notifier.js';
 
@@ -101,6 +105,9 @@ function deadlineParams(room: RoomRecord | undefined): [deadline: string | null,
 /** The columns a room row keeps beside its state. */
 /** The parameters of chatroom_commit_room (001_initial.sql), in its order. */
 const COMMIT_ARGS = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19';
+/** Where commitParams puts the state's JSON ($4) and the message records' JSON ($10). */
+const STATE_PARAM = 3;
+const RECORDS_PARAM = 9;
 
 function commitParams(roomId: string, commit: RoomCommit, commitId: string, notifyInCommit: boolean): unknown[] {
   const ms = commit.messages;
@@ -134,6 +141,7 @@ const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c
 export class PgStore implements Store {
   private readonly pool: pg.Pool;
   private readonly notifier: CommitNotifier | undefined;
+  private counters: pg.Pool | undefined;
   private opened = false;
   private closed = false;
 
@@ -154,9 +162,29 @@ export class PgStore implements Store {
     return this.options.connectionString;
   }
 
-  /** The node's pool, for components that share it (deadlines, rate limits). */
+  /** The node's pool, for components that share it (deadlines, presence). */
   get connectionPool(): pg.Pool {
     return this.pool;
+  }
+
+  /**
+   * A small second pool for counters whose last moments may be lost in a database crash without
+   * breaking a promise (rate limits: a crash forgets at most the last few calls' counts): its
+   * sessions run with `synchronous_commit = off`, so a counter update does not wait for a WAL
+   * flush of its own before the call goes on to its real, durable commit. Nothing a client is
+   * told is stored goes through it.
+   */
+  get counterPool(): pg.Pool {
+    if (!this.counters) {
+      this.counters = new pg.Pool({
+        connectionString: this.options.connectionString,
+        max: 4,
+        application_name: `${this.options.applicationName ?? 'agent-chatroom'}-counters`,
+        options: '-c synchronous_commit=off',
+      });
+      this.counters.on('error', (err) => this.options.onPoolError?.(err));
+    }
+    return this.counters;
   }
 
   async open(): Promise<void> {
@@ -169,6 +197,7 @@ export class PgStore implements Store {
     if (this.closed) return;
     this.closed = true;
     await this.notifier?.drain();
+    await this.counters?.end();
     await this.pool.end();
   }
 
@@ -271,8 +300,8 @@ export class PgStore implements Store {
                INSERT INTO deadlines (room_id, deadline, turn_key)
                  SELECT room_id, $6, $7 FROM created WHERE $6::timestamptz IS NOT NULL
              )
-             SELECT pg_notify('room_changes', room_id || ':1:0') FROM created WHERE $8`,
-      values: [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room), messages.length === 0],
+             SELECT pg_notify('room_changes', $9) FROM created WHERE $8`,
+      values: [column(room.room_id), state, ...roomColumns(room), ...deadlineParams(room), messages.length === 0, commitPayload(room.room_id, 1, 0, [], state)],
     };
     let attempts = 0;
     let version = 1;
@@ -338,7 +367,11 @@ export class PgStore implements Store {
         values: params,
       });
       const version = Number(rows[0]!.new_version);
-      this.notifier?.push(`${roomId}:${version}:${rows[0]!.new_last_seq}`);
+      if (this.notifier) {
+        // The rows ride along when they fit, so the other nodes need not read them back.
+        const stateJson = params[STATE_PARAM] as string | null;
+        this.notifier.push(commitPayload(roomId, version, Number(rows[0]!.new_last_seq), params[RECORDS_PARAM] as string[], stateJson ?? undefined));
+      }
       return version;
     } catch (err) {
       if (isDefiniteFailure(err)) {

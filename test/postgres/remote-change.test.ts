@@ -1,0 +1,122 @@
+// How a node takes a commit another node made (Rooms.remoteChange, SPEC §11), with the commit
+// carried by its notification (feed.ts `commitPayload`): two Rooms ("nodes") on one store, the
+// feed played by hand. A node holding the room at the version before publishes the carried
+// messages without reading the store; one further behind reads, and still publishes every
+// message once, in seq order; a node that has not loaded the room loads it only when the
+// carried state has a running turn (a deadline it may have to fire).
+import { afterEach, describe, expect, it } from 'vitest';
+import { InProcessBus, type RoomEvent } from '../../src/events/bus.js';
+import { Presence } from '../../src/identity/presence.js';
+import type { CarriedChange } from '../../src/runtime/room-runtime.js';
+import type { Rooms } from '../../src/runtime/rooms.js';
+import { MemoryStore } from '../../src/storage/memory-store.js';
+import type { Store } from '../../src/storage/store.js';
+import type { Caller } from '../../src/types.js';
+import { ManualClock } from '../helpers/clock.js';
+import { caller, member, testRooms } from '../helpers/runtime.js';
+
+const running: Rooms[] = [];
+afterEach(() => running.splice(0).forEach((r) => r.stop()));
+
+/** The store as one node sees it, counting the reads that node makes. */
+function countingStore(store: MemoryStore): { store: Store; reads: string[] } {
+  const reads: string[] = [];
+  const proxy = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (['loadRoom', 'readMessages', 'readRewritten', 'lastPersonSeq'].includes(String(key))) reads.push(String(key));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, reads };
+}
+
+function node(store: Store, clock: ManualClock, people: Caller[]): { rooms: Rooms; events: RoomEvent[] } {
+  const bus = new InProcessBus();
+  const presence = new Presence(clock.now, clock);
+  for (const p of people) presence.touch(p.id);
+  const rooms = testRooms(store, bus, presence, clock);
+  running.push(rooms);
+  const events: RoomEvent[] = [];
+  bus.subscribe((e) => events.push(e));
+  return { rooms, events };
+}
+
+/**
+ * Runs one command on the committing node and returns what its notification carries: the new
+ * messages, and the state only when the command changed it (read back from the store).
+ */
+async function commitOn(rooms: Rooms, store: MemoryStore, roomId: string, command: Parameters<Rooms['execute']>[1]): Promise<CarriedChange> {
+  const before = (await store.loadRoom(roomId))!;
+  await rooms.execute(roomId, command);
+  const after = (await store.loadRoom(roomId))!;
+  const messages = await store.readMessages(roomId, { afterSeq: before.lastSeq, limit: 100 });
+  const changed = JSON.stringify(after.room) !== JSON.stringify(before.room);
+  return { version: after.version, lastSeq: after.lastSeq, messages, ...(changed ? { room: after.room } : {}) };
+}
+
+const texts = (events: RoomEvent[]): string[] =>
+  events.flatMap((e) => (e.event === 'message_new' ? [`${e.data.message.seq}:${e.data.message.text_content}`] : []));
+
+describe('a node taking another node\'s commit from its notification', () => {
+  it('publishes a carried commit that follows its version without reading, and reads when it is further behind', async () => {
+    const clock = new ManualClock();
+    const shared = new MemoryStore();
+    const ann = caller('Ann', 'user');
+    const a = node(shared, clock, [ann]);
+    const seen = countingStore(shared);
+    const b = node(seen.store, clock, [ann]);
+    const { room_id } = await a.rooms.create(ann, { room_name: 'Two nodes' }, member(ann, clock));
+    await b.rooms.runtime(room_id); // B serves someone in the room
+
+    const first = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'one' } });
+    expect(first.version).toBe((await shared.loadRoom(room_id))!.version);
+    seen.reads.length = 0;
+    b.rooms.remoteChange(room_id, first.version, first);
+    await expect.poll(() => texts(b.events)).toEqual(['1:one']);
+    expect(seen.reads).toEqual([]);
+
+    // B misses the next notification; the one after cannot be taken as it came.
+    await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'two' } });
+    const third = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'three' } });
+    b.rooms.remoteChange(room_id, third.version, third);
+    await expect.poll(() => texts(b.events)).toEqual(['1:one', '2:two', '3:three']);
+    expect(seen.reads).toContain('loadRoom');
+    // A late notification of a version already read changes nothing.
+    b.rooms.remoteChange(room_id, first.version, first);
+    b.rooms.remoteChange(room_id, third.version, third);
+    await b.rooms.runtime(room_id).then((r) => r!.refresh());
+    expect(texts(b.events)).toEqual(['1:one', '2:two', '3:three']);
+    expect((await b.rooms.runtime(room_id))!.committedSeq).toBe(3);
+  });
+
+  it('leaves an unloaded room alone for carried changes without a running turn, and loads it for one with', async () => {
+    const clock = new ManualClock();
+    const shared = new MemoryStore();
+    const [ann, bob, alpha] = [caller('Ann', 'user'), caller('Bob', 'user'), caller('Alpha', 'ai_agent')];
+    const a = node(shared, clock, [ann, bob, alpha]);
+    const seen = countingStore(shared);
+    const b = node(seen.store, clock, [ann, bob, alpha]);
+    const { room_id } = await a.rooms.create(ann, { room_name: 'Quiet here' }, member(ann, clock));
+    // A load would start synchronously (its first read): none may start for these two.
+    const post = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'no agent yet' } });
+    b.rooms.remoteChange(room_id, post.version, post);
+    const join = await commitOn(a.rooms, shared, room_id, { type: 'join', caller: bob, member: member(bob, clock), passwordHash: null });
+    expect(join.room).toBeDefined();
+    expect(join.room!.current_round).toBeFalsy();
+    b.rooms.remoteChange(room_id, join.version, join);
+    expect(seen.reads).toEqual([]);
+    expect(b.rooms.loadedIds()).toEqual([]);
+
+    // An agent's join starts a round for Ann's waiting message: a deadline now runs.
+    const turn = await commitOn(a.rooms, shared, room_id, { type: 'join', caller: alpha, member: member(alpha, clock), passwordHash: null });
+    expect(turn.room!.current_round?.turn?.agent).toBe('Alpha');
+    b.rooms.remoteChange(room_id, turn.version, turn);
+    expect(seen.reads).toContain('loadRoom');
+    await expect.poll(() => b.rooms.loadedIds()).toEqual([room_id]);
+    expect((await b.rooms.runtime(room_id))!.room.current_round?.turn?.agent).toBe('Alpha');
+  });
+});
