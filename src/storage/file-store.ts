@@ -516,6 +516,11 @@ export class FileStore implements Store {
     ];
   }
 
+  async readParticipants(visit: (found: Readonly<ParticipantRecord>) => void): Promise<void> {
+    for (const record of this.agents.records.values()) visit({ kind: 'agent', record });
+    for (const record of this.users.records.values()) visit({ kind: 'user', record });
+  }
+
   async putParticipant(participant: ParticipantRecord, key: string): Promise<void> {
     this.assertOpen();
     const id = participantIdOf(participant);
