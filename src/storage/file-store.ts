@@ -54,6 +54,7 @@ import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
 import { roomJsonWriter } from './room-json.js';
+import { SharedValues } from './shared-values.js';
 import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
 import { DirectStateWriter } from './state-writer.js';
@@ -196,7 +197,7 @@ export class FileStore implements Store {
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
     this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
-    const snapshot = <T extends object>(file: string, key: (r: T) => unknown, toJson?: (r: T, previous: T | undefined) => string) =>
+    const snapshot = <T extends object>(file: string, key: (r: T) => unknown, toJson?: (r: T, previous: T | undefined) => string, share?: (r: T) => T) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
         dir: this.dataDir,
@@ -205,9 +206,13 @@ export class FileStore implements Store {
         stats: this.io,
         logger: this.logger,
         toJson,
+        share,
       });
-    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id);
-    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id);
+    // Participant records share their repeated values (100,000 agents: 101 → 41 MB).
+    const shared = new SharedValues();
+    const share = <T extends object>(r: T): T => shared.share(r);
+    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, share);
+    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, share);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>());
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
@@ -536,18 +541,22 @@ export class FileStore implements Store {
     reservation.count++;
     this.reservedKeys.set(key, reservation);
     try {
-      const entry = { t: participant.kind, r: copy(participant.record) } as StateEntry;
-      await this.stateWrite([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
+      const record = copy(participant.record);
+      const entry = { t: participant.kind, r: record } as StateEntry;
+      await this.stateWrite([entry], () => this.indexParticipant(id, key, record.token_hashes, true));
     } finally {
       if (--reservation.count === 0) this.reservedKeys.delete(key);
     }
   }
 
-  /** Points the token and name indexes at a participant's durable record (its old entries go). */
+  /**
+   * Points the token and name indexes at a participant's durable record (its old entries go).
+   * `tokens` is the stored record's own array (records are never changed in place).
+   */
   private indexParticipant(id: string, nameOrKey: string, tokens: readonly string[], isKey = false): void {
     for (const token of this.tokensById.get(id) ?? []) if (this.idByToken.get(token) === id) this.idByToken.delete(token);
     for (const token of tokens) this.idByToken.set(token, id);
-    this.tokensById.set(id, [...tokens]);
+    this.tokensById.set(id, tokens);
     const key = isKey ? nameOrKey : this.nameKeyOf(nameOrKey);
     const oldKey = this.keyById.get(id);
     if (oldKey !== undefined && oldKey !== key && this.idByKey.get(oldKey) === id) this.idByKey.delete(oldKey);

@@ -26,6 +26,11 @@ export interface SnapshotOptions<T> {
    * Lets rooms.json reuse the unchanged part of a room (room-json.ts).
    */
   toJson?: (record: T, previous: T | undefined) => string;
+  /**
+   * Called on each record before it is held (loaded, replayed or set); may make it share
+   * repeated values with other records in place (shared-values.ts: participants).
+   */
+  share?: (record: T) => T;
 }
 
 /** Records serialised per event-loop turn while a snapshot is written. */
@@ -51,7 +56,7 @@ export class SnapshotFile<T extends object> {
 
   /** Puts a durable record in memory (after its journal line is durable, or at replay). */
   set(record: T): void {
-    this.current.set(this.idOf(record), record);
+    this.current.set(this.idOf(record), this.opts.share ? this.opts.share(record) : record);
   }
 
   /**
@@ -76,7 +81,7 @@ export class SnapshotFile<T extends object> {
     data.forEach((record: unknown, i) => {
       const id = typeof record === 'object' && record !== null ? this.opts.key(record as T) : undefined;
       if (typeof id !== 'string' || id === '') throw corrupt(this.opts.path, `entry ${i} has no id`);
-      this.current.set(id, record as T);
+      this.current.set(id, this.opts.share ? this.opts.share(record as T) : (record as T));
     });
     return true;
   }
