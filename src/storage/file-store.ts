@@ -198,7 +198,12 @@ export class FileStore implements Store {
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
     this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
-    const snapshot = <T extends object>(file: string, key: (r: T) => unknown, toJson?: (r: T, previous: T | undefined) => string, share?: (r: T) => T) =>
+    const snapshot = <T extends object>(
+      file: string,
+      key: (r: T) => unknown,
+      toJson?: (r: T, previous: T | undefined) => string,
+      participants?: { share: (r: T) => T; cacheJsonBelowBytes: number },
+    ) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
         dir: this.dataDir,
@@ -207,13 +212,14 @@ export class FileStore implements Store {
         stats: this.io,
         logger: this.logger,
         toJson,
-        share,
+        ...participants,
       });
-    // Participant records share their repeated values (100,000 agents: 101 → 41 MB).
+    // Participant records share their repeated values (shared-values.ts), and their JSON is
+    // not kept once the files are past the direct-write size.
     const shared = new SharedValues();
-    const share = <T extends object>(r: T): T => shared.share(r);
-    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, share);
-    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, share);
+    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: this.syncSnapshotBytes };
+    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
+    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>());
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
