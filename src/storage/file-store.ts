@@ -160,8 +160,13 @@ export class FileStore implements Store {
   private snapshotBytes = 0;
 
   // Participant indexes, over durable records only.
-  private readonly idByToken = new Map<string, string>();
-  private readonly tokensById = new Map<string, readonly string[]>();
+  /**
+   * Token hash → id, built on first use from the durable records, then kept up to date: only
+   * `findParticipantByTokenHash` needs it, which a server on this store never calls (the
+   * identity service has its own index), and building it for 110,000 participants at open
+   * was ~0.1 s and two more maps of that size.
+   */
+  private tokenIndex: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> } | undefined;
   private readonly idByKey = new Map<string, string>();
   private readonly keyById = new Map<string, string>();
   /** Name keys of puts in flight, so two concurrent puts cannot both take one name. */
@@ -512,7 +517,7 @@ export class FileStore implements Store {
   }
 
   findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined> {
-    const id = this.idByToken.get(tokenHash);
+    const id = this.tokens().idByToken.get(tokenHash);
     return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
 
@@ -561,9 +566,7 @@ export class FileStore implements Store {
    * `tokens` is the stored record's own array (records are never changed in place).
    */
   private indexParticipant(id: string, nameOrKey: string, tokens: readonly string[], isKey = false): void {
-    for (const token of this.tokensById.get(id) ?? []) if (this.idByToken.get(token) === id) this.idByToken.delete(token);
-    for (const token of tokens) this.idByToken.set(token, id);
-    this.tokensById.set(id, tokens);
+    if (this.tokenIndex) setTokens(this.tokenIndex, id, tokens);
     const key = isKey ? nameOrKey : this.nameKeyOf(nameOrKey);
     const oldKey = this.keyById.get(id);
     if (oldKey !== undefined && oldKey !== key && this.idByKey.get(oldKey) === id) this.idByKey.delete(oldKey);
@@ -574,6 +577,16 @@ export class FileStore implements Store {
     }
     this.idByKey.set(key, id);
     this.keyById.set(id, key);
+  }
+
+  private tokens(): NonNullable<FileStore['tokenIndex']> {
+    if (!this.tokenIndex) {
+      const index = { idByToken: new Map<string, string>(), tokensById: new Map<string, readonly string[]>() };
+      for (const a of this.agents.records.values()) setTokens(index, a.agent_id, a.token_hashes);
+      for (const u of this.users.records.values()) setTokens(index, u.user_id, u.token_hashes);
+      this.tokenIndex = index;
+    }
+    return this.tokenIndex;
   }
 
   // ── rooms ──
@@ -787,6 +800,13 @@ export class FileStore implements Store {
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
   }
+}
+
+/** Points a token index at a participant's current tokens (its old ones go). */
+function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> }, id: string, tokens: readonly string[]): void {
+  for (const token of index.tokensById.get(id) ?? []) if (index.idByToken.get(token) === id) index.idByToken.delete(token);
+  for (const token of tokens) index.idByToken.set(token, id);
+  index.tokensById.set(id, tokens);
 }
 
 /** Messages on their way into a room log (FileStore.appendMessages). */
