@@ -207,7 +207,7 @@ export class FileStore implements Store {
       file: string,
       key: (r: T) => unknown,
       toJson?: (r: T, previous: T | undefined) => string,
-      participants?: { share: (r: T) => T; cacheJsonBelowBytes: number },
+      holding?: { share: (r: T) => T; cacheJsonBelowBytes?: number },
     ) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
@@ -217,7 +217,7 @@ export class FileStore implements Store {
         stats: this.io,
         logger: this.logger,
         toJson,
-        ...participants,
+        ...holding,
       });
     // Participant records share their repeated values (shared-values.ts), and their JSON is
     // not kept once the files are past the direct-write size.
@@ -225,7 +225,7 @@ export class FileStore implements Store {
     const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: this.syncSnapshotBytes };
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
-    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>());
+    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), { share: (r) => shared.shareMembers(r) });
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
       dir: join(this.dataDir, JOURNAL_DIR),

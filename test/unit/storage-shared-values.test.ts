@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { SharedValues } from '../../src/storage/shared-values.js';
 import type { ParticipantRecord } from '../../src/storage/store.js';
-import { fileStoresPerTest, makeAgent, makeUser } from './storage-helpers.js';
+import type { Member } from '../../src/types.js';
+import { fileStoresPerTest, makeAgent, makeRoom, makeUser } from './storage-helpers.js';
 
 const fs = fileStoresPerTest();
 
@@ -48,6 +49,36 @@ describe('shared values of participant records', () => {
       const reopened = fs.store(undefined, { compactEveryMs: 0 });
       await reopened.open();
       await check(reopened);
+    });
+
+    it(`keeps room members equal to what was committed and the caller's own (${syncSnapshotBytes ? 'direct writes' : 'journal'}, then reopened)`, async () => {
+      const member = (id: string): Member => ({
+        name: `m-${id}`,
+        role: 'ai_agent',
+        introduce: '',
+        status: 'offline',
+        last_active: '2026-11-01T00:00:00.000Z',
+        is_host: false,
+        skip_list: [],
+        language_preference: 'zh-CN',
+        timezone_preference: 'Asia/Shanghai',
+        participant_id: id,
+        joined_at: '2026-11-01T00:00:00.000Z',
+      });
+      const room = makeRoom('room-1', { members: [member('a1'), member('a2')] });
+      const store = fs.store(undefined, { syncSnapshotBytes, compactEveryMs: 0 });
+      await store.open();
+      await store.createRoom(room);
+      const loaded = (await store.loadRoom('room-1'))!;
+      expect(loaded.room).toEqual(room);
+      loaded.room.members[0]!.skip_list.push('changed');
+      const next = { ...room, members: [...room.members, member('a3')] };
+      await store.commitRoom('room-1', { room: next, messages: [], expectedVersion: loaded.version });
+      expect((await store.loadRoom('room-1'))!.room).toEqual(next);
+      await store.close();
+      const reopened = fs.store(undefined, { compactEveryMs: 0 });
+      await reopened.open();
+      expect((await reopened.loadRoom('room-1'))!.room).toEqual(next);
     });
   }
 });
