@@ -10,6 +10,7 @@ import { RateLimits } from './limits/rate-limits.js';
 import { LinkSigner } from './identity/links.js';
 import { nameKey } from './identity/names.js';
 import { Participants } from './identity/participants.js';
+import { seedParticipants } from './identity/seed.js';
 import { Presence, PRESENCE_WINDOW_MS, realTimers, SOCKET_GRACE_MS, type Timers } from './identity/presence.js';
 import type { Logger } from './logger.js';
 import { instrumentBus, instrumentStore, Metrics } from './observability/metrics.js';
@@ -56,16 +57,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     shared,
     now,
   );
-  // Read once for both: with 100,000 participants each listing copies every record (~1 s).
-  const stored = await store.listParticipants();
-  participants.load(stored);
   const presence = new Presence(now, timers, options.presenceWindowMs ?? PRESENCE_WINDOW_MS, options.socketGraceMs ?? SOCKET_GRACE_MS);
-  // With a shared store each node knows the presence of its own clients only (a node that
-  // seeded everyone from last_active would mark agents offline that another node serves).
-  for (const found of shared ? [] : stored) {
-    const id = found.kind === 'agent' ? found.record.agent_id : found.record.user_id;
-    presence.seed(id, Date.parse(found.record.last_active));
-  }
+  await seedParticipants(store, participants, presence, shared);
   const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
   const rooms = new Rooms({
     store,
@@ -113,6 +106,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       await nodePresence?.stop();
       rooms.stop();
       presence.stop();
+      participants.stop();
       await store.close();
     },
   });

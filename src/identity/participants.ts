@@ -38,6 +38,13 @@ const TOKEN_RECHECK_MS = 5000;
 /** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
 const MAX_TOKENS = 10;
 
+/**
+ * Stored participants' look-alike keys are indexed in the background, this long after start-up
+ * and this many per event-loop turn (see `load`); a registration finishes the rest first.
+ */
+const LOOK_ALIKE_DELAY_MS = 1000;
+const LOOK_ALIKES_PER_TURN = 500;
+
 
 type RecordOfKind = { agent: AgentRecord; user: UserRecord };
 
@@ -65,6 +72,17 @@ export class Participants {
   private readonly byNameKey = new Map<string, Participant>();
   /** Names by their confusable skeleton (SPEC §3: look-alike names are `name_taken`). */
   private readonly byConfusableKey = new Map<string, Participant>();
+  /**
+   * Participants loaded at start whose look-alike keys are not in byConfusableKey yet, in load
+   * order, and how far the background indexing got (`indexLookAlikes`).
+   */
+  private unindexed: Participant[] = [];
+  private unindexedFrom = 0;
+  private lookAlikeTimer: NodeJS.Timeout | undefined;
+  private lookAlikesDone: (() => void) | undefined;
+  private stopped = false;
+  /** Entries written by changes since start: a stored participant indexed later never replaces them. */
+  private readonly indexedByChange = new WeakSet<Participant>();
   /** Names (and `~`look-alike keys) of registrations in flight. */
   private readonly claimed = new Set<string>();
   private readonly loginFailures: FailureDelay;
@@ -110,8 +128,74 @@ export class Participants {
   }
 
   /** Builds the indexes from the stored participants (start-up: `Store.listParticipants`). */
-  load(stored: readonly ParticipantRecord[]): void {
-    for (const found of stored) this.index(found);
+  load(stored: Iterable<Readonly<ParticipantRecord>>): void {
+    for (const found of stored) this.loadOne(found);
+  }
+
+  /**
+   * Indexes one stored participant at start-up (the record is only read, never kept): its
+   * tokens and name now, its look-alike keys (UTS #39 skeletons, the costly part: ~10 µs a
+   * name) in the background, which a registration completes before checking a name. The
+   * result is the index an eager load builds: stored participants in load order, then every
+   * change since start (see `indexLookAlikes`).
+   */
+  loadOne(found: Readonly<ParticipantRecord>): Participant {
+    const participant = participantOf(found);
+    for (const hash of found.record.token_hashes) this.byTokenHash.set(hash, participant);
+    this.byNameKey.set(nameKey(participant.name), participant);
+    this.unindexed.push(participant);
+    this.lookAlikeTimer ??= setTimeout(() => this.indexLookAlikesInTurns(), LOOK_ALIKE_DELAY_MS).unref();
+    return participant;
+  }
+
+  /** Indexes the rest in the background now; resolves once every stored participant's look-alike keys are in (benches, tests). */
+  lookAlikesIndexed(): Promise<void> {
+    if (this.unindexed.length === 0) return Promise.resolve();
+    if (this.lookAlikeTimer) {
+      clearTimeout(this.lookAlikeTimer);
+      this.indexLookAlikesInTurns();
+      if (this.unindexed.length === 0) return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const before = this.lookAlikesDone;
+      this.lookAlikesDone = () => {
+        before?.();
+        resolve();
+      };
+    });
+  }
+
+  /** Stops the background indexing (the index is completed on demand). */
+  stop(): void {
+    this.stopped = true;
+    if (this.lookAlikeTimer) clearTimeout(this.lookAlikeTimer);
+  }
+
+  private indexLookAlikesInTurns(): void {
+    this.lookAlikeTimer = undefined;
+    if (this.stopped) return;
+    this.indexLookAlikes(LOOK_ALIKES_PER_TURN);
+    if (this.unindexed.length > 0) setImmediate(() => this.indexLookAlikesInTurns());
+  }
+
+  /** Indexes up to `limit` loaded participants' look-alike keys (all by default), in load order. */
+  private indexLookAlikes(limit = Infinity): void {
+    const list = this.unindexed;
+    const end = Math.min(list.length, this.unindexedFrom + limit);
+    for (let i = this.unindexedFrom; i < end; i++) {
+      const participant = list[i]!;
+      for (const key of confusableKeys(participant.name)) {
+        const holder = this.byConfusableKey.get(key);
+        if (holder === undefined || !this.indexedByChange.has(holder)) this.byConfusableKey.set(key, participant);
+      }
+    }
+    this.unindexedFrom = end;
+    if (end < list.length) return;
+    this.unindexed = [];
+    this.unindexedFrom = 0;
+    const done = this.lookAlikesDone;
+    this.lookAlikesDone = undefined;
+    done?.();
   }
 
   authenticate(token: string | undefined | null): Caller | undefined {
@@ -269,6 +353,7 @@ export class Participants {
     const participant = participantOf(found);
     for (const hash of found.record.token_hashes) this.byTokenHash.set(hash, participant);
     this.byNameKey.set(nameKey(participant.name), participant);
+    this.indexedByChange.add(participant);
     for (const key of confusableKeys(participant.name)) this.byConfusableKey.set(key, participant);
   }
 
@@ -279,6 +364,7 @@ export class Participants {
    */
   private claimName(raw: string): string {
     const name = checkParticipantName(raw);
+    this.indexLookAlikes(); // what the background has not indexed yet
     const keys = [nameKey(name), ...confusableKeys(name).map((k) => `~${k}`)];
     if (this.byNameKey.has(nameKey(name)) || this.claimed.has(keys[0]!)) throw new AppError('name_taken', `The name "${name}" is taken`);
     const lookAlike = confusableKeys(name).map((key) => this.byConfusableKey.get(key)).find((p) => p !== undefined);

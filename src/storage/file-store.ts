@@ -54,6 +54,7 @@ import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
 import { roomJsonWriter } from './room-json.js';
+import { SharedValues } from './shared-values.js';
 import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
 import { DirectStateWriter } from './state-writer.js';
@@ -159,8 +160,13 @@ export class FileStore implements Store {
   private snapshotBytes = 0;
 
   // Participant indexes, over durable records only.
-  private readonly idByToken = new Map<string, string>();
-  private readonly tokensById = new Map<string, readonly string[]>();
+  /**
+   * Token hash → id, built on first use from the durable records, then kept up to date: only
+   * `findParticipantByTokenHash` needs it, which a server on this store never calls (the
+   * identity service has its own index), and building it for 110,000 participants at open
+   * was ~0.1 s and two more maps of that size.
+   */
+  private tokenIndex: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> } | undefined;
   private readonly idByKey = new Map<string, string>();
   private readonly keyById = new Map<string, string>();
   /** Name keys of puts in flight, so two concurrent puts cannot both take one name. */
@@ -168,7 +174,8 @@ export class FileStore implements Store {
 
   // Rooms.
   private readonly versions = new Map<string, number>();
-  private readonly roomsByMember = new Map<string, Set<string>>();
+  /** The rooms of each member: one room id (most participants, 110,000 Sets cost ~13 MB) or a Set. */
+  private readonly roomsByMember = new Map<string, string | Set<string>>();
   private readonly creating = new Set<string>();
   /** Journal appends in flight (close waits for them). */
   private readonly pendingWrites = new Set<Promise<void>>();
@@ -196,7 +203,12 @@ export class FileStore implements Store {
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
     this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
-    const snapshot = <T extends object>(file: string, key: (r: T) => unknown, toJson?: (r: T, previous: T | undefined) => string) =>
+    const snapshot = <T extends object>(
+      file: string,
+      key: (r: T) => unknown,
+      toJson?: (r: T, previous: T | undefined) => string,
+      holding?: { share: (r: T) => T; cacheJsonBelowBytes?: number },
+    ) =>
       new SnapshotFile<T>({
         path: join(this.dataDir, file),
         dir: this.dataDir,
@@ -205,10 +217,15 @@ export class FileStore implements Store {
         stats: this.io,
         logger: this.logger,
         toJson,
+        ...holding,
       });
-    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id);
-    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id);
-    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>());
+    // Participant records share their repeated values (shared-values.ts), and their JSON is
+    // not kept once the files are past the direct-write size.
+    const shared = new SharedValues();
+    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: this.syncSnapshotBytes };
+    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
+    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
+    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), { share: (r) => shared.shareMembers(r) });
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
       dir: join(this.dataDir, JOURNAL_DIR),
@@ -500,7 +517,7 @@ export class FileStore implements Store {
   }
 
   findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined> {
-    const id = this.idByToken.get(tokenHash);
+    const id = this.tokens().idByToken.get(tokenHash);
     return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
 
@@ -514,6 +531,11 @@ export class FileStore implements Store {
       ...[...this.agents.records.values()].map((record): ParticipantRecord => ({ kind: 'agent', record: copy(record) })),
       ...[...this.users.records.values()].map((record): ParticipantRecord => ({ kind: 'user', record: copy(record) })),
     ];
+  }
+
+  async readParticipants(visit: (found: Readonly<ParticipantRecord>) => void): Promise<void> {
+    for (const record of this.agents.records.values()) visit({ kind: 'agent', record });
+    for (const record of this.users.records.values()) visit({ kind: 'user', record });
   }
 
   async putParticipant(participant: ParticipantRecord, key: string): Promise<void> {
@@ -531,18 +553,20 @@ export class FileStore implements Store {
     reservation.count++;
     this.reservedKeys.set(key, reservation);
     try {
-      const entry = { t: participant.kind, r: copy(participant.record) } as StateEntry;
-      await this.stateWrite([entry], () => this.indexParticipant(id, key, participant.record.token_hashes, true));
+      const record = copy(participant.record);
+      const entry = { t: participant.kind, r: record } as StateEntry;
+      await this.stateWrite([entry], () => this.indexParticipant(id, key, record.token_hashes, true));
     } finally {
       if (--reservation.count === 0) this.reservedKeys.delete(key);
     }
   }
 
-  /** Points the token and name indexes at a participant's durable record (its old entries go). */
+  /**
+   * Points the token and name indexes at a participant's durable record (its old entries go).
+   * `tokens` is the stored record's own array (records are never changed in place).
+   */
   private indexParticipant(id: string, nameOrKey: string, tokens: readonly string[], isKey = false): void {
-    for (const token of this.tokensById.get(id) ?? []) if (this.idByToken.get(token) === id) this.idByToken.delete(token);
-    for (const token of tokens) this.idByToken.set(token, id);
-    this.tokensById.set(id, [...tokens]);
+    if (this.tokenIndex) setTokens(this.tokenIndex, id, tokens);
     const key = isKey ? nameOrKey : this.nameKeyOf(nameOrKey);
     const oldKey = this.keyById.get(id);
     if (oldKey !== undefined && oldKey !== key && this.idByKey.get(oldKey) === id) this.idByKey.delete(oldKey);
@@ -553,6 +577,16 @@ export class FileStore implements Store {
     }
     this.idByKey.set(key, id);
     this.keyById.set(id, key);
+  }
+
+  private tokens(): NonNullable<FileStore['tokenIndex']> {
+    if (!this.tokenIndex) {
+      const index = { idByToken: new Map<string, string>(), tokensById: new Map<string, readonly string[]>() };
+      for (const a of this.agents.records.values()) setTokens(index, a.agent_id, a.token_hashes);
+      for (const u of this.users.records.values()) setTokens(index, u.user_id, u.token_hashes);
+      this.tokenIndex = index;
+    }
+    return this.tokenIndex;
   }
 
   // ── rooms ──
@@ -579,7 +613,8 @@ export class FileStore implements Store {
   }
 
   async roomsOf(participantId: string): Promise<string[]> {
-    return [...(this.roomsByMember.get(participantId) ?? [])];
+    const rooms = this.roomsByMember.get(participantId);
+    return rooms === undefined ? [] : typeof rooms === 'string' ? [rooms] : [...rooms];
   }
 
   async createRoom(room: RoomRecord, messages: readonly Message[] = []): Promise<number> {
@@ -706,11 +741,24 @@ export class FileStore implements Store {
   }
 
   private indexMembers(before: RoomRecord | undefined, after: RoomRecord): void {
-    for (const m of before?.members ?? []) this.roomsByMember.get(m.participant_id)?.delete(before!.room_id);
-    for (const m of after.members) {
-      let rooms = this.roomsByMember.get(m.participant_id);
-      if (!rooms) this.roomsByMember.set(m.participant_id, (rooms = new Set()));
-      rooms.add(after.room_id);
+    for (const m of before?.members ?? []) this.removeMemberRoom(m.participant_id, before!.room_id);
+    for (const m of after.members) this.addMemberRoom(m.participant_id, after.room_id);
+  }
+
+  private addMemberRoom(participantId: string, roomId: string): void {
+    const rooms = this.roomsByMember.get(participantId);
+    if (rooms === undefined) this.roomsByMember.set(participantId, roomId);
+    else if (typeof rooms !== 'string') rooms.add(roomId);
+    else if (rooms !== roomId) this.roomsByMember.set(participantId, new Set([rooms, roomId]));
+  }
+
+  private removeMemberRoom(participantId: string, roomId: string): void {
+    const rooms = this.roomsByMember.get(participantId);
+    if (rooms === roomId) this.roomsByMember.delete(participantId);
+    else if (typeof rooms === 'object' && rooms.delete(roomId) && rooms.size <= 1) {
+      const [last] = rooms;
+      if (last === undefined) this.roomsByMember.delete(participantId);
+      else this.roomsByMember.set(participantId, last);
     }
   }
 
@@ -752,6 +800,13 @@ export class FileStore implements Store {
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
   }
+}
+
+/** Points a token index at a participant's current tokens (its old ones go). */
+function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> }, id: string, tokens: readonly string[]): void {
+  for (const token of index.tokensById.get(id) ?? []) if (index.idByToken.get(token) === id) index.idByToken.delete(token);
+  for (const token of tokens) index.idByToken.set(token, id);
+  index.tokensById.set(id, tokens);
 }
 
 /** Messages on their way into a room log (FileStore.appendMessages). */

@@ -83,6 +83,12 @@ export interface Store {
   putParticipant(participant: ParticipantRecord, nameKey: string): Promise<void>;
   /** Every participant (for start-up presence seeding and small admin views). */
   listParticipants(): Promise<ParticipantRecord[]>;
+  /**
+   * Optional: hands every participant to `visit` without copying (start-up with 100,000
+   * participants: a listing copies each record). `visit` may be handed the store's own record:
+   * it must only read it, never keep or change it. Without it, callers use listParticipants.
+   */
+  readParticipants?(visit: (found: Readonly<ParticipantRecord>) => void): Promise<void>;
 
   // ── rooms ──
   loadRoom(roomId: string): Promise<LoadedRoom | undefined>;

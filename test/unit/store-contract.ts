@@ -299,6 +299,14 @@ export function storeContract(
         await store.commitRoom(r1.room_id, { room: { ...r1, members: [member('a1', 'a')] }, messages: [], expectedVersion: v1 });
         expect(await store.roomsOf('u1')).toEqual([r2.room_id]);
         expect((await store.roomsOf('a1')).sort()).toEqual([r1.room_id, r2.room_id].sort());
+        // Leaving every room, then joining three (one room, several, none, again several).
+        const v2 = (await store.loadRoom(r2.room_id))!.version;
+        await store.commitRoom(r2.room_id, { room: { ...r2, members: [member('a1', 'a')] }, messages: [], expectedVersion: v2 });
+        expect(await store.roomsOf('u1')).toEqual([]);
+        const r3 = makeRoom(newRoomId(), { members: [member('a1', 'a'), member('u1', 'u')] });
+        await store.createRoom(r3);
+        expect((await store.roomsOf('a1')).sort()).toEqual([r1.room_id, r2.room_id, r3.room_id].sort());
+        expect(await store.roomsOf('u1')).toEqual([r3.room_id]);
       });
 
       it('commits messages and state together; versions advance; a stale expectedVersion is refused', async () => {
