@@ -121,6 +121,22 @@ describe('room runtime', () => {
     expect(w.commits.length).toBe(commits);
   });
 
+  it("a person's presence change and the call that caused it share one commit", async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'presence', participantId: w.person.id, online: false, lastActive: w.clock.now() });
+    expect((await w.rooms.room(w.roomId)).members.find((m) => m.participant_id === w.person.id)?.status).toBe('offline');
+    w.commits.length = 0;
+    // What a call from a person who was offline does: marks them online (the presence change
+    // is queued in each of their rooms), then runs its own command.
+    const marked = w.rooms.execute(w.roomId, { type: 'presence', participantId: w.person.id, online: true, lastActive: w.clock.now() });
+    const paused = w.rooms.execute(w.roomId, { type: 'set_status', caller: w.person, status: 'paused' });
+    await Promise.all([marked, paused]);
+    expect(w.commits.filter((c) => c === 'commitRoom')).toHaveLength(1);
+    const room = await w.rooms.room(w.roomId);
+    expect(room.system_status).toBe('paused');
+    expect(room.members.find((m) => m.participant_id === w.person.id)?.status).toBe('online');
+  });
+
   it('times a silent agent out from the injected timers, with one record, and only once', async () => {
     const w = await world();
     await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
