@@ -182,17 +182,23 @@ export class Rooms {
   /**
    * Another node committed the room (shared store): loaded rooms take its state and events. An
    * unloaded room is loaded when the change may start a deadline this node must be ready to
-   * fire (its state has a running turn, or the notification did not carry the state); a
-   * carried change without one (messages only, or a state with no turn running) is left to
-   * the room's first use here, which loads it fresh.
+   * fire (its state has a running turn, or the notification did not carry the state), or when
+   * one of its members is a client of this node (a socket here must be subscribed to a room its
+   * participant joined through another node: `load` announces the members); a carried change
+   * with neither (messages only, or a state no one here is in) is left to the room's first use
+   * here, which loads it fresh.
    */
   remoteChange(roomId: string, version: number, carried?: CarriedChange): void {
     if (this.stopped) return;
     const runtime = this.runtimes.get(roomId);
-    if (!runtime && !this.loading.has(roomId) && carried && !(carried.room && runningTurn(carried.room))) return;
+    if (!runtime && !this.loading.has(roomId) && carried && !(carried.room && this.concernsThisNode(carried.room))) return;
     // A load in flight may have read the room before this commit: it refreshes once loaded.
     const work = runtime ? runtime.refresh(version, carried) : this.runtime(roomId).then((loaded) => loaded?.refresh(version, carried));
     work.catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not take a change made on another node'));
+  }
+
+  private concernsThisNode(room: RoomRecord): boolean {
+    return runningTurn(room) !== null || room.members.some((m) => this.opts.presence.isOnline(m.participant_id));
   }
 
   /** After the feed reconnected: notifications may have been missed. */
@@ -221,6 +227,11 @@ export class Rooms {
     this.runtimes.set(roomId, runtime);
     runtime.armFromState();
     this.reconcilePresence(runtime);
+    // With a shared store a member may have joined through another node while this node did not
+    // hold the room: its sockets here subscribe now (the hub skips those already subscribed).
+    if (this.opts.shared) {
+      for (const m of loaded.room.members) this.opts.bus.publishAccess({ type: 'joined', room_id: roomId, participant_id: m.participant_id });
+    }
     return runtime;
   }
 

@@ -34,8 +34,9 @@ export function member(c: Caller, clock: ManualClock): Member {
 }
 
 /** Rooms on `store`, timed by `clock`, with TURN_MS turns. */
-export function testRooms(store: Store, bus: EventBus, presence: Presence, clock: ManualClock): Rooms {
+export function testRooms(store: Store, bus: EventBus, presence: Presence, clock: ManualClock, options: { shared?: boolean } = {}): Rooms {
   return new Rooms({
+    ...options,
     store,
     bus,
     presence,

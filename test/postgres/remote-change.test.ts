@@ -3,9 +3,11 @@
 // feed played by hand. A node holding the room at the version before publishes the carried
 // messages without reading the store; one further behind reads, and still publishes every
 // message once, in seq order; a node that has not loaded the room loads it only when the
-// carried state has a running turn (a deadline it may have to fire).
+// carried state has a running turn (a deadline it may have to fire) or a member who is a client
+// of that node (whose sockets there must subscribe to it).
 import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessBus, type RoomEvent } from '../../src/events/bus.js';
+import type { AccessEvent } from '../../src/protocol/events.js';
 import { Presence } from '../../src/identity/presence.js';
 import type { CarriedChange } from '../../src/runtime/room-runtime.js';
 import type { Rooms } from '../../src/runtime/rooms.js';
@@ -34,15 +36,18 @@ function countingStore(store: MemoryStore): { store: Store; reads: string[] } {
   return { store: proxy, reads };
 }
 
-function node(store: Store, clock: ManualClock, people: Caller[]): { rooms: Rooms; events: RoomEvent[] } {
+/** A node of a shared store whose clients (online here) are `people`. */
+function node(store: Store, clock: ManualClock, people: Caller[]): { rooms: Rooms; events: RoomEvent[]; access: AccessEvent[]; presence: Presence } {
   const bus = new InProcessBus();
   const presence = new Presence(clock.now, clock);
   for (const p of people) presence.touch(p.id);
-  const rooms = testRooms(store, bus, presence, clock);
+  const rooms = testRooms(store, bus, presence, clock, { shared: true });
   running.push(rooms);
   const events: RoomEvent[] = [];
+  const access: AccessEvent[] = [];
   bus.subscribe((e) => events.push(e));
-  return { rooms, events };
+  bus.subscribeAccess((e) => access.push(e));
+  return { rooms, events, access, presence };
 }
 
 /**
@@ -99,7 +104,8 @@ describe('a node taking another node\'s commit from its notification', () => {
     const [ann, bob, alpha] = [caller('Ann', 'user'), caller('Bob', 'user'), caller('Alpha', 'ai_agent')];
     const a = node(shared, clock, [ann, bob, alpha]);
     const seen = countingStore(shared);
-    const b = node(seen.store, clock, [ann, bob, alpha]);
+    // None of them is a client of node b.
+    const b = node(seen.store, clock, []);
     const { room_id } = await a.rooms.create(ann, { room_name: 'Quiet here' }, member(ann, clock));
     // A load would start synchronously (its first read): none may start for these two.
     const post = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'no agent yet' } });
@@ -118,5 +124,27 @@ describe('a node taking another node\'s commit from its notification', () => {
     expect(seen.reads).toContain('loadRoom');
     await expect.poll(() => b.rooms.loadedIds()).toEqual([room_id]);
     expect((await b.rooms.runtime(room_id))!.room.current_round?.turn?.agent).toBe('Alpha');
+  });
+
+  it('loads an unloaded room when a client of this node joins it through another node, and subscribes that client', async () => {
+    const clock = new ManualClock();
+    const shared = new MemoryStore();
+    const [ann, bob] = [caller('Ann', 'user'), caller('Bob', 'user')];
+    const a = node(shared, clock, [ann, bob]);
+    // Bob's socket is on node b; Ann is a client of node a only.
+    const b = node(shared, clock, [bob]);
+    const { room_id } = await a.rooms.create(ann, { room_name: 'Joined elsewhere' }, member(ann, clock));
+    const created = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'before Bob' } });
+    b.rooms.remoteChange(room_id, created.version, created);
+    expect(b.rooms.loadedIds()).toEqual([]);
+    // Bob joins through node a (his REST call went there): node b must take the room up.
+    const join = await commitOn(a.rooms, shared, room_id, { type: 'join', caller: bob, member: member(bob, clock), passwordHash: null });
+    b.rooms.remoteChange(room_id, join.version, join);
+    await expect.poll(() => b.rooms.loadedIds()).toEqual([room_id]);
+    expect(b.access).toContainEqual({ type: 'joined', room_id, participant_id: bob.id });
+    // From then on node b publishes the room's messages to its subscribers.
+    const next = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'hello Bob' } });
+    b.rooms.remoteChange(room_id, next.version, next);
+    await expect.poll(() => texts(b.events)).toContain(`${next.lastSeq}:hello Bob`);
   });
 });
