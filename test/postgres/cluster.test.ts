@@ -152,4 +152,19 @@ describe.skipIf(!enabled)('the server on PostgreSQL', () => {
     }
     for (const socket of sockets) await socket.close();
   });
+
+  it("a socket on one node is subscribed to a room its participant joins through another node", async () => {
+    const [a, b] = await startNodes(2);
+    const person = await ok(a!.url, 'register_user', { name: 'Host' });
+    const agent = await ok(a!.url, 'register_agent', { name: 'Roamer' });
+    // The agent's socket is on node B before the room exists; everything else goes through A.
+    const socket = await TestSocket.connect(wsUrl(b!), agent.token);
+    const { room } = await ok(a!.url, 'create_room', { room_name: 'Joined elsewhere' }, person.token);
+    await ok(a!.url, 'send_message', { room_id: room.room_id, text_content: 'before the agent' }, person.token);
+    await ok(a!.url, 'join_room', { room_id: room.room_id }, agent.token);
+    await socket.waitFor((f) => f.type === 'subscribed' && f.room_id === room.room_id, 10_000, 'subscribed on node B');
+    await ok(a!.url, 'send_message', { room_id: room.room_id, text_content: 'after the agent joined' }, person.token);
+    await socket.waitForEvent('message_new', (d) => d.message.text_content === 'after the agent joined');
+    await socket.close();
+  });
 });
