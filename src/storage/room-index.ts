@@ -123,6 +123,14 @@ export class RoomIndex {
     return this.clients.candidates(hash32(clientKey(senderId, clientMsgId)));
   }
 
+  /** The highest log offset of the latest line of a seq below `seq` (-1 if none). */
+  maxOffsetBelow(seq: number): number {
+    let max = -1;
+    const end = Math.min(seq - 1, this.top);
+    for (let s = 0; s < end; s++) if (this.offsets[s]! > max) max = this.offsets[s]!;
+    return max;
+  }
+
   /** Present seqs of a page: > afterSeq ascending, or the newest < beforeSeq, or both bounds. */
   page(afterSeq: number | undefined, beforeSeq: number | undefined, limit: number): number[] {
     const n = Math.max(0, Math.floor(limit));

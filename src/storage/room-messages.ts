@@ -4,24 +4,18 @@
 // messages; everything else is read from the log by position, and search streams the log.
 //
 // Objects returned are the store's own (cached): the caller (file-store.ts) copies them.
-import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
 import { corruptAt, parseLine, readAt } from './log-reader.js';
+import { candidateLines, forEachBlock, rawSafe } from './log-search.js';
 import { MessageCache } from './message-cache.js';
 import { RoomIndex } from './room-index.js';
 import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
-const SEARCH_CHUNK = 4 * 1024 * 1024;
-// Characters outside Latin-1 whose lower case contains an ASCII letter (İ → i̇, K → k), as UTF-8.
-const ASCII_LOWERING = [Buffer.from('İ', 'utf8'), Buffer.from('\u212a', 'utf8')];
-/** Characters no other character lowers to, and that have no case themselves. */
-const CASELESS = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u0020-\u0021\u0023-\u0040\u005b\u005d-\u0060\u007b-\u007e]+$/u;
-
 export interface RoomMessagesOptions {
   dir: string;
   logger: Logger;
@@ -271,72 +265,43 @@ export class RoomMessages {
 
   /**
    * Visible, not deleted messages whose text contains the query (case-insensitive), oldest
-   * first: streams the log; a chunk whose text cannot contain the query is skipped undecoded
-   * (for an ASCII query it is scanned as Latin-1, which is exact for ASCII letters).
+   * first: streams the log; only lines whose raw bytes may hold the query are parsed
+   * (log-search.ts), and the scan stops once no line left in the log can be older than the
+   * oldest `limit` found.
    */
   async search(roomId: string, query: string, limit: number): Promise<Message[]> {
     const index = await this.ready(roomId);
     const size = this.opts.sizeOf(roomId);
     if (!index || size === 0 || limit <= 0) return [];
     const needle = query.toLowerCase();
-    // A query with a quote, backslash or control character is written escaped in the log: the
-    // raw-text filters would miss it, so every line is parsed then.
-    const rawSafe = !/["\\\u0000-\u001f]/.test(needle);
-    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle) ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'i') : undefined;
-    // A query without cased letters (Chinese, Japanese, Korean, digits, punctuation) is found by
-    // its bytes: nothing else lowers to those characters.
-    const caseless = rawSafe && !ascii && CASELESS.test(needle) ? Buffer.from(needle, 'utf8') : undefined;
-    const file = this.fileOf(roomId);
+    const candidates = candidateLines(needle);
+    // A query JSON writes escaped (quote, backslash, control character) is not in the raw line.
+    const raw = rawSafe(needle);
     let found: Message[] = [];
-    let carry: Buffer = Buffer.alloc(0);
-    let base = 0;
-    const consider = (region: Buffer, regionBase: number): void => {
-      if (caseless ? !region.includes(caseless) : rawSafe && !mayContain(region, needle, ascii)) return;
-      for (let start = 0; start < region.length; ) {
-        let nl = region.indexOf(0x0a, start);
-        if (nl < 0) nl = region.length;
-        const line = region.subarray(start, nl);
-        const offset = regionBase + start;
-        start = nl + 1;
-        if (line.length === 0 || (caseless && !line.includes(caseless))) continue;
-        const text = line.toString('utf8');
-        if (rawSafe && !text.toLowerCase().includes(needle)) continue;
+    let newestKept = 0;
+    let latestLineBelow = 0; // the highest offset of a latest version older than newestKept
+    await forEachBlock(this.fileOf(roomId), size, (block, base) => {
+      candidates(block, (start, end) => {
+        const text = block.toString('utf8', start, end);
+        if (raw && !text.toLowerCase().includes(needle)) return;
         const m = parseLine(text, roomId);
-        if (typeof m !== 'object') continue; // reported when read
-        if (index.offsetOf(m.seq) !== offset) continue; // an older version
-        if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) continue;
+        if (typeof m !== 'object') return; // reported when read
+        if (index.offsetOf(m.seq) !== base + start) return; // an older version
+        if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) return;
         found.push(m);
         if (found.length > limit * 2) found = keepOldest(found, limit);
-      }
-    };
-    for await (const chunk of createReadStream(file, { start: 0, end: size - 1, highWaterMark: SEARCH_CHUNK }) as AsyncIterable<Buffer>) {
-      const data = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
-      const last = data.lastIndexOf(0x0a);
-      if (last < 0) {
-        carry = Buffer.from(data);
-        continue;
-      }
-      consider(data.subarray(0, last + 1), base);
-      base += last + 1;
-      carry = Buffer.from(data.subarray(last + 1));
-    }
+      });
+      if (found.length < limit) return true;
+      found = keepOldest(found, limit);
+      // Done if every seq older than the newest kept has its latest line before this point.
+      const newest = found[found.length - 1]!.seq;
+      if (newest !== newestKept) [newestKept, latestLineBelow] = [newest, index.maxOffsetBelow(newest)];
+      return latestLineBelow >= base + block.length;
+    });
     return keepOldest(found, limit);
   }
 }
 
 function keepOldest(messages: Message[], limit: number): Message[] {
   return messages.sort((a, b) => a.seq - b.seq).slice(0, limit);
-}
-
-/**
- * False only if no line of the region can contain the needle in its text (a cheap filter). An
- * ASCII needle is matched case-insensitively by a regular expression on the Latin-1 view (no
- * lowered copy of the chunk; without the `u` flag, /i folds ASCII letters only to ASCII
- * letters, and the two non-Latin-1 characters that lower to ASCII letters send the chunk to the
- * exact path).
- */
-function mayContain(region: Buffer, needle: string, ascii: RegExp | undefined): boolean {
-  if (needle === '') return true;
-  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) return ascii.test(region.toString('latin1'));
-  return region.toString('utf8').toLowerCase().includes(needle);
 }
