@@ -89,6 +89,16 @@ export class RoomMessages {
   }
 
   /**
+   * The room's index with its id and client tables (a persisted index is first loaded without
+   * them: pages, search and get_context do not need them; ids, client ids and commits do).
+   */
+  async readyWithTables(roomId: string): Promise<RoomIndex | undefined> {
+    const index = await this.ready(roomId);
+    await index?.loadTables();
+    return index;
+  }
+
+  /**
    * Loads every lazy room's index, one at a time (a background warm-up after start, and what
    * `getMessage` waits for when an id is not in a loaded room).
    */
@@ -96,7 +106,7 @@ export class RoomMessages {
     this.loadingAll ??= (async () => {
       for (const roomId of [...this.lazy.keys()]) {
         if (this.stopped) return;
-        await this.ready(roomId).catch((err: unknown) => {
+        await this.readyWithTables(roomId).catch((err: unknown) => {
           this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
         });
         await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
@@ -208,6 +218,7 @@ export class RoomMessages {
     const hash = hash32(messageId);
     const probe = async (): Promise<Message | undefined> => {
       for (const [roomId, index] of this.indexes) {
+        if (!index.tablesLoaded) await index.loadTables();
         const seqs = index.seqsOfId(messageId, hash);
         if (seqs.length === 0) continue;
         for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
@@ -223,6 +234,7 @@ export class RoomMessages {
 
   /** The stored message id at each seq (undefined where none), for commit checks. */
   async idsAt(roomId: string, seqs: readonly number[]): Promise<Map<number, string>> {
+    await this.readyWithTables(roomId); // every commit asks this first: its lines are then added
     const ids = new Map<number, string>();
     for (const m of await this.read(roomId, seqs)) ids.set(m.seq, m.message_id);
     return ids;
@@ -230,7 +242,7 @@ export class RoomMessages {
 
   /** Whether the room already has a message with this id (at any seq). */
   async hasId(roomId: string, messageId: string): Promise<number | undefined> {
-    const index = await this.ready(roomId);
+    const index = await this.readyWithTables(roomId);
     if (!index) return undefined;
     const seqs = index.seqsOfId(messageId);
     if (seqs.length === 0) return undefined;
@@ -238,7 +250,7 @@ export class RoomMessages {
   }
 
   async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-    const index = await this.ready(roomId);
+    const index = await this.readyWithTables(roomId);
     if (!index) return undefined;
     const seqs = [...new Set(index.seqsOfClient(senderId, clientMsgId))].sort((a, b) => a - b);
     return (await this.read(roomId, seqs)).find((m) => m.sender_id === senderId && m.client_msg_id === clientMsgId);
