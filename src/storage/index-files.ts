@@ -20,7 +20,7 @@ import { open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { readAt, scanRoomLog } from './log-reader.js';
-import { RoomIndex, type IndexHeader } from './room-index.js';
+import { crc32Yielding, RoomIndex, type IndexHeader } from './room-index.js';
 import type { SeqTable } from './seq-table.js';
 
 export const MANIFEST_FILE = 'indexes.json';
@@ -122,7 +122,9 @@ export class IndexFiles {
       const handle = await open(path, 'r');
       try {
         if ((await readAt(handle, 0, headerText.length)).toString('latin1') !== headerText) throw new Error('the index file changed');
-        return RoomIndex.tablesFrom(h, await readAt(handle, at, bytes));
+        const tables = await readAt(handle, at, bytes);
+        if ((await crc32Yielding(tables)) !== h.crc32Tables) throw new Error('checksum');
+        return RoomIndex.tablesFrom(h, tables, true);
       } finally {
         await handle.close();
       }

@@ -268,9 +268,9 @@ export class RoomIndex {
   }
 
   /** The id and client tables from their bytes (v3, checked here). */
-  static tablesFrom(h: IndexHeader, bytes: Buffer): { ids: SeqTable; clients: SeqTable } {
+  static tablesFrom(h: IndexHeader, bytes: Buffer, checked = false): { ids: SeqTable; clients: SeqTable } {
     if (bytes.length !== RoomIndex.partBytes(h).tables) throw new Error('truncated');
-    if (crc32(bytes) !== h.crc32Tables) throw new Error('checksum');
+    if (!checked && crc32(bytes) !== h.crc32Tables) throw new Error('checksum');
     const read = reader(bytes);
     return {
       ids: SeqTable.import(read(Int32Array, h.ids[0]), read(Int32Array, h.ids[0]), h.ids[1]),
@@ -323,6 +323,20 @@ export class RoomIndex {
     this.lengths = lengths;
     this.flags = flags;
   }
+}
+
+/**
+ * CRC-32 of a large buffer 1 MiB at a time, yielding to the event loop in between (the tables
+ * of a big room are checked off the request path: 17 MB in one call would stall requests ~6 ms).
+ */
+export async function crc32Yielding(bytes: Buffer): Promise<number> {
+  const step = 1024 * 1024;
+  let crc = 0;
+  for (let at = 0; at < bytes.length; at += step) {
+    crc = crc32(bytes.subarray(at, Math.min(bytes.length, at + step)), crc);
+    if (at + step < bytes.length) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return crc;
 }
 
 /** The JSON header line of an `.idx` file. */
