@@ -16,6 +16,8 @@ import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
+/** The warm-up reads the index tables this long after the cores (see loadAll). */
+const TABLES_AFTER_MS = 1000;
 export interface RoomMessagesOptions {
   dir: string;
   logger: Logger;
@@ -39,6 +41,8 @@ export class RoomMessages {
   private readonly lazy = new Map<string, LazyRoom>();
   private readonly loading = new Map<string, Promise<RoomIndex>>();
   private loadingAll: Promise<void> | undefined;
+  private loadingCores: Promise<void> | undefined;
+  private wakeWarmUp: (() => void) | undefined;
   private stopped = false;
   private readonly reported = new Set<string>();
 
@@ -99,14 +103,21 @@ export class RoomMessages {
   }
 
   /**
-   * Loads every lazy room's index, one at a time (a background warm-up after start, and what
-   * `getMessage` waits for when an id is not in a loaded room).
+   * The background warm-up after start: every lazy room's index core, one room at a time, then
+   * (after TABLES_AFTER_MS, so the first requests after a start do not share the disk and the
+   * cores with them) the id and client tables of every index, one at a time.
    */
   loadAll(): Promise<void> {
     this.loadingAll ??= (async () => {
-      for (const roomId of [...this.lazy.keys()]) {
+      await this.loadCores();
+      await new Promise<void>((resolve) => {
+        this.wakeWarmUp = resolve;
+        setTimeout(resolve, TABLES_AFTER_MS).unref();
+      });
+      for (const [roomId, index] of [...this.indexes]) {
         if (this.stopped) return;
-        await this.readyWithTables(roomId).catch((err: unknown) => {
+        if (index.tablesLoaded) continue;
+        await index.loadTables().catch((err: unknown) => {
           this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
         });
         await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
@@ -117,10 +128,27 @@ export class RoomMessages {
     return this.loadingAll;
   }
 
+  /** Loads every lazy room's index core, one at a time (what `getMessage` waits for when an id is not in a loaded room). */
+  private loadCores(): Promise<void> {
+    this.loadingCores ??= (async () => {
+      for (const roomId of [...this.lazy.keys()]) {
+        if (this.stopped) return;
+        await this.ready(roomId).catch((err: unknown) => {
+          this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
+        });
+        await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
+      }
+    })().finally(() => {
+      this.loadingCores = undefined;
+    });
+    return this.loadingCores;
+  }
+
   /** Stops a running `loadAll` (the store is closing) and waits for the room it is loading. */
   async stopLoading(): Promise<void> {
     this.stopped = true;
-    await this.loadingAll;
+    this.wakeWarmUp?.();
+    await Promise.all([this.loadingAll, this.loadingCores]);
   }
 
   /** The index of a room being written (loaded: every commit with messages reads it first). */
@@ -228,7 +256,7 @@ export class RoomMessages {
     const found = await probe();
     if (found || this.lazy.size === 0) return found;
     // The id may be in a room not loaded yet: load them all (once), then look again.
-    await this.loadAll();
+    await this.loadCores();
     return probe();
   }
 
