@@ -191,9 +191,12 @@ export class RoomMessages {
     const index = await this.ready(roomId);
     if (!index || seqs.length === 0) return [];
     const out: (Message | undefined)[] = seqs.map((seq) => this.cache.get(roomId, seq));
-    const missing = seqs.map((seq, i) => ({ seq, i, offset: index.offsetOf(seq), length: index.lengthOf(seq) })).filter(
-      (x) => out[x.i] === undefined && index.has(x.seq),
-    );
+    // Only the misses get a record (a cached page — get_context's newest messages — allocates none).
+    const missing: { seq: number; i: number; offset: number; length: number }[] = [];
+    for (let i = 0; i < seqs.length; i++) {
+      const seq = seqs[i]!;
+      if (out[i] === undefined && index.has(seq)) missing.push({ seq, i, offset: index.offsetOf(seq), length: index.lengthOf(seq) });
+    }
     if (missing.length > 0) {
       const file = this.fileOf(roomId);
       const handle = await open(file, 'r');
@@ -219,7 +222,7 @@ export class RoomMessages {
         await handle.close();
       }
     }
-    return out.filter((m): m is Message => m !== undefined);
+    return missing.length === 0 && !out.includes(undefined) ? (out as Message[]) : out.filter((m): m is Message => m !== undefined);
   }
 
   private decode(roomId: string, file: string, bytes: Buffer, offset: number, seq: number): Message {
