@@ -89,7 +89,8 @@ export async function forEachLine(
 
 /**
  * Scans a log (from `resume.from`, with the index that covers the bytes before it, when a
- * persisted index was loaded) and recovers its tail.
+ * persisted index was loaded) and recovers its tail. With `repair` false (rebuilding part of an
+ * index over bytes already checked, of a log in use) a bad last line throws instead of being cut.
  */
 export async function scanRoomLog(
   path: string,
@@ -97,7 +98,10 @@ export async function scanRoomLog(
   logger: Logger,
   fileSize: number,
   resume?: { index: RoomIndex; from: number },
+  repair = true,
 ): Promise<ScannedLog> {
+  // Lines after the persisted index are added to it: its id and client tables must be in.
+  if (resume && resume.from < fileSize) await resume.index.loadTables();
   // What follows the id on a server line, as the Latin-1 view of its UTF-8 bytes.
   const afterId = Buffer.from(`","room_id":${JSON.stringify(roomId)},"seq":`, 'utf8').toString('latin1');
   const from = resume?.from ?? 0;
@@ -167,6 +171,7 @@ export async function scanRoomLog(
     cutReason = `last line ${bad.lineNo} is unreadable (${bad.reason})`;
   }
   if (end < fileSize) {
+    if (!repair) throw new Error(`room log ${path}: ${cutReason}`);
     await truncateDurably(path, end);
     logger.warn({ file: path, reason: cutReason, kept_bytes: end, cut_bytes: fileSize - end }, 'room log had a torn last line; cut it off');
   }

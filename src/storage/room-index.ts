@@ -30,8 +30,12 @@ export class RoomIndex {
   private offsets = new Float64Array(64).fill(-1);
   private lengths = new Uint32Array(64);
   private flags = new Uint8Array(64);
-  private ids = new SeqTable();
-  private clients = new SeqTable();
+  // The id and client tables: undefined while a persisted index's tables are not read yet
+  // (`loadTables`); a page, search or get_context needs only the arrays above.
+  private ids: SeqTable | undefined = new SeqTable();
+  private clients: SeqTable | undefined = new SeqTable();
+  private tablesLoader: (() => Promise<{ ids: SeqTable; clients: SeqTable }>) | undefined;
+  private tablesLoading: Promise<void> | undefined;
   private readonly lastBySender = new Map<string, number>();
   /** Senders whose last visible message became invisible: answer from disk (see file-store). */
   readonly staleSenders = new Set<string>();
@@ -52,7 +56,51 @@ export class RoomIndex {
   }
 
   get bytes(): number {
-    return this.offsets.byteLength + this.lengths.byteLength + this.flags.byteLength + this.ids.bytes + this.clients.bytes;
+    return this.offsets.byteLength + this.lengths.byteLength + this.flags.byteLength + (this.ids?.bytes ?? 0) + (this.clients?.bytes ?? 0);
+  }
+
+  /** Whether the id and client tables are in memory (needed by `add`, `seqsOfId`, `seqsOfClient`). */
+  get tablesLoaded(): boolean {
+    return this.ids !== undefined && this.clients !== undefined;
+  }
+
+  /** Reads the id and client tables of an index loaded without them (once; a failure is retried). */
+  loadTables(): Promise<void> {
+    if (this.tablesLoaded) return Promise.resolve();
+    this.tablesLoading ??= this.tablesLoader!().then(
+      ({ ids, clients }) => {
+        this.ids = ids;
+        this.clients = clients;
+        this.tablesLoader = undefined;
+      },
+      (err: unknown) => {
+        this.tablesLoading = undefined;
+        throw err;
+      },
+    );
+    return this.tablesLoading;
+  }
+
+  /** An index whose tables are read on first need by `loader` (a persisted index, index-files.ts). */
+  deferTables(loader: () => Promise<{ ids: SeqTable; clients: SeqTable }>): void {
+    this.ids = undefined;
+    this.clients = undefined;
+    this.tablesLoader = loader;
+  }
+
+  /** The id and client tables (an index built by a scan, to complete one whose tables were lost). */
+  tables(): { ids: SeqTable; clients: SeqTable } {
+    return { ids: this.idTable(), clients: this.clientTable() };
+  }
+
+  private idTable(): SeqTable {
+    if (!this.ids) throw new Error('room index: id table not loaded');
+    return this.ids;
+  }
+
+  private clientTable(): SeqTable {
+    if (!this.clients) throw new Error('room index: client table not loaded');
+    return this.clients;
   }
 
   has(seq: number): boolean {
@@ -70,6 +118,8 @@ export class RoomIndex {
   /** Adds a line: a new message, or a new version of one (which then replaces it). */
   add(meta: LineMeta, offset: number, length: number): void {
     const { seq } = meta;
+    const ids = this.idTable();
+    const clients = this.clientTable();
     this.dirty = true;
     if (seq > this.offsets.length) this.grow(seq);
     const isNew = this.offsets[seq - 1]! < 0;
@@ -79,10 +129,10 @@ export class RoomIndex {
     if (isNew) {
       this.present++;
       if (seq > this.top) this.top = seq;
-      this.ids.add(hash32(meta.messageId), seq);
+      ids.add(hash32(meta.messageId), seq);
     }
-    if (meta.clientMsgId !== undefined && (isNew || !this.clients.candidates(hash32(clientKey(meta.senderId, meta.clientMsgId))).includes(seq))) {
-      this.clients.add(hash32(clientKey(meta.senderId, meta.clientMsgId)), seq);
+    if (meta.clientMsgId !== undefined && (isNew || !clients.candidates(hash32(clientKey(meta.senderId, meta.clientMsgId))).includes(seq))) {
+      clients.add(hash32(clientKey(meta.senderId, meta.clientMsgId)), seq);
     }
     const last = this.lastBySender.get(meta.senderId) ?? 0;
     if (meta.visible && seq >= last) {
@@ -115,12 +165,21 @@ export class RoomIndex {
 
   /** Seqs that may hold the message id (compare after reading). */
   seqsOfId(messageId: string, hash = hash32(messageId)): number[] {
-    return this.ids.has(hash) ? this.ids.candidates(hash) : [];
+    const ids = this.idTable();
+    return ids.has(hash) ? ids.candidates(hash) : [];
   }
 
   /** Seqs that may hold the sender's client_msg_id (compare after reading). */
   seqsOfClient(senderId: string, clientMsgId: string): number[] {
-    return this.clients.candidates(hash32(clientKey(senderId, clientMsgId)));
+    return this.clientTable().candidates(hash32(clientKey(senderId, clientMsgId)));
+  }
+
+  /** The highest log offset of the latest line of a seq below `seq` (-1 if none). */
+  maxOffsetBelow(seq: number): number {
+    let max = -1;
+    const end = Math.min(seq - 1, this.top);
+    for (let s = 0; s < end; s++) if (this.offsets[s]! > max) max = this.offsets[s]!;
+    return max;
   }
 
   /** Present seqs of a page: > afterSeq ascending, or the newest < beforeSeq, or both bounds. */
@@ -138,15 +197,18 @@ export class RoomIndex {
   }
 
   /**
-   * The index as bytes, for `room_messages/{room_id}.idx`: a JSON header line, then the arrays.
+   * The index as bytes, for `room_messages/{room_id}.idx`: a JSON header line, then the arrays —
+   * the core (offsets, lengths, flags: what a page, search or get_context needs), then the id and
+   * client tables — each part with its own CRC-32, so a room's first read loads and checks the
+   * core alone (index-files.ts) and the tables follow when something needs them.
    * `coveredSize` is the log size the index describes; `fingerprint` identifies the log's bytes
    * just before it (both checked before the file is trusted, see file-store.ts).
    */
   serialize(coveredSize: number, fingerprint: string): Buffer {
-    const ids = this.ids.export();
-    const clients = this.clients.export();
+    const ids = this.idTable().export();
+    const clients = this.clientTable().export();
     const header = {
-      v: 2,
+      v: 3,
       size: coveredSize,
       fingerprint,
       top: this.top,
@@ -158,76 +220,93 @@ export class RoomIndex {
       senders: [...this.lastBySender],
       stale: [...this.staleSenders],
     };
-    const parts = [this.offsets, this.lengths, this.flags, ids.keys, ids.seqs, clients.keys, clients.seqs].map((a) =>
-      Buffer.from(a.buffer, a.byteOffset, a.byteLength),
-    );
-    // A checksum of the arrays: the file is a cache written without fsync, so a crash soon
-    // after may leave it with the right length and the wrong bytes. CRC-32 (native, several
-    // GB/s) rather than SHA-1: a 3,000,000-message room's index is 121 MB, read on first use.
-    let sum = 0;
-    for (const part of parts) sum = crc32(part, sum);
-    let head = JSON.stringify({ ...header, crc32: sum });
+    const bytesOf = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+    const core = [this.offsets, this.lengths, this.flags].map(bytesOf);
+    const tables = [ids.keys, ids.seqs, clients.keys, clients.seqs].map(bytesOf);
+    // Checksums of the arrays: the file is a cache written without fsync, so a crash soon after
+    // may leave it with the right length and the wrong bytes. CRC-32 (native, several GB/s).
+    const sum = (parts: Buffer[]): number => parts.reduce((crc, part) => crc32(part, crc), 0);
+    let head = JSON.stringify({ ...header, crc32Core: sum(core), crc32Tables: sum(tables) });
     // Padded so the arrays start 8-byte aligned in the file: they are then used in place.
     head += ' '.repeat((8 - ((Buffer.byteLength(head) + 1) % 8)) % 8);
-    return Buffer.concat([Buffer.from(head + '\n', 'utf8'), ...parts]);
+    return Buffer.concat([Buffer.from(head + '\n', 'utf8'), ...core, ...tables]);
   }
 
-  /** Reads what `serialize` wrote; throws if it is not whole. */
-  static deserialize(buf: Buffer): { index: RoomIndex; size: number; fingerprint: string } {
-    const nl = buf.indexOf(0x0a);
-    if (nl < 0) throw new Error('no header');
-    const h = JSON.parse(buf.toString('utf8', 0, nl)) as {
-      v: number;
-      size: number;
-      fingerprint: string;
-      top: number;
-      present: number;
-      lastPerson: number;
-      cap: number;
-      ids: [number, number];
-      clients: [number, number];
-      senders: [string, number][];
-      stale: string[];
-      sha1?: string;
-      crc32?: number;
-    };
-    const body = buf.subarray(nl + 1);
-    if (h.v === 1) {
-      if (createHash('sha1').update(body).digest('hex') !== h.sha1) throw new Error('checksum');
-    } else if (h.v !== 2 || crc32(body) !== h.crc32) {
-      throw new Error(h.v === 2 ? 'checksum' : `version ${h.v}`);
+  /** The header line of an `.idx` (`buf` holds at least its first `end` bytes, `end` its newline). */
+  static parseHeader(buf: Buffer, end: number): IndexHeader {
+    const h = JSON.parse(buf.toString('utf8', 0, end)) as IndexHeader;
+    if (typeof h !== 'object' || h === null || !Number.isInteger(h.cap) || h.cap < 0 || !Array.isArray(h.ids) || !Array.isArray(h.clients)) {
+      throw new Error('bad header');
     }
-    let at = nl + 1;
-    // Each array is a view of the file's bytes where they are aligned (v2 files), else a copy.
-    const take = <T extends Float64Array | Uint32Array | Uint8Array | Int32Array>(
-      Kind: { new (n: number): T; new (buffer: ArrayBufferLike, offset: number, n: number): T; BYTES_PER_ELEMENT: number },
-      n: number,
-    ): T => {
-      const bytes = n * Kind.BYTES_PER_ELEMENT;
-      if (at + bytes > buf.length) throw new Error('truncated');
-      const offset = buf.byteOffset + at;
-      let arr: T;
-      if (offset % Kind.BYTES_PER_ELEMENT === 0) arr = new Kind(buf.buffer, offset, n);
-      else {
-        arr = new Kind(n);
-        new Uint8Array(arr.buffer).set(buf.subarray(at, at + bytes));
-      }
-      at += bytes;
-      return arr;
-    };
+    return h;
+  }
+
+  /** Bytes of the core arrays and of the tables that follow the header. */
+  static partBytes(h: IndexHeader): { core: number; tables: number } {
+    return { core: h.cap * 13, tables: (h.ids[0] + h.clients[0]) * 8 };
+  }
+
+  /** The index from its header and core bytes (v3, checked here); its tables come later. */
+  static fromCore(h: IndexHeader, core: Buffer): RoomIndex {
+    if (h.v !== 3) throw new Error(`version ${h.v}`);
+    if (core.length !== RoomIndex.partBytes(h).core) throw new Error('truncated');
+    if (crc32(core) !== h.crc32Core) throw new Error('checksum');
+    const read = reader(core);
     const index = new RoomIndex();
-    index.offsets = take(Float64Array, h.cap);
-    index.lengths = take(Uint32Array, h.cap);
-    index.flags = take(Uint8Array, h.cap);
-    index.ids = SeqTable.import(take(Int32Array, h.ids[0]), take(Int32Array, h.ids[0]), h.ids[1]);
-    index.clients = SeqTable.import(take(Int32Array, h.clients[0]), take(Int32Array, h.clients[0]), h.clients[1]);
-    if (at !== buf.length) throw new Error('trailing bytes');
+    index.offsets = read(Float64Array, h.cap);
+    index.lengths = read(Uint32Array, h.cap);
+    index.flags = read(Uint8Array, h.cap);
+    index.ids = undefined;
+    index.clients = undefined;
     index.top = h.top;
     index.present = h.present;
     index.lastPerson = h.lastPerson;
     for (const [sender, seq] of h.senders) index.lastBySender.set(sender, seq);
     for (const sender of h.stale) index.staleSenders.add(sender);
     index.dirty = false;
+    return index;
+  }
+
+  /** The id and client tables from their bytes (v3, checked here). */
+  static tablesFrom(h: IndexHeader, bytes: Buffer, checked = false): { ids: SeqTable; clients: SeqTable } {
+    if (bytes.length !== RoomIndex.partBytes(h).tables) throw new Error('truncated');
+    if (!checked && crc32(bytes) !== h.crc32Tables) throw new Error('checksum');
+    const read = reader(bytes);
+    return {
+      ids: SeqTable.import(read(Int32Array, h.ids[0]), read(Int32Array, h.ids[0]), h.ids[1]),
+      clients: SeqTable.import(read(Int32Array, h.clients[0]), read(Int32Array, h.clients[0]), h.clients[1]),
+    };
+  }
+
+  /**
+   * Reads a whole `.idx` of any version (v1 with a SHA-1, v2 with one CRC-32, v3); throws if it
+   * is not whole. An index read from an older version is marked changed, so a clean shutdown
+   * writes it again as v3.
+   */
+  static deserialize(buf: Buffer): { index: RoomIndex; size: number; fingerprint: string } {
+    const nl = buf.indexOf(0x0a);
+    if (nl < 0) throw new Error('no header');
+    const h = RoomIndex.parseHeader(buf, nl);
+    const body = buf.subarray(nl + 1);
+    const { core, tables } = RoomIndex.partBytes(h);
+    if (body.length !== core + tables) throw new Error(body.length < core + tables ? 'truncated' : 'trailing bytes');
+    if (h.v === 3) {
+      const index = RoomIndex.fromCore(h, body.subarray(0, core));
+      const loaded = RoomIndex.tablesFrom(h, body.subarray(core));
+      index.ids = loaded.ids;
+      index.clients = loaded.clients;
+      return { index, size: h.size, fingerprint: h.fingerprint };
+    }
+    if (h.v === 1) {
+      if (createHash('sha1').update(body).digest('hex') !== h.sha1) throw new Error('checksum');
+    } else if (h.v !== 2 || crc32(body) !== h.crc32) {
+      throw new Error(h.v === 2 ? 'checksum' : `version ${h.v}`);
+    }
+    const index = RoomIndex.fromCore({ ...h, v: 3, crc32Core: crc32(body.subarray(0, core)) }, body.subarray(0, core));
+    const loaded = RoomIndex.tablesFrom({ ...h, crc32Tables: crc32(body.subarray(core)) }, body.subarray(core));
+    index.ids = loaded.ids;
+    index.clients = loaded.clients;
+    index.dirty = true; // written again as v3 at the next clean shutdown
     return { index, size: h.size, fingerprint: h.fingerprint };
   }
 
@@ -244,4 +323,57 @@ export class RoomIndex {
     this.lengths = lengths;
     this.flags = flags;
   }
+}
+
+/**
+ * CRC-32 of a large buffer 1 MiB at a time, yielding to the event loop in between (the tables
+ * of a big room are checked off the request path: 17 MB in one call would stall requests ~6 ms).
+ */
+export async function crc32Yielding(bytes: Buffer): Promise<number> {
+  const step = 1024 * 1024;
+  let crc = 0;
+  for (let at = 0; at < bytes.length; at += step) {
+    crc = crc32(bytes.subarray(at, Math.min(bytes.length, at + step)), crc);
+    if (at + step < bytes.length) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return crc;
+}
+
+/** The JSON header line of an `.idx` file. */
+export interface IndexHeader {
+  v: number;
+  size: number;
+  fingerprint: string;
+  top: number;
+  present: number;
+  lastPerson: number;
+  cap: number;
+  ids: [number, number];
+  clients: [number, number];
+  senders: [string, number][];
+  stale: string[];
+  sha1?: string;
+  crc32?: number;
+  crc32Core?: number;
+  crc32Tables?: number;
+}
+
+type ArrayKind<T> = { new (n: number): T; new (buffer: ArrayBufferLike, offset: number, n: number): T; BYTES_PER_ELEMENT: number };
+
+/** Reads typed arrays one after another from `buf`: views of its bytes where aligned, else copies. */
+function reader(buf: Buffer) {
+  let at = 0;
+  return <T extends Float64Array | Uint32Array | Uint8Array | Int32Array>(Kind: ArrayKind<T>, n: number): T => {
+    const bytes = n * Kind.BYTES_PER_ELEMENT;
+    if (at + bytes > buf.length) throw new Error('truncated');
+    const offset = buf.byteOffset + at;
+    let arr: T;
+    if (offset % Kind.BYTES_PER_ELEMENT === 0) arr = new Kind(buf.buffer, offset, n);
+    else {
+      arr = new Kind(n);
+      new Uint8Array(arr.buffer).set(buf.subarray(at, at + bytes));
+    }
+    at += bytes;
+    return arr;
+  };
 }

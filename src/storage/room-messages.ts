@@ -4,24 +4,20 @@
 // messages; everything else is read from the log by position, and search streams the log.
 //
 // Objects returned are the store's own (cached): the caller (file-store.ts) copies them.
-import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
 import { corruptAt, parseLine, readAt } from './log-reader.js';
+import { candidateLines, forEachBlock, rawSafe } from './log-search.js';
 import { MessageCache } from './message-cache.js';
 import { RoomIndex } from './room-index.js';
 import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
-const SEARCH_CHUNK = 4 * 1024 * 1024;
-// Characters outside Latin-1 whose lower case contains an ASCII letter (İ → i̇, K → k), as UTF-8.
-const ASCII_LOWERING = [Buffer.from('İ', 'utf8'), Buffer.from('\u212a', 'utf8')];
-/** Characters no other character lowers to, and that have no case themselves. */
-const CASELESS = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u0020-\u0021\u0023-\u0040\u005b\u005d-\u0060\u007b-\u007e]+$/u;
-
+/** The warm-up reads the index tables this long after the cores (see loadAll). */
+const TABLES_AFTER_MS = 1000;
 export interface RoomMessagesOptions {
   dir: string;
   logger: Logger;
@@ -45,6 +41,8 @@ export class RoomMessages {
   private readonly lazy = new Map<string, LazyRoom>();
   private readonly loading = new Map<string, Promise<RoomIndex>>();
   private loadingAll: Promise<void> | undefined;
+  private loadingCores: Promise<void> | undefined;
+  private wakeWarmUp: (() => void) | undefined;
   private stopped = false;
   private readonly reported = new Set<string>();
 
@@ -95,14 +93,31 @@ export class RoomMessages {
   }
 
   /**
-   * Loads every lazy room's index, one at a time (a background warm-up after start, and what
-   * `getMessage` waits for when an id is not in a loaded room).
+   * The room's index with its id and client tables (a persisted index is first loaded without
+   * them: pages, search and get_context do not need them; ids, client ids and commits do).
+   */
+  async readyWithTables(roomId: string): Promise<RoomIndex | undefined> {
+    const index = await this.ready(roomId);
+    await index?.loadTables();
+    return index;
+  }
+
+  /**
+   * The background warm-up after start: every lazy room's index core, one room at a time, then
+   * (after TABLES_AFTER_MS, so the first requests after a start do not share the disk and the
+   * cores with them) the id and client tables of every index, one at a time.
    */
   loadAll(): Promise<void> {
     this.loadingAll ??= (async () => {
-      for (const roomId of [...this.lazy.keys()]) {
+      await this.loadCores();
+      await new Promise<void>((resolve) => {
+        this.wakeWarmUp = resolve;
+        setTimeout(resolve, TABLES_AFTER_MS).unref();
+      });
+      for (const [roomId, index] of [...this.indexes]) {
         if (this.stopped) return;
-        await this.ready(roomId).catch((err: unknown) => {
+        if (index.tablesLoaded) continue;
+        await index.loadTables().catch((err: unknown) => {
           this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
         });
         await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
@@ -113,10 +128,27 @@ export class RoomMessages {
     return this.loadingAll;
   }
 
+  /** Loads every lazy room's index core, one at a time (what `getMessage` waits for when an id is not in a loaded room). */
+  private loadCores(): Promise<void> {
+    this.loadingCores ??= (async () => {
+      for (const roomId of [...this.lazy.keys()]) {
+        if (this.stopped) return;
+        await this.ready(roomId).catch((err: unknown) => {
+          this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
+        });
+        await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
+      }
+    })().finally(() => {
+      this.loadingCores = undefined;
+    });
+    return this.loadingCores;
+  }
+
   /** Stops a running `loadAll` (the store is closing) and waits for the room it is loading. */
   async stopLoading(): Promise<void> {
     this.stopped = true;
-    await this.loadingAll;
+    this.wakeWarmUp?.();
+    await Promise.all([this.loadingAll, this.loadingCores]);
   }
 
   /** The index of a room being written (loaded: every commit with messages reads it first). */
@@ -159,9 +191,12 @@ export class RoomMessages {
     const index = await this.ready(roomId);
     if (!index || seqs.length === 0) return [];
     const out: (Message | undefined)[] = seqs.map((seq) => this.cache.get(roomId, seq));
-    const missing = seqs.map((seq, i) => ({ seq, i, offset: index.offsetOf(seq), length: index.lengthOf(seq) })).filter(
-      (x) => out[x.i] === undefined && index.has(x.seq),
-    );
+    // Only the misses get a record (a cached page — get_context's newest messages — allocates none).
+    const missing: { seq: number; i: number; offset: number; length: number }[] = [];
+    for (let i = 0; i < seqs.length; i++) {
+      const seq = seqs[i]!;
+      if (out[i] === undefined && index.has(seq)) missing.push({ seq, i, offset: index.offsetOf(seq), length: index.lengthOf(seq) });
+    }
     if (missing.length > 0) {
       const file = this.fileOf(roomId);
       const handle = await open(file, 'r');
@@ -187,7 +222,7 @@ export class RoomMessages {
         await handle.close();
       }
     }
-    return out.filter((m): m is Message => m !== undefined);
+    return missing.length === 0 && !out.includes(undefined) ? (out as Message[]) : out.filter((m): m is Message => m !== undefined);
   }
 
   private decode(roomId: string, file: string, bytes: Buffer, offset: number, seq: number): Message {
@@ -214,6 +249,7 @@ export class RoomMessages {
     const hash = hash32(messageId);
     const probe = async (): Promise<Message | undefined> => {
       for (const [roomId, index] of this.indexes) {
+        if (!index.tablesLoaded) await index.loadTables();
         const seqs = index.seqsOfId(messageId, hash);
         if (seqs.length === 0) continue;
         for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
@@ -223,12 +259,13 @@ export class RoomMessages {
     const found = await probe();
     if (found || this.lazy.size === 0) return found;
     // The id may be in a room not loaded yet: load them all (once), then look again.
-    await this.loadAll();
+    await this.loadCores();
     return probe();
   }
 
   /** The stored message id at each seq (undefined where none), for commit checks. */
   async idsAt(roomId: string, seqs: readonly number[]): Promise<Map<number, string>> {
+    await this.readyWithTables(roomId); // every commit asks this first: its lines are then added
     const ids = new Map<number, string>();
     for (const m of await this.read(roomId, seqs)) ids.set(m.seq, m.message_id);
     return ids;
@@ -236,7 +273,7 @@ export class RoomMessages {
 
   /** Whether the room already has a message with this id (at any seq). */
   async hasId(roomId: string, messageId: string): Promise<number | undefined> {
-    const index = await this.ready(roomId);
+    const index = await this.readyWithTables(roomId);
     if (!index) return undefined;
     const seqs = index.seqsOfId(messageId);
     if (seqs.length === 0) return undefined;
@@ -244,7 +281,7 @@ export class RoomMessages {
   }
 
   async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-    const index = await this.ready(roomId);
+    const index = await this.readyWithTables(roomId);
     if (!index) return undefined;
     const seqs = [...new Set(index.seqsOfClient(senderId, clientMsgId))].sort((a, b) => a - b);
     return (await this.read(roomId, seqs)).find((m) => m.sender_id === senderId && m.client_msg_id === clientMsgId);
@@ -271,72 +308,43 @@ export class RoomMessages {
 
   /**
    * Visible, not deleted messages whose text contains the query (case-insensitive), oldest
-   * first: streams the log; a chunk whose text cannot contain the query is skipped undecoded
-   * (for an ASCII query it is scanned as Latin-1, which is exact for ASCII letters).
+   * first: streams the log; only lines whose raw bytes may hold the query are parsed
+   * (log-search.ts), and the scan stops once no line left in the log can be older than the
+   * oldest `limit` found.
    */
   async search(roomId: string, query: string, limit: number): Promise<Message[]> {
     const index = await this.ready(roomId);
     const size = this.opts.sizeOf(roomId);
     if (!index || size === 0 || limit <= 0) return [];
     const needle = query.toLowerCase();
-    // A query with a quote, backslash or control character is written escaped in the log: the
-    // raw-text filters would miss it, so every line is parsed then.
-    const rawSafe = !/["\\\u0000-\u001f]/.test(needle);
-    const ascii = rawSafe && /^[\x20-\x7e]*$/.test(needle) ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'i') : undefined;
-    // A query without cased letters (Chinese, Japanese, Korean, digits, punctuation) is found by
-    // its bytes: nothing else lowers to those characters.
-    const caseless = rawSafe && !ascii && CASELESS.test(needle) ? Buffer.from(needle, 'utf8') : undefined;
-    const file = this.fileOf(roomId);
+    const candidates = candidateLines(needle);
+    // A query JSON writes escaped (quote, backslash, control character) is not in the raw line.
+    const raw = rawSafe(needle);
     let found: Message[] = [];
-    let carry: Buffer = Buffer.alloc(0);
-    let base = 0;
-    const consider = (region: Buffer, regionBase: number): void => {
-      if (caseless ? !region.includes(caseless) : rawSafe && !mayContain(region, needle, ascii)) return;
-      for (let start = 0; start < region.length; ) {
-        let nl = region.indexOf(0x0a, start);
-        if (nl < 0) nl = region.length;
-        const line = region.subarray(start, nl);
-        const offset = regionBase + start;
-        start = nl + 1;
-        if (line.length === 0 || (caseless && !line.includes(caseless))) continue;
-        const text = line.toString('utf8');
-        if (rawSafe && !text.toLowerCase().includes(needle)) continue;
+    let newestKept = 0;
+    let latestLineBelow = 0; // the highest offset of a latest version older than newestKept
+    await forEachBlock(this.fileOf(roomId), size, (block, base) => {
+      candidates(block, (start, end) => {
+        const text = block.toString('utf8', start, end);
+        if (raw && !text.toLowerCase().includes(needle)) return;
         const m = parseLine(text, roomId);
-        if (typeof m !== 'object') continue; // reported when read
-        if (index.offsetOf(m.seq) !== offset) continue; // an older version
-        if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) continue;
+        if (typeof m !== 'object') return; // reported when read
+        if (index.offsetOf(m.seq) !== base + start) return; // an older version
+        if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) return;
         found.push(m);
         if (found.length > limit * 2) found = keepOldest(found, limit);
-      }
-    };
-    for await (const chunk of createReadStream(file, { start: 0, end: size - 1, highWaterMark: SEARCH_CHUNK }) as AsyncIterable<Buffer>) {
-      const data = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
-      const last = data.lastIndexOf(0x0a);
-      if (last < 0) {
-        carry = Buffer.from(data);
-        continue;
-      }
-      consider(data.subarray(0, last + 1), base);
-      base += last + 1;
-      carry = Buffer.from(data.subarray(last + 1));
-    }
+      });
+      if (found.length < limit) return true;
+      found = keepOldest(found, limit);
+      // Done if every seq older than the newest kept has its latest line before this point.
+      const newest = found[found.length - 1]!.seq;
+      if (newest !== newestKept) [newestKept, latestLineBelow] = [newest, index.maxOffsetBelow(newest)];
+      return latestLineBelow >= base + block.length;
+    });
     return keepOldest(found, limit);
   }
 }
 
 function keepOldest(messages: Message[], limit: number): Message[] {
   return messages.sort((a, b) => a.seq - b.seq).slice(0, limit);
-}
-
-/**
- * False only if no line of the region can contain the needle in its text (a cheap filter). An
- * ASCII needle is matched case-insensitively by a regular expression on the Latin-1 view (no
- * lowered copy of the chunk; without the `u` flag, /i folds ASCII letters only to ASCII
- * letters, and the two non-Latin-1 characters that lower to ASCII letters send the chunk to the
- * exact path).
- */
-function mayContain(region: Buffer, needle: string, ascii: RegExp | undefined): boolean {
-  if (needle === '') return true;
-  if (ascii && !ASCII_LOWERING.some((b) => region.includes(b))) return ascii.test(region.toString('latin1'));
-  return region.toString('utf8').toLowerCase().includes(needle);
 }

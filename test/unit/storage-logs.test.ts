@@ -207,12 +207,12 @@ describe('persisted message indexes', () => {
     expect(await lastSeq(fourth.s, 'r2')).toBe(6);
   });
 
-  it('an index file is checksummed (CRC-32) and its arrays start 8-byte aligned, to be used in place', async () => {
+  it('an index file is checksummed (CRC-32 of the core arrays and of the tables) and its arrays start 8-byte aligned, to be used in place', async () => {
     const messages = await storeWith(300);
     const bytes = await readFile(join(logDir, 'r1.idx'));
     const headerEnd = bytes.indexOf(0x0a) + 1;
     expect(headerEnd % 8).toBe(0);
-    expect(JSON.parse(bytes.toString('utf8', 0, headerEnd))).toMatchObject({ v: 2, top: 300, crc32: expect.any(Number) });
+    expect(JSON.parse(bytes.toString('utf8', 0, headerEnd))).toMatchObject({ v: 3, top: 300, crc32Core: expect.any(Number), crc32Tables: expect.any(Number) });
     const { s } = await openLogged();
     expect(await all(s, 'r1')).toEqual(messages);
     // Commits write into the loaded arrays (views of the file's bytes) and grow them.
@@ -257,8 +257,21 @@ describe('persisted message indexes', () => {
     const damaged = await openLogged();
     expect(damaged.opened.indexes_loaded_on_use).toBe(1); // the log is unchanged: read on use
     expect(await all(damaged.s, 'r1')).toEqual(messages);
+    // The damage is in the tables, read (and checked) when an id is first looked up.
+    for (const m of messages) expect(await damaged.s.getMessage(m.message_id)).toEqual(m);
+    expect(await damaged.s.findByClientMsgId('r1', messages[3]!.sender_id, 'c4')).toEqual(messages[3]);
     expect(damaged.lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.reason === 'checksum')).toBe(true);
-    await damaged.s.close(); // writes a good one again
+    await damaged.s.close();
+
+    // Damage in the core arrays is found on the room's first read.
+    const core = await readFile(idx);
+    core[core.indexOf(0x0a) + 3] ^= 0xff;
+    await writeFile(idx, core);
+    const damagedCore = await openLogged();
+    expect(await all(damagedCore.s, 'r1')).toEqual(messages);
+    expect(damagedCore.lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.reason === 'checksum')).toBe(true);
+    for (const m of messages) expect(await damagedCore.s.getMessage(m.message_id)).toEqual(m);
+    await damagedCore.s.close(); // writes a good one again
 
     // The log replaced by another one (a restore): size and mtime differ from the manifest, and
     // the fingerprint no longer matches.
@@ -267,6 +280,63 @@ describe('persisted message indexes', () => {
     const replaced = await openLogged();
     expect(replaced.opened).toMatchObject({ persisted_indexes_used: 0, indexes_loaded_on_use: 0 });
     expect(await all(replaced.s, 'r1')).toEqual(other);
+  });
+
+  it('a room\'s first read loads the core arrays only; ids, client ids and commits load the tables', async () => {
+    const messages = await storeWith(200);
+    const { s } = await openLogged();
+    expect(await s.readMessages('r1', { afterSeq: 0, limit: 50 })).toEqual(messages.slice(0, 50));
+    expect(await s.searchMessages('r1', messages[7]!.text_content, 1)).toEqual([messages[7]]);
+    const core = s.stats().indexBytes;
+    expect(core).toBe(256 * 13); // offsets, lengths, flags of a 256-seq capacity
+    expect(await s.findByClientMsgId('r1', messages[9]!.sender_id, 'c10')).toEqual(messages[9]);
+    expect(s.stats().indexBytes).toBeGreaterThan(core);
+    // A commit after a restart (tables loaded first), then a getMessage of a lazily loaded room.
+    await s.close();
+    const again = await openLogged();
+    const next = makeMessage('r1', 201, { client_msg_id: 'c201' });
+    await again.s.commitRoom('r1', { messages: [next], expectedVersion: 1 });
+    expect(await again.s.getMessage(next.message_id)).toEqual(next);
+    await again.s.close();
+    const third = await openLogged();
+    expect(await third.s.getMessage(messages[42]!.message_id)).toEqual(messages[42]);
+    expect(await third.s.findByClientMsgId('r1', next.sender_id, 'c201')).toEqual(next);
+  });
+
+  it('tables whose file went away after the core was read are rebuilt from the log', async () => {
+    const messages = await storeWith(40);
+    const { s, lines } = await openLogged();
+    expect(await all(s, 'r1')).toEqual(messages);
+    const { rm } = await import('node:fs/promises');
+    await rm(join(logDir, 'r1.idx'));
+    for (const m of messages) expect(await s.getMessage(m.message_id)).toEqual(m);
+    expect(lines.some((l) => l.msg === 'persisted message index not used; scanning the log')).toBe(true);
+    const next = makeMessage('r1', 41);
+    await s.commitRoom('r1', { messages: [next], expectedVersion: 1 });
+    expect(await all(s, 'r1')).toEqual([...messages, next]);
+  });
+
+  it('an index file of the previous format (v2, one CRC-32) is used, and written again as v3 at shutdown', async () => {
+    const messages = await storeWith(120);
+    const idx = join(logDir, 'r1.idx');
+    const v3 = await readFile(idx);
+    const nl = v3.indexOf(0x0a);
+    const { crc32 } = await import('node:zlib');
+    const { crc32Core: _c, crc32Tables: _t, ...rest } = JSON.parse(v3.toString('utf8', 0, nl)) as Record<string, unknown>;
+    const body = v3.subarray(nl + 1);
+    let head = JSON.stringify({ ...rest, v: 2, crc32: crc32(body) });
+    head += ' '.repeat((8 - ((Buffer.byteLength(head) + 1) % 8)) % 8);
+    await writeFile(idx, Buffer.concat([Buffer.from(head + '\n'), body]));
+    const { s, lines, opened } = await openLogged();
+    expect(opened.indexes_loaded_on_use).toBe(1);
+    expect(await all(s, 'r1')).toEqual(messages);
+    expect(await s.getMessage(messages[5]!.message_id)).toEqual(messages[5]);
+    expect(lines.some((l) => l.msg === 'persisted message index not used; scanning the log')).toBe(false);
+    await s.close();
+    const rewritten = await readFile(idx);
+    expect(JSON.parse(rewritten.toString('utf8', 0, rewritten.indexOf(0x0a)))).toMatchObject({ v: 3, top: 120 });
+    const again = await openLogged();
+    expect(await all(again.s, 'r1')).toEqual(messages);
   });
 
   it('a damaged manifest is ignored: every log is checked at start', async () => {
