@@ -5,6 +5,7 @@
 // Where the counters live is the caller's choice (`limiters`): this process's memory by
 // default, or a table every node shares (STORE=postgres: src/storage/postgres/rate-limits.ts),
 // so that a client spreading its calls over N nodes still gets one budget (SPEC §11).
+import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -133,7 +134,7 @@ export function failureKey(subject: string, address: string | null | undefined):
  * never reports (its caller threw) stops blocking the key after `stalePendingMs`.
  */
 export class FailureDelay {
-  private readonly failures = new Map<string, number>();
+  private readonly failures = new LRUCache<string, number>({ max: 100_000 });
   /** Attempts past beforeAttempt that have not reported yet, and when the last one began. */
   private readonly pending = new Map<string, { count: number; since: number }>();
 
@@ -161,9 +162,8 @@ export class FailureDelay {
 
   failed(key: string): void {
     this.settle(key);
+    // Bounded under a flood of distinct keys: the least recently failed are forgotten first.
     this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
-    // Bound memory under a flood of distinct keys.
-    if (this.failures.size > 100_000) this.failures.delete(this.failures.keys().next().value!);
   }
 
   succeeded(key: string): void {
