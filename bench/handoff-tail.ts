@@ -4,7 +4,8 @@
 // one-off stall (a module load, a major GC) from a tail spread over the run.
 //   HO_N=1500 npx tsx bench/handoff-tail.ts      (at most 1,998: the room stops after 999 rounds)
 // Server flags for profiling go through BENCH_SERVER_NODE_ARGS (bench/util.ts), for example
-// BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
+// BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"; BENCH_SERVER_STDOUT=FILE keeps the
+// server's stdout (its log, or V8 traces such as --trace-deopt) instead of dropping it.
 import { runHandoffBench } from './handoff.js';
 
 const h = await runHandoffBench(Number(process.env.HO_N ?? 1500));

@@ -1,6 +1,6 @@
 // Shared bench helpers: a server in its own process, a REST call, percentiles.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
@@ -34,7 +34,7 @@ export async function startBenchServer(env: Record<string, string>): Promise<Ben
     // One client address opens thousands of sockets and registers many participants: the
     // per-address abuse limits (SPEC §10) are lifted for benchmarks.
     env: { ...process.env, LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: '1000000', RATE_LIMIT_REGISTER_PER_HOUR: '0', ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_SERVER_STDOUT ? openSync(process.env.BENCH_SERVER_STDOUT, 'w') : 'ignore', 'inherit'],
   });
   let exited = false;
   child.once('exit', () => (exited = true));
