@@ -257,7 +257,7 @@ export class Participants {
     now: Date,
     build: (common: NewRecordFields) => Promise<RecordOfKind[K]>,
   ): Promise<{ record: RecordOfKind[K]; token: string }> {
-    const name = this.claimName(rawName);
+    const name = await this.claimName(rawName);
     const token = newToken();
     try {
       const at = now.toISOString();
@@ -362,12 +362,18 @@ export class Participants {
    * look-alike one. The name (and its look-alike keys) stays claimed until `release`, so two
    * registrations in flight cannot take look-alike names; a claim is not stored state.
    */
-  private claimName(raw: string): string {
+  private async claimName(raw: string): Promise<string> {
     const name = checkParticipantName(raw);
-    this.indexLookAlikes(); // what the background has not indexed yet
-    const keys = [nameKey(name), ...confusableKeys(name).map((k) => `~${k}`)];
-    if (this.byNameKey.has(nameKey(name)) || this.claimed.has(keys[0]!)) throw new AppError('name_taken', `The name "${name}" is taken`);
-    const lookAlike = confusableKeys(name).map((key) => this.byConfusableKey.get(key)).find((p) => p !== undefined);
+    // Stored names' look-alike keys still being indexed in the background (the first seconds
+    // after start): wait for it, a few hundred names per event-loop turn, instead of indexing
+    // them all here in one block. The check and the claim below stay in one synchronous step.
+    if (this.stopped) this.indexLookAlikes();
+    else await this.lookAlikesIndexed();
+    const key = nameKey(name);
+    const confusables = confusableKeys(name);
+    const keys = [key, ...confusables.map((k) => `~${k}`)];
+    if (this.byNameKey.has(key) || this.claimed.has(key)) throw new AppError('name_taken', `The name "${name}" is taken`);
+    const lookAlike = confusables.map((k) => this.byConfusableKey.get(k)).find((p) => p !== undefined);
     if (lookAlike) {
       throw new AppError('name_taken', `The name "${name}" looks like the existing name "${lookAlike.name}"`, { similar_to: lookAlike.name });
     }

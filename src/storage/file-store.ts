@@ -225,7 +225,10 @@ export class FileStore implements Store {
     const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: this.syncSnapshotBytes };
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
-    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), { share: (r) => shared.shareMembers(r) });
+    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), {
+      share: (r) => shared.shareMembers(r),
+      cacheJsonBelowBytes: this.syncSnapshotBytes,
+    });
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
       dir: join(this.dataDir, JOURNAL_DIR),
@@ -624,6 +627,11 @@ export class FileStore implements Store {
       throw new Error(`room id ${JSON.stringify(roomId)} cannot name a log file`);
     }
     if (this.rooms.records.has(roomId) || this.creating.has(roomId)) throw new Error(`room ${roomId} exists`);
+    // A log without a room is what a create killed between its log append and its state write
+    // leaves: never append to it (its seqs would repeat). Room ids are new for every create.
+    if (this.messages.lastSeq(roomId) > 0 || this.logs.sizeOf(roomId) > 0) {
+      throw new Error(`room ${roomId} has a message log but no stored room; not creating it over that log`);
+    }
     checkCommitSeqs(roomId, 0, () => undefined, messages);
     this.creating.add(roomId);
     try {
@@ -663,6 +671,9 @@ export class FileStore implements Store {
     const version = this.versions.get(roomId) ?? 1;
     if (commit.expectedVersion !== version) throw new StaleRoomError(roomId);
     if (commit.room && commit.room.room_id !== roomId) throw new Error(`room state for ${commit.room.room_id} committed to ${roomId}`);
+    // The index with its id and client tables: the append below is put into them (RoomIndex.add)
+    // in the synchronous step after it is durable, so they must be in memory before anything is written.
+    await this.messages.readyWithTables(roomId);
     const lastSeq = this.messages.lastSeq(roomId);
     // Updates name stored messages: read their ids (cache or disk) for the seq check.
     const updated = commit.messages.filter((m) => m.seq <= lastSeq).map((m) => m.seq);

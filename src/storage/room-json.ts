@@ -2,7 +2,8 @@
 // played) is the only part that grows with its age — 750 rounds are 29 KB of the record — and it
 // changes only by growing at its end (a new array each time a round ends). So its JSON is kept
 // per array and, when a room's new list extends the one written before, built by appending the
-// new ids: a hand-off serialises the room's small part only, whatever its age.
+// new ids: a hand-off serialises the room's small part only, whatever its age. (Appending to an
+// array's JSON is valid for any JSON values, so nothing else about the list is checked.)
 
 type Historied = { history_rounds?: unknown };
 
@@ -25,7 +26,7 @@ export function roomJsonWriter<T extends object>(): (record: T, previous: T | un
 
   return (record, previous) => {
     const { history_rounds: ids, ...rest } = record as T & Historied;
-    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return JSON.stringify(record);
+    if (!Array.isArray(ids)) return JSON.stringify(record);
     const head = JSON.stringify(rest);
     const history = historyJson(ids, (previous as (T & Historied) | undefined)?.history_rounds);
     return head === '{}' ? `{"history_rounds":${history}}` : `${head.slice(0, -1)},"history_rounds":${history}}`;

@@ -110,6 +110,8 @@ export class RoomMessages {
   loadAll(): Promise<void> {
     this.loadingAll ??= (async () => {
       await this.loadCores();
+      // Closed while the cores loaded: `stopLoading` found no sleep to end, so take none.
+      if (this.stopped) return;
       await new Promise<void>((resolve) => {
         this.wakeWarmUp = resolve;
         setTimeout(resolve, TABLES_AFTER_MS).unref();

@@ -147,8 +147,8 @@ export class SnapshotFile<T extends object> {
           await discard();
           throw err;
         }
-        this.bytes = bytes;
         await fsOps.fsyncDir(dir);
+        this.bytes = bytes;
         this.opts.stats.dirFsyncs++;
         this.opts.stats.snapshotWrites++;
       },

@@ -38,11 +38,6 @@ export class DirectStateWriter {
     private readonly logger: Logger,
   ) {}
 
-  /** True while a batch is queued or being written. */
-  get busy(): boolean {
-    return this.running !== undefined;
-  }
-
   /** Resolves once nothing is queued or being written. */
   async idle(): Promise<void> {
     while (this.running) await this.running;
@@ -64,8 +59,12 @@ export class DirectStateWriter {
   private async drain(): Promise<void> {
     // Changes made in the same turn of the event loop share the first batch.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    while (this.queue.length > 0) await this.writeBatch(this.queue.splice(0));
-    this.running = undefined;
+    try {
+      while (this.queue.length > 0) await this.writeBatch(this.queue.splice(0));
+    } finally {
+      // Even after a bug threw in a batch: the next write starts a new drain instead of waiting forever.
+      this.running = undefined;
+    }
   }
 
   private async writeBatch(batch: Change[]): Promise<void> {

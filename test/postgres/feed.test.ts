@@ -129,6 +129,15 @@ describe('carriedChanges (a node taking a carried commit)', () => {
 
 describe.skipIf(!enabled)('two nodes on one PostgreSQL', () => {
   const pgServer = usePgServer();
+  it('a payload at the limit is one PostgreSQL takes: 7,999 bytes go through pg_notify, 8,000 are refused', async () => {
+    const pool = new pg.Pool({ connectionString: pgServer().url });
+    try {
+      await pool.query('SELECT pg_notify($1, $2)', ['limit_probe', 'x'.repeat(MAX_PAYLOAD_BYTES)]);
+      await expect(pool.query('SELECT pg_notify($1, $2)', ['limit_probe', 'x'.repeat(MAX_PAYLOAD_BYTES + 1)])).rejects.toThrow(/payload string too long/);
+    } finally {
+      await pool.end();
+    }
+  });
 
   it('notifications carry each commit\'s rows and state exactly as the tables hold them', async () => {
     const url = await pgServer().createDatabase();

@@ -162,4 +162,20 @@ describe('small state: the snapshots are the durable record', () => {
     expect(await roomsOnDisk()).toHaveLength(9);
     expect(await journalBytes()).toBe(0);
   });
+
+  it('refuses to create a room over a log left by a create that was killed before its state write', async () => {
+    // What a kill between createRoom's log append and its snapshot write leaves: a log, no room.
+    const { mkdir, writeFile } = await import('node:fs/promises');
+    await mkdir(join(files.dir, 'room_messages'), { recursive: true });
+    const orphan = JSON.stringify(makeMessage('r9', 1)) + '\n';
+    await writeFile(join(files.dir, 'room_messages', 'r9.jsonl'), orphan);
+    const store = await openStore();
+    await expect(store.createRoom(makeRoom('r9'), [makeMessage('r9', 1)])).rejects.toThrow(/no stored room/);
+    expect(await readFile(join(files.dir, 'room_messages', 'r9.jsonl'), 'utf8')).toBe(orphan);
+    expect((await roomsOnDisk()).map((r) => r.room_id)).not.toContain('r9');
+    // Another id is created as usual.
+    await store.createRoom(makeRoom('r10'), [makeMessage('r10', 1)]);
+    expect((await roomsOnDisk()).map((r) => r.room_id)).toContain('r10');
+    await store.close();
+  });
 });

@@ -347,4 +347,23 @@ describe('persisted message indexes', () => {
     expect(lines.some((l) => l.msg === 'index manifest not used; every room log is checked at start')).toBe(true);
     expect(await all(s, 'r1')).toEqual(messages);
   });
+
+  it('closes at once while the background warm-up is still loading index cores', async () => {
+    for (const r of ['r1', 'r2', 'r3']) await writeRoom(r, 200);
+    const first = store();
+    await first.open();
+    await first.close(); // persists the indexes and the manifest: the next open is lazy
+    const second = store({ warmIndexes: true });
+    await second.open();
+    // The warm-up starts on the next turn and loads one core per turn: close in the middle.
+    await new Promise((resolve) => setImmediate(resolve));
+    const started = performance.now();
+    await second.close();
+    // Before the fix the warm-up went on to wait out its 1 s pause before the tables.
+    expect(performance.now() - started).toBeLessThan(800);
+    const third = store();
+    await third.open();
+    expect((await all(third, 'r3')).length).toBe(200);
+    await third.close();
+  });
 });

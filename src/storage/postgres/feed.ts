@@ -53,8 +53,8 @@ export interface CarriedCommit {
   room?: RoomRecord;
 }
 
-/** PostgreSQL's limit for a NOTIFY payload (bytes, default build). */
-export const MAX_PAYLOAD_BYTES = 8000;
+/** The longest NOTIFY payload PostgreSQL takes (bytes, default build): it refuses 8000 or more. */
+export const MAX_PAYLOAD_BYTES = 7999;
 
 /**
  * The `room_changes` payload of one commit: `<room_id>:<version>:<last_seq>`, or, when the
