@@ -37,6 +37,14 @@ function arg(name: string, fallback?: string): string | undefined {
 const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
+/** The server's own view of its memory (the `chatroom_memory_bytes` gauge), in MB by kind. */
+async function memoryByKind(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/api/v1/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^chatroom_memory_bytes\{kind="(\w+)"\} (\d+)$/gm)) out[m[1]!] = Math.round(Number(m[2]) / 2 ** 20);
+  return out;
+}
+
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
@@ -274,6 +282,7 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
       cpu_ms_per_op: round((cpuMs(pid) - cpu0) / (reads * 2)),
     };
     result.rss_after_mixed_mb = rssMb(pid);
+    result.memory_after_mixed_mb = await memoryByKind(url);
   } finally {
     const t = performance.now();
     await server.stop();

@@ -64,6 +64,20 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: 'chatroom_memory_bytes',
+      help: 'Process memory by kind (process.memoryUsage): rss, heap_used, heap_total, external, array_buffers',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        const m = process.memoryUsage();
+        this.set({ kind: 'rss' }, m.rss);
+        this.set({ kind: 'heap_used' }, m.heapUsed);
+        this.set({ kind: 'heap_total' }, m.heapTotal);
+        this.set({ kind: 'external' }, m.external);
+        this.set({ kind: 'array_buffers' }, m.arrayBuffers);
+      },
+    });
+    new Gauge({
       name: 'chatroom_messages',
       help: 'Messages stored (all rooms)',
       registers,
@@ -98,11 +112,16 @@ export class Metrics {
 
 /** A view of `target` with some methods replaced; every other method runs on the target itself. */
 function withOverrides<T extends object>(target: T, overrides: Partial<T>): T {
+  // Methods are bound once, not on every access: the store is called several times per command.
+  const bound = new Map<PropertyKey, { from: unknown; to: unknown }>();
   return new Proxy(target, {
     get(obj, prop) {
       if (Object.prototype.hasOwnProperty.call(overrides, prop)) return overrides[prop as keyof T];
       const value = Reflect.get(obj, prop, obj) as unknown;
-      return typeof value === 'function' ? value.bind(obj) : value;
+      if (typeof value !== 'function') return value;
+      let entry = bound.get(prop);
+      if (entry?.from !== value) bound.set(prop, (entry = { from: value, to: value.bind(obj) }));
+      return entry.to;
     },
   });
 }

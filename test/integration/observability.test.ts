@@ -78,6 +78,20 @@ describe('socket metrics', () => {
     await eventually(async () => (await gauge(s, 'chatroom_sockets')) === 0, 5000, 'chatroom_sockets back to 0');
     expect(await gauge(s, 'chatroom_rooms')).toBe(1);
   });
+
+  it('reports the process memory by kind', async () => {
+    const s = (server = await startTestServer());
+    const text = await (await fetch(`${s.url}/api/v1/metrics`)).text();
+    const kind = (k: string) => {
+      const match = new RegExp(`^chatroom_memory_bytes\\{kind="${k}"\\} (\\d+)$`, 'm').exec(text);
+      if (!match) throw new Error(`no chatroom_memory_bytes{kind="${k}"} in the metrics`);
+      return Number(match[1]);
+    };
+    expect(kind('rss')).toBeGreaterThan(kind('heap_used'));
+    expect(kind('heap_used')).toBeGreaterThan(0);
+    expect(kind('heap_used')).toBeLessThanOrEqual(kind('heap_total'));
+    expect(kind('array_buffers')).toBeLessThanOrEqual(kind('external'));
+  });
 });
 
 describe('logs', () => {
