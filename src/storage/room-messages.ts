@@ -247,22 +247,49 @@ export class RoomMessages {
     return index ? this.read(roomId, index.page(afterSeq, beforeSeq, limit)) : [];
   }
 
+  /**
+   * The message with this id, in whichever room holds it: every loaded room's id table is probed
+   * (a hash lookup, well under a microsecond a room). A room whose tables or candidate lines
+   * cannot be read is passed over (logged), so only its own messages are affected: an id found
+   * in another room is answered; one found nowhere rejects with the damaged room's error (it
+   * may be that room's, so "not found" would be a guess).
+   */
   async getMessage(messageId: string): Promise<Message | undefined> {
     const hash = hash32(messageId);
+    let failure: unknown;
     const probe = async (): Promise<Message | undefined> => {
-      for (const [roomId, index] of this.indexes) {
-        if (!index.tablesLoaded) await index.loadTables();
-        const seqs = index.seqsOfId(messageId, hash);
+      for (const [roomId, index] of [...this.indexes]) {
+        let seqs: number[];
+        try {
+          if (!index.tablesLoaded) await index.loadTables();
+          seqs = index.seqsOfId(messageId, hash);
+        } catch (err) {
+          failure ??= err;
+          // Once per room, not once per lookup: every get_full_message probes it.
+          if (!this.reported.has(`ids:${roomId}`)) {
+            this.reported.add(`ids:${roomId}`);
+            this.opts.logger.error({ err, room_id: roomId }, 'a room\'s messages cannot be found by id; the other rooms are still searched');
+          }
+          continue;
+        }
         if (seqs.length === 0) continue;
-        for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
+        try {
+          for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
+        } catch (err) {
+          failure ??= err; // a corrupt candidate line, logged by `decode`
+        }
       }
       return undefined;
     };
-    const found = await probe();
-    if (found || this.lazy.size === 0) return found;
-    // The id may be in a room not loaded yet: load them all (once), then look again.
-    await this.loadCores();
-    return probe();
+    let found = await probe();
+    if (!found && this.lazy.size > 0) {
+      // The id may be in a room not loaded yet: load them all (once), then look again.
+      await this.loadCores();
+      failure = undefined;
+      found = await probe();
+    }
+    if (found || failure === undefined) return found;
+    throw failure;
   }
 
   /** The stored message id at each seq (undefined where none), for commit checks. */
