@@ -249,6 +249,7 @@ export class FileStore implements Store {
       cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
       loadIndex: (roomId) => this.loadIndex(roomId),
+      fsOps: this.fsOps,
     });
     this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
     this.warmIndexes = options.warmIndexes ?? true;

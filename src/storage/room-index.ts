@@ -174,11 +174,14 @@ export class RoomIndex {
     return this.clientTable().candidates(hash32(clientKey(senderId, clientMsgId)));
   }
 
-  /** The highest log offset of the latest line of a seq below `seq` (-1 if none). */
-  maxOffsetBelow(seq: number): number {
+  /** The highest log offset below `under` of the latest line of a seq below `seq` (-1 if none). */
+  maxOffsetBelow(seq: number, under = Infinity): number {
     let max = -1;
     const end = Math.min(seq - 1, this.top);
-    for (let s = 0; s < end; s++) if (this.offsets[s]! > max) max = this.offsets[s]!;
+    for (let s = 0; s < end; s++) {
+      const offset = this.offsets[s]!;
+      if (offset > max && offset < under) max = offset;
+    }
     return max;
   }
 
