@@ -365,6 +365,42 @@ describe('persisted message indexes', () => {
     expect(await all(again.s, 'r1')).toEqual(messages);
   });
 
+  it('index files of the first format (v1, a SHA-1) are used; a damaged v1 or v2 file is refused by its checksum', async () => {
+    const messages = await storeWith(60);
+    const idx = join(logDir, 'r1.idx');
+    const v3 = await readFile(idx);
+    const nl = v3.indexOf(0x0a);
+    const { crc32Core: _c, crc32Tables: _t, ...rest } = JSON.parse(v3.toString('utf8', 0, nl)) as Record<string, unknown>;
+    const body = v3.subarray(nl + 1);
+    const { createHash } = await import('node:crypto');
+    const { crc32 } = await import('node:zlib');
+    const older = (extra: Record<string, unknown>, arrays: Buffer) => {
+      let head = JSON.stringify({ ...rest, ...extra });
+      head += ' '.repeat((8 - ((Buffer.byteLength(head) + 1) % 8)) % 8);
+      return Buffer.concat([Buffer.from(head + '\n'), arrays]);
+    };
+    const notUsed = (lines: { msg: string; reason?: unknown }[]) =>
+      lines.filter((l) => l.msg === 'persisted message index not used; scanning the log').map((l) => l.reason);
+
+    await writeFile(idx, older({ v: 1, sha1: createHash('sha1').update(body).digest('hex') }, body));
+    const v1 = await openLogged();
+    expect(await all(v1.s, 'r1')).toEqual(messages);
+    expect(await v1.s.getMessage(messages[30]!.message_id)).toEqual(messages[30]);
+    expect(notUsed(v1.lines)).toEqual([]);
+    await v1.s.close();
+
+    const damaged = Buffer.from(body);
+    damaged[damaged.length - 3] ^= 0xff; // in the tables
+    for (const extra of [{ v: 1, sha1: createHash('sha1').update(body).digest('hex') }, { v: 2, crc32: crc32(body) }]) {
+      await writeFile(idx, older(extra, damaged));
+      const opened = await openLogged();
+      expect(await all(opened.s, 'r1')).toEqual(messages);
+      expect(await opened.s.getMessage(messages[59]!.message_id)).toEqual(messages[59]);
+      expect(notUsed(opened.lines)).toEqual(['checksum']);
+      await opened.s.close();
+    }
+  });
+
   it('a damaged manifest is ignored: every log is checked at start', async () => {
     const messages = await storeWith(10);
     await writeFile(join(logDir, 'indexes.json'), '{"v":1,"rooms":{"r1":[1,');
