@@ -368,6 +368,7 @@ export class FileStore implements Store {
     // and the lock: a server shutting down must not leave the directory locked.
     if (this.compactTimer) clearInterval(this.compactTimer);
     await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
+    await this.direct.repair(); // a snapshot a failed write left holding a refused change
     // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
     await this.compacting;
     if (this.journal.pending) await this.compact();
