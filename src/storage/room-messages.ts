@@ -355,7 +355,7 @@ export class RoomMessages {
    * A line counts if it was its seq's latest when the search started. A message edited while the
    * search runs has its new line past the bytes scanned, and its old line no longer indexed:
    * `apply` records the old offset for the running searches, so the message is found once, in
-   * that version (SPEC §5's search is a read; a read sees one moment).
+   * that version (SPEC is silent on this; the choice is in docs/storage.md).
    */
   async search(roomId: string, query: string, limit: number): Promise<Message[]> {
     const index = await this.ready(roomId);
