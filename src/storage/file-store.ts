@@ -250,6 +250,7 @@ export class FileStore implements Store {
       cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
       loadIndex: (roomId) => this.loadIndex(roomId),
+      fsOps: this.fsOps,
     });
     this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
     this.warmIndexes = options.warmIndexes ?? true;
@@ -373,6 +374,7 @@ export class FileStore implements Store {
     // and the lock: a server shutting down must not leave the directory locked.
     if (this.compactTimer) clearInterval(this.compactTimer);
     await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
+    await this.direct.repair(); // a snapshot a failed write left holding a refused change
     // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
     await this.compacting;
     if (this.journal.pending) await this.compact();

@@ -13,6 +13,8 @@ export interface FsOps {
   rename(from: string, to: string): Promise<void>;
   /** Makes a directory's entries (files created or renamed in it) durable. */
   fsyncDir(dir: string): Promise<void>;
+  /** One positional read; resolves the bytes read (search streams logs through it). */
+  read(handle: FileHandle, buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
 }
 
 export const defaultFsOps: FsOps = {
@@ -41,6 +43,7 @@ export const defaultFsOps: FsOps = {
       await handle?.close();
     }
   },
+  read: async (handle, buffer, offset, length, position) => (await handle.read(buffer, offset, length, position)).bytesRead,
 };
 
 /** Makes a file's contents or a directory's entries durable (for code off the store's write paths). */

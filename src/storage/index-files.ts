@@ -94,7 +94,7 @@ export class IndexFiles {
     }
     if (nl < 0) throw new Error('no header');
     const h = RoomIndex.parseHeader(head, nl);
-    if (h.v !== 3) return RoomIndex.deserialize(await readAt(handle, 0, fileBytes));
+    if (h.v !== 3) return RoomIndex.fromOlderFormat(await readAt(handle, 0, fileBytes));
     const parts = RoomIndex.partBytes(h);
     const coreAt = nl + 1;
     if (fileBytes !== coreAt + parts.core + parts.tables) throw new Error(fileBytes < coreAt + parts.core + parts.tables ? 'truncated' : 'trailing bytes');

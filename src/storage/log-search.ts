@@ -17,6 +17,7 @@
 //
 // The exact check (the caller's) decides; this only has to never drop a line that matches.
 import { open } from 'node:fs/promises';
+import { defaultFsOps, type FsOps } from './fs-ops.js';
 
 /** Block and piece sizes (tests make them tiny to put matches across every boundary). */
 export const searchTuning = { blockBytes: 4 * 1024 * 1024, pieceBytes: 64 * 1024 };
@@ -98,7 +99,12 @@ function asciiMatches(block: Buffer, pattern: RegExp, needleLength: number, visi
  * its newline is not passed on (a durable size always ends one). Awaits between blocks, so other
  * requests run in between.
  */
-export async function forEachBlock(path: string, size: number, onBlock: (block: Buffer, base: number) => boolean | void): Promise<void> {
+export async function forEachBlock(
+  path: string,
+  size: number,
+  onBlock: (block: Buffer, base: number) => boolean | void,
+  read: FsOps['read'] = defaultFsOps.read,
+): Promise<void> {
   if (size <= 0) return;
   const handle = await open(path, 'r');
   try {
@@ -113,7 +119,7 @@ export async function forEachBlock(path: string, size: number, onBlock: (block: 
         buf = bigger;
       }
       const want = Math.min(buf.length - filled, size - base - filled);
-      const { bytesRead } = await handle.read(buf, filled, want, base + filled);
+      const bytesRead = await read(handle, buf, filled, want, base + filled);
       if (bytesRead === 0) break; // the file was cut back under us: what was read is all there is
       filled += bytesRead;
       const last = buf.lastIndexOf(NEWLINE, filled - 1);

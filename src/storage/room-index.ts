@@ -174,11 +174,14 @@ export class RoomIndex {
     return this.clientTable().candidates(hash32(clientKey(senderId, clientMsgId)));
   }
 
-  /** The highest log offset of the latest line of a seq below `seq` (-1 if none). */
-  maxOffsetBelow(seq: number): number {
+  /** The highest log offset below `under` of the latest line of a seq below `seq` (-1 if none). */
+  maxOffsetBelow(seq: number, under = Infinity): number {
     let max = -1;
     const end = Math.min(seq - 1, this.top);
-    for (let s = 0; s < end; s++) if (this.offsets[s]! > max) max = this.offsets[s]!;
+    for (let s = 0; s < end; s++) {
+      const offset = this.offsets[s]!;
+      if (offset > max && offset < under) max = offset;
+    }
     return max;
   }
 
@@ -246,11 +249,14 @@ export class RoomIndex {
     return { core: h.cap * 13, tables: (h.ids[0] + h.clients[0]) * 8 };
   }
 
-  /** The index from its header and core bytes (v3, checked here); its tables come later. */
-  static fromCore(h: IndexHeader, core: Buffer): RoomIndex {
-    if (h.v !== 3) throw new Error(`version ${h.v}`);
+  /**
+   * The index from its header and core bytes (v3, checked here unless `checked`: the caller
+   * verified them); its tables come later.
+   */
+  static fromCore(h: IndexHeader, core: Buffer, checked = false): RoomIndex {
     if (core.length !== RoomIndex.partBytes(h).core) throw new Error('truncated');
-    if (crc32(core) !== h.crc32Core) throw new Error('checksum');
+    if (!checked && h.v !== 3) throw new Error(`version ${h.v}`);
+    if (!checked && crc32(core) !== h.crc32Core) throw new Error('checksum');
     const read = reader(core);
     const index = new RoomIndex();
     index.offsets = read(Float64Array, h.cap);
@@ -279,31 +285,22 @@ export class RoomIndex {
   }
 
   /**
-   * Reads a whole `.idx` of any version (v1 with a SHA-1, v2 with one CRC-32, v3); throws if it
-   * is not whole. An index read from an older version is marked changed, so a clean shutdown
-   * writes it again as v3.
+   * Reads a whole `.idx` of a previous format (v1 with a SHA-1, v2 with one CRC-32 over all the
+   * arrays; a v3 file is read in parts, index-files.ts), verifying its checksum once; throws if
+   * it is not whole. The index is marked changed, so a clean shutdown writes it again as v3.
    */
-  static deserialize(buf: Buffer): { index: RoomIndex; size: number; fingerprint: string } {
+  static fromOlderFormat(buf: Buffer): { index: RoomIndex; size: number; fingerprint: string } {
     const nl = buf.indexOf(0x0a);
     if (nl < 0) throw new Error('no header');
     const h = RoomIndex.parseHeader(buf, nl);
+    if (h.v !== 1 && h.v !== 2) throw new Error(`version ${h.v}`);
     const body = buf.subarray(nl + 1);
     const { core, tables } = RoomIndex.partBytes(h);
     if (body.length !== core + tables) throw new Error(body.length < core + tables ? 'truncated' : 'trailing bytes');
-    if (h.v === 3) {
-      const index = RoomIndex.fromCore(h, body.subarray(0, core));
-      const loaded = RoomIndex.tablesFrom(h, body.subarray(core));
-      index.ids = loaded.ids;
-      index.clients = loaded.clients;
-      return { index, size: h.size, fingerprint: h.fingerprint };
-    }
-    if (h.v === 1) {
-      if (createHash('sha1').update(body).digest('hex') !== h.sha1) throw new Error('checksum');
-    } else if (h.v !== 2 || crc32(body) !== h.crc32) {
-      throw new Error(h.v === 2 ? 'checksum' : `version ${h.v}`);
-    }
-    const index = RoomIndex.fromCore({ ...h, v: 3, crc32Core: crc32(body.subarray(0, core)) }, body.subarray(0, core));
-    const loaded = RoomIndex.tablesFrom({ ...h, crc32Tables: crc32(body.subarray(core)) }, body.subarray(core));
+    const sound = h.v === 1 ? createHash('sha1').update(body).digest('hex') === h.sha1 : crc32(body) === h.crc32;
+    if (!sound) throw new Error('checksum');
+    const index = RoomIndex.fromCore(h, body.subarray(0, core), true);
+    const loaded = RoomIndex.tablesFrom(h, body.subarray(core), true);
     index.ids = loaded.ids;
     index.clients = loaded.clients;
     index.dirty = true; // written again as v3 at the next clean shutdown

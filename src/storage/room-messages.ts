@@ -8,6 +8,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
+import { defaultFsOps, type FsOps } from './fs-ops.js';
 import { corruptAt, parseLine, readAt } from './log-reader.js';
 import { candidateLines, forEachBlock, rawSafe } from './log-search.js';
 import { MessageCache } from './message-cache.js';
@@ -26,6 +27,8 @@ export interface RoomMessagesOptions {
   sizeOf: (roomId: string) => number;
   /** Builds the index of a room registered lazily (persisted index, log tail; see file-store). */
   loadIndex: (roomId: string) => Promise<RoomIndex>;
+  /** The read search streams logs through (tests count and hold reads); node's by default. */
+  fsOps?: FsOps;
 }
 
 /** What is known of a room whose index is not loaded yet (from the start-up manifest). */
@@ -45,6 +48,11 @@ export class RoomMessages {
   private wakeWarmUp: (() => void) | undefined;
   private stopped = false;
   private readonly reported = new Set<string>();
+  /**
+   * Per room, the searches running over its log: each is told, for every seq replaced while it
+   * runs, the offset of the seq's latest line when it started (-1 for a new seq). See search.
+   */
+  private readonly searching = new Map<string, Set<Map<number, number>>>();
 
   constructor(private readonly opts: RoomMessagesOptions) {
     this.cache = new MessageCache(opts.cacheMessages);
@@ -182,7 +190,10 @@ export class RoomMessages {
   apply(roomId: string, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: Parameters<RoomIndex['add']>[0][]): void {
     if (messages.length === 0) return;
     const index = this.index(roomId);
+    const searches = this.searching.get(roomId);
     messages.forEach((m, i) => {
+      const seq = metas[i]!.seq;
+      if (searches) for (const before of searches) if (!before.has(seq)) before.set(seq, index.has(seq) ? index.offsetOf(seq) : -1);
       index.add(metas[i]!, offsets[i]!, lengths[i]!);
       this.cache.set(m);
     });
@@ -247,22 +258,49 @@ export class RoomMessages {
     return index ? this.read(roomId, index.page(afterSeq, beforeSeq, limit)) : [];
   }
 
+  /**
+   * The message with this id, in whichever room holds it: every loaded room's id table is probed
+   * (a hash lookup, well under a microsecond a room). A room whose tables or candidate lines
+   * cannot be read is passed over (logged), so only its own messages are affected: an id found
+   * in another room is answered; one found nowhere rejects with the damaged room's error (it
+   * may be that room's, so "not found" would be a guess).
+   */
   async getMessage(messageId: string): Promise<Message | undefined> {
     const hash = hash32(messageId);
+    let failure: unknown;
     const probe = async (): Promise<Message | undefined> => {
-      for (const [roomId, index] of this.indexes) {
-        if (!index.tablesLoaded) await index.loadTables();
-        const seqs = index.seqsOfId(messageId, hash);
+      for (const [roomId, index] of [...this.indexes]) {
+        let seqs: number[];
+        try {
+          if (!index.tablesLoaded) await index.loadTables();
+          seqs = index.seqsOfId(messageId, hash);
+        } catch (err) {
+          failure ??= err;
+          // Once per room, not once per lookup: every get_full_message probes it.
+          if (!this.reported.has(`ids:${roomId}`)) {
+            this.reported.add(`ids:${roomId}`);
+            this.opts.logger.error({ err, room_id: roomId }, 'a room\'s messages cannot be found by id; the other rooms are still searched');
+          }
+          continue;
+        }
         if (seqs.length === 0) continue;
-        for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
+        try {
+          for (const m of await this.read(roomId, seqs)) if (m.message_id === messageId) return m;
+        } catch (err) {
+          failure ??= err; // a corrupt candidate line, logged by `decode`
+        }
       }
       return undefined;
     };
-    const found = await probe();
-    if (found || this.lazy.size === 0) return found;
-    // The id may be in a room not loaded yet: load them all (once), then look again.
-    await this.loadCores();
-    return probe();
+    let found = await probe();
+    if (!found && this.lazy.size > 0) {
+      // The id may be in a room not loaded yet: load them all (once), then look again.
+      await this.loadCores();
+      failure = undefined;
+      found = await probe();
+    }
+    if (found || failure === undefined) return found;
+    throw failure;
   }
 
   /** The stored message id at each seq (undefined where none), for commit checks. */
@@ -310,28 +348,47 @@ export class RoomMessages {
 
   /**
    * Visible, not deleted messages whose text contains the query (case-insensitive), oldest
-   * first: streams the log; only lines whose raw bytes may hold the query are parsed
-   * (log-search.ts), and the scan stops once no line left in the log can be older than the
-   * oldest `limit` found.
+   * first, as they were when the search started: streams the log's bytes durable then; only
+   * lines whose raw bytes may hold the query are parsed (log-search.ts), and the scan stops once
+   * no line left in the log can be older than the oldest `limit` found.
+   *
+   * A line counts if it was its seq's latest when the search started. A message edited while the
+   * search runs has its new line past the bytes scanned, and its old line no longer indexed:
+   * `apply` records the old offset for the running searches, so the message is found once, in
+   * that version (SPEC is silent on this; the choice is in docs/storage.md).
    */
   async search(roomId: string, query: string, limit: number): Promise<Message[]> {
     const index = await this.ready(roomId);
     const size = this.opts.sizeOf(roomId);
     if (!index || size === 0 || limit <= 0) return [];
-    const needle = query.toLowerCase();
+    const replaced = new Map<number, number>();
+    const searches = this.searching.get(roomId) ?? new Set();
+    this.searching.set(roomId, searches.add(replaced));
+    try {
+      return await this.scan(roomId, index, size, replaced, query.toLowerCase(), limit);
+    } finally {
+      searches.delete(replaced);
+      if (searches.size === 0) this.searching.delete(roomId);
+    }
+  }
+
+  private async scan(roomId: string, index: RoomIndex, size: number, replaced: ReadonlyMap<number, number>, needle: string, limit: number): Promise<Message[]> {
     const candidates = candidateLines(needle);
     // A query JSON writes escaped (quote, backslash, control character) is not in the raw line.
     const raw = rawSafe(needle);
+    /** The offset of the seq's latest line when the search started. */
+    const latestAtStart = (seq: number): number => replaced.get(seq) ?? index.offsetOf(seq);
     let found: Message[] = [];
     let newestKept = 0;
-    let latestLineBelow = 0; // the highest offset of a latest version older than newestKept
+    let latestLineBelow = 0; // the highest start offset of a latest version older than newestKept
+    const read = (this.opts.fsOps ?? defaultFsOps).read;
     await forEachBlock(this.fileOf(roomId), size, (block, base) => {
       candidates(block, (start, end) => {
         const text = block.toString('utf8', start, end);
         if (raw && !text.toLowerCase().includes(needle)) return;
         const m = parseLine(text, roomId);
         if (typeof m !== 'object') return; // reported when read
-        if (index.offsetOf(m.seq) !== base + start) return; // an older version
+        if (latestAtStart(m.seq) !== base + start) return; // an older version
         if (!m.visible || m.deleted || !m.text_content.toLowerCase().includes(needle)) return;
         found.push(m);
         if (found.length > limit * 2) found = keepOldest(found, limit);
@@ -339,10 +396,16 @@ export class RoomMessages {
       if (found.length < limit) return true;
       found = keepOldest(found, limit);
       // Done if every seq older than the newest kept has its latest line before this point.
+      // Lines at or past `size` were written since the start: the replaced seqs' start offsets
+      // stand for them (fixed once recorded, so the maximum stays valid while `newest` does).
       const newest = found[found.length - 1]!.seq;
-      if (newest !== newestKept) [newestKept, latestLineBelow] = [newest, index.maxOffsetBelow(newest)];
+      if (newest !== newestKept) {
+        newestKept = newest;
+        latestLineBelow = index.maxOffsetBelow(newest, size);
+        for (const [seq, offset] of replaced) if (seq < newest && offset > latestLineBelow) latestLineBelow = offset;
+      }
       return latestLineBelow >= base + block.length;
-    });
+    }, read);
     return keepOldest(found, limit);
   }
 }

@@ -14,9 +14,11 @@
 // the gate's error); the others are written again without it.
 //
 // No trace on reject: memory (`apply`) changes only after every file of the batch is renamed and
-// its directory fsync'd. If a later file of the batch fails after an earlier one was renamed,
-// the earlier files are rewritten from memory (best effort, logged), so disk and memory agree
-// again.
+// its directory fsync'd. If a later file of the batch fails after an earlier one was renamed
+// (or the directory fsync after a rename fails), the files renamed are rewritten from memory, so
+// disk and memory agree again. A rewrite that fails too (the fault outlasts the batch) is logged
+// and the file is remembered: the next batch rewrites it with its own files, and `repair` (at
+// close) does if no batch comes, so a change that was refused never stays on disk.
 import type { Logger } from '../logger.js';
 import type { PreparedSnapshot, SnapshotFile } from './snapshot.js';
 import type { StateEntry } from './state-journal.js';
@@ -32,6 +34,8 @@ interface Change {
 export class DirectStateWriter {
   private queue: Change[] = [];
   private running: Promise<void> | undefined;
+  /** Files that may still hold a failed batch's changes (their restore failed). */
+  private readonly unrestored = new Set<SnapshotFile<object>>();
 
   constructor(
     private readonly fileOf: (entry: StateEntry) => SnapshotFile<object>,
@@ -41,6 +45,12 @@ export class DirectStateWriter {
   /** Resolves once nothing is queued or being written. */
   async idle(): Promise<void> {
     while (this.running) await this.running;
+  }
+
+  /** Rewrites from memory the files a failed restore left (see the top); logged if that fails again. */
+  async repair(): Promise<void> {
+    await this.idle();
+    if (this.unrestored.size > 0) await this.restore([...this.unrestored]);
   }
 
   /**
@@ -71,6 +81,7 @@ export class DirectStateWriter {
     let live = batch;
     while (live.length > 0) {
       const byFile = new Map<SnapshotFile<object>, object[]>();
+      for (const file of this.unrestored) byFile.set(file, []); // rewritten with the batch
       for (const change of live) {
         for (const entry of change.entries) {
           const file = this.fileOf(entry);
@@ -110,6 +121,7 @@ export class DirectStateWriter {
         for (const change of live) change.reject(err);
         return;
       }
+      for (const file of files) this.unrestored.delete(file);
       for (const change of live) {
         for (const entry of change.entries) this.fileOf(entry).set(entry.r);
         change.apply();
@@ -124,8 +136,10 @@ export class DirectStateWriter {
     for (const file of files) {
       try {
         await file.write();
+        this.unrestored.delete(file);
       } catch (err) {
-        this.logger.error({ err, file: file.path }, 'a snapshot may hold a change that failed; restoring it failed too');
+        this.unrestored.add(file);
+        this.logger.error({ err, file: file.path }, 'a snapshot may hold a change that failed; restoring it failed too (done again with the next write)');
       }
     }
   }

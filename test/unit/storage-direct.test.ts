@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/logger.js';
 import { FileStore, type FileStoreOptions } from '../../src/storage/file-store.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import type { RoomRecord } from '../../src/types.js';
-import { fileStoresPerTest, heldFsyncOps, makeMessage, makeRoom, makeUser } from './storage-helpers.js';
+import { fileStoresPerTest, heldFsyncOps, makeAgent, makeMessage, makeRoom, makeUser, memoryLogger } from './storage-helpers.js';
 
 const files = fileStoresPerTest();
 
@@ -177,5 +177,79 @@ describe('small state: the snapshots are the durable record', () => {
     await store.createRoom(makeRoom('r10'), [makeMessage('r10', 1)]);
     expect((await roomsOnDisk()).map((r) => r.room_id)).toContain('r10');
     await store.close();
+  });
+});
+
+describe('a batch of two snapshot files that fails after the first is renamed', () => {
+  /** fsOps whose `op` fails from its (n+1)th call on, until healed. */
+  function failingFrom() {
+    let fault: { op: 'rename' | 'fsyncDir'; left: number } | undefined;
+    const check = (op: 'rename' | 'fsyncDir'): void => {
+      if (!fault || fault.op !== op) return;
+      if (fault.left-- <= 0) throw Object.assign(new Error(`injected ${op} failure`), { code: 'EIO' });
+    };
+    const ops: Partial<FsOps> = {
+      rename: async (from, to) => {
+        check('rename');
+        return defaultFsOps.rename(from, to);
+      },
+      fsyncDir: async (dir) => {
+        check('fsyncDir');
+        return defaultFsOps.fsyncDir(dir);
+      },
+    };
+    return { ops, failAfter: (op: 'rename' | 'fsyncDir', n: number) => void (fault = { op, left: n }), heal: () => void (fault = undefined) };
+  }
+
+  const served = async (store: FileStore) => (await store.listParticipants()).map((p) => p.record).sort((a, b) => a.name.localeCompare(b.name));
+  const onDisk = async (file: string) => (JSON.parse(await readFile(join(files.dir, file), 'utf8')) as { name: string }[]).map((r) => r.name).sort();
+
+  it.each([
+    ['every rename after the first (agents.json) fails', 'rename', 1],
+    ['the directory fsync after the first rename fails, and every one after it', 'fsyncDir', 0],
+  ] as const)('%s: both changes fail; once healed the disk holds what is served, and a retry succeeds', async (_what, op, after) => {
+    const io = failingFrom();
+    const { logger, lines } = memoryLogger();
+    const store = files.store(logger, { compactEveryMs: 0, fsOps: io.ops });
+    await store.open();
+    await store.putParticipant({ kind: 'user', record: makeUser('u0', { name: 'zoe' }) }, 'zoe');
+    io.failAfter(op, after);
+    // One batch (same turn): agents.json first, then users.json.
+    const results = await Promise.allSettled([
+      store.putParticipant({ kind: 'agent', record: makeAgent('a1', { name: 'ada' }) }, 'ada'),
+      store.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'bob' }) }, 'bob'),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect((await served(store)).map((r) => r.name)).toEqual(['zoe']);
+    expect(lines.some((l) => l.level === 50 && /restoring it failed too/.test(l.msg))).toBe(true); // the fault outlasted the restore
+    io.heal();
+    // A retry of one of them: its batch also rewrites the file the failed restore left behind.
+    await store.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'bob' }) }, 'bob');
+    expect(await onDisk('agents.json')).toEqual([]);
+    expect(await onDisk('users.json')).toEqual(['bob', 'zoe']);
+    const servedThen = await served(store);
+    expect(servedThen.map((r) => r.name)).toEqual(['bob', 'zoe']);
+    await store.close();
+    const fresh = await openStore();
+    expect(await served(fresh)).toEqual(servedThen);
+    await fresh.putParticipant({ kind: 'agent', record: makeAgent('a1', { name: 'ada' }) }, 'ada');
+    expect(await onDisk('agents.json')).toEqual(['ada']);
+  });
+
+  it('a restore that failed is done again at close when no later batch came', async () => {
+    const io = failingFrom();
+    const store = files.store(silentLogger, { compactEveryMs: 0, fsOps: io.ops });
+    await store.open();
+    io.failAfter('rename', 1);
+    await Promise.allSettled([
+      store.putParticipant({ kind: 'agent', record: makeAgent('a1', { name: 'ada' }) }, 'ada'),
+      store.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'bob' }) }, 'bob'),
+    ]);
+    expect(await onDisk('agents.json')).toEqual(['ada']); // renamed before the fault; the restore failed
+    io.heal();
+    await store.close();
+    expect(await onDisk('agents.json')).toEqual([]);
+    const fresh = await openStore();
+    expect(await fresh.listParticipants()).toEqual([]);
   });
 });

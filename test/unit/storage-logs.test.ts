@@ -316,6 +316,32 @@ describe('persisted message indexes', () => {
     expect(await all(s, 'r1')).toEqual([...messages, next]);
   });
 
+  it('a room whose id table cannot be read fails only the lookups of its own messages; the other rooms are found', async () => {
+    const r1 = await writeRoom('r1', 5);
+    const r2 = await writeRoom('r2', 5);
+    await (await openLogged()).s.close(); // both indexed, persisted: the next open is lazy
+    const { s, lines } = await openLogged();
+    expect(await all(s, 'r1')).toEqual(r1); // r1's core is loaded (and probed first), its tables not yet
+    // Then r1 is damaged: its index file goes away and a line its tables would be rebuilt from
+    // is no message line any more (same length, in place).
+    const { open: openFile, rm } = await import('node:fs/promises');
+    await rm(join(logDir, 'r1.idx'));
+    const handle = await openFile(join(logDir, 'r1.jsonl'), 'r+');
+    await handle.write(Buffer.from('{"message_ix"'), 0, 13, Buffer.byteLength(JSON.stringify(r1[0])) + 1);
+    await handle.close();
+
+    expect(await s.getMessage(r2[2]!.message_id)).toEqual(r2[2]);
+    expect(await s.getMessage(r2[4]!.message_id)).toEqual(r2[4]);
+    // An id found in no readable room may be the damaged room's: an error, not "not found".
+    await expect(s.getMessage(r1[3]!.message_id)).rejects.toThrow(/r1\.jsonl is corrupt at line 2/);
+    const errors = lines.filter((l) => l.level === 50 && l.msg === "a room's messages cannot be found by id; the other rooms are still searched");
+    expect(errors.map((l) => l.room_id)).toEqual(['r1']); // logged once, naming the room
+    // The other room's reads and commits are untouched.
+    const next = makeMessage('r2', 6);
+    await s.commitRoom('r2', { messages: [next], expectedVersion: 1 });
+    expect(await s.getMessage(next.message_id)).toEqual(next);
+  });
+
   it('an index file of the previous format (v2, one CRC-32) is used, and written again as v3 at shutdown', async () => {
     const messages = await storeWith(120);
     const idx = join(logDir, 'r1.idx');
@@ -337,6 +363,42 @@ describe('persisted message indexes', () => {
     expect(JSON.parse(rewritten.toString('utf8', 0, rewritten.indexOf(0x0a)))).toMatchObject({ v: 3, top: 120 });
     const again = await openLogged();
     expect(await all(again.s, 'r1')).toEqual(messages);
+  });
+
+  it('index files of the first format (v1, a SHA-1) are used; a damaged v1 or v2 file is refused by its checksum', async () => {
+    const messages = await storeWith(60);
+    const idx = join(logDir, 'r1.idx');
+    const v3 = await readFile(idx);
+    const nl = v3.indexOf(0x0a);
+    const { crc32Core: _c, crc32Tables: _t, ...rest } = JSON.parse(v3.toString('utf8', 0, nl)) as Record<string, unknown>;
+    const body = v3.subarray(nl + 1);
+    const { createHash } = await import('node:crypto');
+    const { crc32 } = await import('node:zlib');
+    const older = (extra: Record<string, unknown>, arrays: Buffer) => {
+      let head = JSON.stringify({ ...rest, ...extra });
+      head += ' '.repeat((8 - ((Buffer.byteLength(head) + 1) % 8)) % 8);
+      return Buffer.concat([Buffer.from(head + '\n'), arrays]);
+    };
+    const notUsed = (lines: { msg: string; reason?: unknown }[]) =>
+      lines.filter((l) => l.msg === 'persisted message index not used; scanning the log').map((l) => l.reason);
+
+    await writeFile(idx, older({ v: 1, sha1: createHash('sha1').update(body).digest('hex') }, body));
+    const v1 = await openLogged();
+    expect(await all(v1.s, 'r1')).toEqual(messages);
+    expect(await v1.s.getMessage(messages[30]!.message_id)).toEqual(messages[30]);
+    expect(notUsed(v1.lines)).toEqual([]);
+    await v1.s.close();
+
+    const damaged = Buffer.from(body);
+    damaged[damaged.length - 3] ^= 0xff; // in the tables
+    for (const extra of [{ v: 1, sha1: createHash('sha1').update(body).digest('hex') }, { v: 2, crc32: crc32(body) }]) {
+      await writeFile(idx, older(extra, damaged));
+      const opened = await openLogged();
+      expect(await all(opened.s, 'r1')).toEqual(messages);
+      expect(await opened.s.getMessage(messages[59]!.message_id)).toEqual(messages[59]);
+      expect(notUsed(opened.lines)).toEqual(['checksum']);
+      await opened.s.close();
+    }
   });
 
   it('a damaged manifest is ignored: every log is checked at start', async () => {

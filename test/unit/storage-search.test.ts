@@ -4,14 +4,17 @@
 // texts — mixed case, JSON escapes, Chinese, emoji, İ and K (which lower to ASCII), edits,
 // deletes, invisible messages — with blocks and pieces so small that matches fall across
 // every boundary, and with the production sizes.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { silentLogger } from '../../src/logger.js';
 import { FileStore } from '../../src/storage/file-store.js';
+import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import { candidateLines, searchTuning } from '../../src/storage/log-search.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
 import type { Store } from '../../src/storage/store.js';
 import type { Message } from '../../src/types.js';
-import { makeMessage, makeRoom, tempDir } from './storage-helpers.js';
+import { fileStoresPerTest, makeMessage, makeRoom, tempDir } from './storage-helpers.js';
 
 const ROOM = 'search-room';
 const TEXTS = [
@@ -127,5 +130,105 @@ describe('candidate lines', () => {
     expect(found('🚀')).toHaveLength(plain.length); // a block that may hold it: every line
     expect(found('no such')).toEqual([]);
     expect(candidates('world', 16)).toHaveLength(lines.length);
+  });
+});
+
+describe('a search over a log that changes while it runs, and its early stop', () => {
+  const scratch = fileStoresPerTest();
+  const ROOM2 = 'r-live';
+  /** Bytes the searches read, and a hook run (once) before a read at `hookFrom` or later. */
+  let bytesRead = 0;
+  let beforeLaterRead: (() => Promise<void>) | undefined;
+  let hookFrom = 1;
+  const read: FsOps['read'] = async (handle, buffer, offset, length, position) => {
+    if (position >= hookFrom && beforeLaterRead) {
+      const hook = beforeLaterRead;
+      beforeLaterRead = undefined;
+      await hook();
+    }
+    const n = await defaultFsOps.read(handle, buffer, offset, length, position);
+    bytesRead += n;
+    return n;
+  };
+  let store: FileStore;
+  let version = 0;
+  const commit = async (messages: Message[]) => {
+    version = await store.commitRoom(ROOM2, { messages, expectedVersion: version });
+  };
+  const logSize = async () => (await stat(join(scratch.dir, 'room_messages', `${ROOM2}.jsonl`))).size;
+
+  beforeEach(async () => {
+    bytesRead = 0;
+    beforeLaterRead = undefined;
+    hookFrom = 1;
+    store = scratch.store(silentLogger, { cacheMessages: 0, compactEveryMs: 0, warmIndexes: false, fsOps: { read } });
+    await store.open();
+    version = await store.createRoom(makeRoom(ROOM2));
+    searchTuning.blockBytes = 4096;
+  });
+
+  it('returns each match once, as it was when the search started, whatever is edited, deleted or added meanwhile', async () => {
+    const messages = Array.from({ length: 60 }, (_, i) => makeMessage(ROOM2, i + 1, { text_content: `needle ${i + 1}` }));
+    await commit(messages);
+    // While the search reads its second block: an edit of a message already scanned (seq 1)
+    // and of ones not reached yet (seq 50: still a match; seq 51: deleted), and a new match.
+    beforeLaterRead = () =>
+      commit([
+        { ...messages[0]!, text_content: 'needle 1 edited' },
+        { ...messages[49]!, text_content: 'needle 50 edited' },
+        { ...messages[50]!, text_content: '', deleted: true },
+        makeMessage(ROOM2, 61, { text_content: 'needle 61' }),
+      ]);
+    const during = await store.searchMessages(ROOM2, 'needle', 1000);
+    expect(beforeLaterRead).toBeUndefined(); // the edits did land mid-search
+    expect(during).toEqual(messages);
+    // A search started after the edits sees them.
+    const after = await store.searchMessages(ROOM2, 'needle', 1000);
+    expect(after.map((m) => [m.seq, m.text_content])).toEqual([
+      [1, 'needle 1 edited'],
+      ...messages.slice(1, 49).map((m) => [m.seq, m.text_content]),
+      [50, 'needle 50 edited'],
+      ...messages.slice(51).map((m) => [m.seq, m.text_content]),
+      [61, 'needle 61'],
+    ]);
+  });
+
+  it('stops reading once the oldest matches are found and no older seq has a later line; not before', async () => {
+    const messages = Array.from({ length: 200 }, (_, i) => makeMessage(ROOM2, i + 1, { text_content: `common word ${i + 1}` }));
+    await commit(messages);
+    const firstPart = await logSize();
+    // A common word in a log with no later versions: found in the first block, read no further.
+    bytesRead = 0;
+    expect(await store.searchMessages(ROOM2, 'common', 3)).toEqual(messages.slice(0, 3));
+    expect(bytesRead).toBe(4096);
+
+    // Seq 2's latest version is written after seq 200, then 50 more messages: the scan must go
+    // on to that line (a stop at the first 3 hits would answer 1, 3, 4), then stop.
+    const edited = { ...messages[1]!, text_content: 'common word 2 edited' };
+    await commit([edited]);
+    const editEnd = await logSize();
+    await commit(Array.from({ length: 50 }, (_, i) => makeMessage(ROOM2, 201 + i, { text_content: `common word ${201 + i}` })));
+    const size = await logSize();
+    expect(size - editEnd).toBeGreaterThan(3 * 4096);
+    bytesRead = 0;
+    const got = await store.searchMessages(ROOM2, 'common', 3);
+    expect(got).toEqual([messages[0], edited, messages[2]]);
+    expect(got).toEqual((await store.searchMessages(ROOM2, 'common', 1000)).slice(0, 3)); // the full scan's answer
+    bytesRead = 0;
+    await store.searchMessages(ROOM2, 'common', 3);
+    expect(bytesRead).toBeGreaterThanOrEqual(editEnd);
+    expect(bytesRead).toBeLessThan(editEnd + 4096);
+    expect(firstPart).toBeLessThan(editEnd);
+
+    // Seq 2 edited again as the search starts (before its first block): the line that counts
+    // is still the one after seq 200, which the stop must wait for, and the new one (past the
+    // bytes scanned) must not keep the scan going to the end.
+    bytesRead = 0;
+    hookFrom = 0;
+    beforeLaterRead = () => commit([{ ...edited, text_content: 'common word 2 edited twice' }]);
+    expect(await store.searchMessages(ROOM2, 'common', 3)).toEqual([messages[0], edited, messages[2]]);
+    expect(beforeLaterRead).toBeUndefined();
+    expect(bytesRead).toBeGreaterThanOrEqual(editEnd);
+    expect(bytesRead).toBeLessThan(editEnd + 4096);
   });
 });
