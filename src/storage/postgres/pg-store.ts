@@ -196,7 +196,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.notifier?.drain();
+    await this.notifier?.close();
     await this.counters?.end();
     await this.pool.end();
   }
