@@ -9,6 +9,7 @@ import { presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Store } from '../storage/store.js';
 import type { Caller, InteractionMode, Member, Message, Room, RoomRecord } from '../types.js';
+import { lastPersonSeqIn } from './change-events.js';
 import type { Command } from './commands.js';
 import { RoomRuntime, type CarriedChange } from './room-runtime.js';
 
@@ -129,7 +130,8 @@ export class Rooms {
   async adopt(caller: Caller, room: RoomRecord, messages: readonly Message[]): Promise<void> {
     // One write: the room and its history exist together or not at all (SPEC §5, no trace).
     const version = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length }, messages);
-    const lastPersonSeq = await this.opts.store.lastPersonSeq(room.room_id);
+    // The room holds exactly these messages: no need to ask the store.
+    const lastPersonSeq = lastPersonSeqIn(messages);
     this.runtimes.set(room.room_id, this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }));
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
   }
