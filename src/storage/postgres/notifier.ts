@@ -12,22 +12,20 @@
 //
 // A batch whose NOTIFY fails (connection lost, database restarting) is not dropped: it goes
 // back to the head of the queue, ahead of newer payloads, and is sent again after a pause
-// (100 ms doubling to 2 s), for up to RETRIES attempts. Past that (the database stays away for
+// (100 ms doubling to 2 s, ./pause.ts), for up to RETRIES attempts. Past that (the database stays away for
 // about half a minute) it is reported and dropped: the other nodes' poll then brings the
 // followed rooms' commits. Closing the store sends what is queued once more, without pausing.
 import type pg from 'pg';
 import { ROOM_CHANNEL } from './feed.js';
+import { Pause, retryDelayMs } from './pause.js';
 
 const RETRIES = 20;
-const FIRST_PAUSE_MS = 100;
-const MAX_PAUSE_MS = 2_000;
 
 export class CommitNotifier {
   private queue: string[] = [];
   private flushing: Promise<void> | undefined;
   private closing = false;
-  /** Wakes a retry pause early (on close). */
-  private wake: (() => void) | undefined;
+  private readonly pause = new Pause();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -47,7 +45,7 @@ export class CommitNotifier {
   /** Like drain, but a failing batch is tried once more at once instead of after pauses. */
   async close(): Promise<void> {
     this.closing = true;
-    this.wake?.();
+    this.pause.wake();
     await this.drain();
   }
 
@@ -74,25 +72,11 @@ export class CommitNotifier {
           }
           // Back ahead of what was queued meanwhile: each room's notifications stay in order.
           this.queue = batch.concat(this.queue);
-          if (!this.closing) await this.pause(Math.min(MAX_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (failures - 1)));
+          if (!this.closing) await this.pause.wait(retryDelayMs(failures));
         }
       }
     } finally {
       this.flushing = undefined;
     }
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      timer.unref?.();
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    }).finally(() => {
-      this.wake = undefined;
-    });
   }
 }
