@@ -62,7 +62,7 @@ export async function readChanges(store: Store, roomId: string, from: { lastSeq:
 
 /**
  * The changes of one commit as its notification carried them (`messages` in commit order),
- * split like `readChanges` would read them from the store, when the commit follows `version`
+ * split like `loadChanges` would read them from the store, when the commit follows `version`
  * directly and its new messages continue `lastSeq` without a gap; else undefined (read them).
  * A message written twice in the commit counts once, in its last version, as in the table.
  */
