@@ -3,8 +3,9 @@
 // commits publishes the events it computed; the others read the new state and the new messages
 // from the store and publish what this diff finds: messages in seq order, membership and
 // status changes, round start and end, the turn (built by the one agent_turn builder), and the
-// room itself. `readChanges` reads what the diff needs from the store: the new messages, and
-// the older ones another node rewrote (edits, deletions), which become `message_update`.
+// room itself. `loadChanges` reads what the diff needs from the store in one snapshot: the new
+// state, the new messages, and the older ones another node rewrote (edits, deletions), which
+// become `message_update`.
 import { cloneJson } from '../clone.js';
 import { agentTurnData, type AccessEvent, type RoomEvent } from '../protocol/events.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
@@ -26,29 +27,42 @@ export interface ReadChanges {
 }
 
 /**
- * What changed in the room's messages between this node's copy (`from`) and the state just
- * loaded (`to`). Reads stop at `to`'s last seq and version: anything committed after `to` is
- * left for the next refresh, so nothing is announced twice.
+ * The room as stored now and what changed since this node's copy (`from`): from one snapshot
+ * when the store can read one (shared stores), else read in turn (a store only this process
+ * writes changes nothing between the reads).
  */
-export async function readChanges(store: Store, roomId: string, from: { version: number; lastSeq: number }, to: LoadedRoom): Promise<ReadChanges> {
-  // The two reads are independent: one round trip's wait, not two.
-  const readAdded = async (): Promise<Message[]> => {
-    const added: Message[] = [];
-    for (let after = from.lastSeq; after < to.lastSeq; ) {
-      const page = (await store.readMessages(roomId, { afterSeq: after, limit: 500 })).filter((m) => m.seq <= to.lastSeq);
-      if (page.length === 0) break;
-      added.push(...page);
-      after = page[page.length - 1]!.seq;
-    }
-    return added;
-  };
-  const [added, updated] = await Promise.all([readAdded(), store.readRewritten?.(roomId, from.version, to.version, from.lastSeq) ?? []]);
-  return { added, updated };
+export async function loadChanges(
+  store: Store,
+  roomId: string,
+  from: { version: number; lastSeq: number; lastPersonSeq: number },
+): Promise<(ReadChanges & { loaded: LoadedRoom; lastPersonSeq: number }) | undefined> {
+  if (store.readChangesSince) return store.readChangesSince(roomId, from);
+  const loaded = await store.loadRoom(roomId);
+  if (!loaded) return undefined;
+  const changes = await readChanges(store, roomId, from, loaded);
+  return { loaded, ...changes, lastPersonSeq: await lastPersonSeqAfter(store, roomId, from.lastPersonSeq, changes) };
+}
+
+/**
+ * The new messages between this node's copy (`from`) and the state just loaded (`to`), for a
+ * store no other process writes (so none of the older messages was rewritten behind this
+ * node's back). Reads stop at `to`'s last seq: anything committed after `to` is left for the
+ * next refresh, so nothing is announced twice.
+ */
+export async function readChanges(store: Store, roomId: string, from: { lastSeq: number }, to: LoadedRoom): Promise<ReadChanges> {
+  const added: Message[] = [];
+  for (let after = from.lastSeq; after < to.lastSeq; ) {
+    const page = (await store.readMessages(roomId, { afterSeq: after, limit: 500 })).filter((m) => m.seq <= to.lastSeq);
+    if (page.length === 0) break;
+    added.push(...page);
+    after = page[page.length - 1]!.seq;
+  }
+  return { added, updated: [] };
 }
 
 /**
  * The changes of one commit as its notification carried them (`messages` in commit order),
- * split like `readChanges` would read them from the store, when the commit follows `version`
+ * split like `loadChanges` would read them from the store, when the commit follows `version`
  * directly and its new messages continue `lastSeq` without a gap; else undefined (read them).
  * A message written twice in the commit counts once, in its last version, as in the table.
  */
@@ -69,8 +83,18 @@ export function carriedChanges(carried: { version: number; lastSeq: number; mess
  */
 export async function lastPersonSeqAfter(store: Store, roomId: string, before: number, changes: ReadChanges): Promise<number> {
   if (changes.updated.some((m) => m.role === 'user')) return store.lastPersonSeq(roomId);
+  return lastPersonSeqIn(changes.added, before);
+}
+
+/**
+ * The seq of the last visible person message among `messages` (the store's `lastPersonSeq` of
+ * them), or `before` when none is later. A seq written twice counts in its last version.
+ */
+export function lastPersonSeqIn(messages: readonly Message[], before = 0): number {
+  const bySeq = new Map<number, Message>();
+  for (const m of messages) bySeq.set(m.seq, m);
   let last = before;
-  for (const m of changes.added) if (m.role === 'user' && m.visible && !m.deleted) last = Math.max(last, m.seq);
+  for (const m of bySeq.values()) if (m.role === 'user' && m.visible && !m.deleted) last = Math.max(last, m.seq);
   return last;
 }
 

@@ -13,7 +13,7 @@ import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
 import { StaleRoomError, type Store } from '../storage/store.js';
 import type { Member, Message, RoomRecord } from '../types.js';
-import { carriedChanges, changeEvents, lastPersonSeqAfter, readChanges } from './change-events.js';
+import { carriedChanges, changeEvents, lastPersonSeqIn, loadChanges } from './change-events.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -238,12 +238,21 @@ export class RoomRuntime {
   private async reload(carried?: CarriedChange): Promise<void> {
     // Already read past it (a stale retry of our own batch reloaded meanwhile).
     if (carried && carried.version <= this.version) return;
+    // A rewritten person message may move the last person seq back: only the store knows where
+    // to, so such a commit is read like any other.
     const taken = carried && carriedChanges(carried, this.version, this.lastSeq);
-    const loaded = taken ? { room: carried.room ?? this.state, lastSeq: carried.lastSeq, version: carried.version } : await this.deps.store.loadRoom(this.roomId);
-    if (!loaded || loaded.version === this.version) return;
-    const changes = taken || (await readChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq }, loaded));
-    const { added, updated } = changes;
-    const lastPersonSeq = await lastPersonSeqAfter(this.deps.store, this.roomId, this.lastPersonSeq, changes);
+    const usable = taken && !taken.updated.some((m) => m.role === 'user') ? taken : undefined;
+    // Otherwise the state, the messages and the last person seq come from one snapshot: never a
+    // newer state with older messages, or the reverse.
+    const read = carried && usable
+      ? {
+          loaded: { room: carried.room ?? this.state, lastSeq: carried.lastSeq, version: carried.version },
+          ...usable,
+          lastPersonSeq: lastPersonSeqIn(usable.added, this.lastPersonSeq),
+        }
+      : await loadChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq, lastPersonSeq: this.lastPersonSeq });
+    if (!read || read.loaded.version === this.version) return;
+    const { loaded, added, updated, lastPersonSeq } = read;
     const before = this.state;
     this.state = loaded.room;
     this.lastSeq = loaded.lastSeq;

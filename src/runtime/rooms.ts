@@ -9,6 +9,7 @@ import { presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Store } from '../storage/store.js';
 import type { Caller, InteractionMode, Member, Message, Room, RoomRecord } from '../types.js';
+import { lastPersonSeqIn } from './change-events.js';
 import type { Command } from './commands.js';
 import { RoomRuntime, type CarriedChange } from './room-runtime.js';
 
@@ -48,6 +49,8 @@ export class Rooms {
   private readonly runtimes = new Map<string, RoomRuntime>();
   private readonly loading = new Map<string, Promise<RoomRuntime | undefined>>();
   private readonly turnListeners = new Set<TurnListener>();
+  /** Per participant: the storing of its latest presence change (the next one waits for it). */
+  private readonly presenceWrites = new Map<string, Promise<void>>();
   private stopped = false;
 
   constructor(private readonly opts: RoomsOptions) {
@@ -129,7 +132,8 @@ export class Rooms {
   async adopt(caller: Caller, room: RoomRecord, messages: readonly Message[]): Promise<void> {
     // One write: the room and its history exist together or not at all (SPEC §5, no trace).
     const version = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length }, messages);
-    const lastPersonSeq = await this.opts.store.lastPersonSeq(room.room_id);
+    // The room holds exactly these messages: no need to ask the store.
+    const lastPersonSeq = lastPersonSeqIn(messages);
     this.runtimes.set(room.room_id, this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }));
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
   }
@@ -271,29 +275,41 @@ export class Rooms {
   }
 
   private presenceChanged(change: PresenceChange): void {
-    if (this.stopped) return;
-    const elsewhere = this.opts.onlineElsewhere;
-    if (change.online || !elsewhere) return this.storePresence(change);
-    elsewhere(change.participantId).then(
-      // A newer change on this node (back online) supersedes this one.
-      (served) => !served && !this.opts.presence.isOnline(change.participantId) && this.storePresence(change),
-      (err: unknown) => this.opts.logger.warn({ err }, 'could not ask whether another node serves a participant'),
-    );
+    this.storePresence(change);
   }
 
-  /** Stores a member status in every room of the participant (also for a dead node's clients). */
+  /**
+   * Stores a member status in every room of the participant (also for a dead node's clients).
+   * One participant's changes are stored one after the other, in the order they happened: a
+   * quick disconnect/reconnect never ends stored offline while connected (or the reverse)
+   * because the later change's reads finished first.
+   */
   storePresence(change: PresenceChange): void {
     if (this.stopped) return;
-    void this.opts.store.roomsOf(change.participantId).then(
-      (roomIds) => {
-        for (const roomId of roomIds) {
-          this.execute(roomId, { type: 'presence', ...change }).catch((err: unknown) =>
-            this.opts.logger.warn({ err, room_id: roomId }, 'could not store a member status'),
-          );
-        }
-      },
-      (err: unknown) => this.opts.logger.warn({ err }, 'could not list the rooms of a participant'),
+    const id = change.participantId;
+    const next = (this.presenceWrites.get(id) ?? Promise.resolve())
+      .then(() => this.applyPresence(change))
+      .catch((err: unknown) => this.opts.logger.warn({ err }, 'could not store a member status'));
+    this.presenceWrites.set(id, next);
+    void next.then(() => {
+      if (this.presenceWrites.get(id) === next) this.presenceWrites.delete(id);
+    });
+  }
+
+  /** Resolves once the change's command is queued in each of the participant's rooms. */
+  private async applyPresence(change: PresenceChange): Promise<void> {
+    const elsewhere = this.opts.onlineElsewhere;
+    // Not stored while another live node serves the participant (asked until answered), nor
+    // when a newer change here (back online) follows it.
+    if (!change.online && elsewhere && ((await elsewhere(change.participantId)) || this.opts.presence.isOnline(change.participantId))) return;
+    if (this.stopped) return;
+    const roomIds = await this.opts.store.roomsOf(change.participantId);
+    const runtimes = await Promise.all(
+      roomIds.map((roomId) => this.require(roomId).catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not load a room to store a member status'))),
     );
+    for (const runtime of runtimes) {
+      runtime?.execute({ type: 'presence', ...change }).catch((err: unknown) => this.opts.logger.warn({ err, room_id: runtime.roomId }, 'could not store a member status'));
+    }
   }
 }
 

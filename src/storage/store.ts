@@ -25,6 +25,17 @@ import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } 
 
 export type ParticipantRecord = { kind: 'agent'; record: AgentRecord } | { kind: 'user'; record: UserRecord };
 
+/** `readChangesSince`: a room's stored state and what changed since a given version. */
+export interface RoomChangesSince {
+  loaded: LoadedRoom;
+  /** Messages after `from.lastSeq` through `loaded.lastSeq`, in seq order. */
+  added: Message[];
+  /** Messages at seq ≤ `from.lastSeq` rewritten (edits, deletions) after `from.version`, in commit order. */
+  updated: Message[];
+  /** As `lastPersonSeq`, in the same snapshot. */
+  lastPersonSeq: number;
+}
+
 /** A room's state as the runtime needs it to run commands. */
 export interface LoadedRoom {
   room: RoomRecord;
@@ -128,9 +139,9 @@ export interface Store {
   /** Message count over all rooms (metrics, start-up log). */
   messageCount(): Promise<number>;
   /**
-   * Shared stores (PostgreSQL) only: the messages at seq ≤ `throughSeq` whose latest version was
-   * written by a commit with a room version in (`afterVersion`, `throughVersion`], in commit
-   * order: the edits and deletions another node committed since this node's copy (SPEC §11).
+   * Shared stores (PostgreSQL) only: the room as stored now and what changed since this node's
+   * copy (`from`), read as one consistent snapshot, so the state, the messages and the last person
+   * seq are all of the same version (SPEC §11). Undefined when the room does not exist.
    */
-  readRewritten?(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]>;
+  readChangesSince?(roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined>;
 }

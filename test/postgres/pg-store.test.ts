@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/storage/memory-store.js';
+import { parseRoomChange, ROOM_CHANNEL } from '../../src/storage/postgres/feed.js';
 import { migrate, loadMigrations } from '../../src/storage/postgres/migrations.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import type { Store } from '../../src/storage/store.js';
@@ -75,11 +76,24 @@ describe.skipIf(!enabled)('PgStore', () => {
   });
 });
 
+/** A LISTEN connection straight to the database: what another node hears, as `room:version`. */
+async function listen(url: string): Promise<{ heard: string[]; end: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: url });
+  const heard: string[] = [];
+  client.on('notification', (n) => {
+    const change = n.channel === ROOM_CHANNEL && n.payload !== undefined ? parseRoomChange(n.payload) : undefined;
+    if (change) heard.push(`${change.roomId}:${change.version}`);
+  });
+  await client.connect();
+  await client.query(`LISTEN ${ROOM_CHANNEL}`);
+  return { heard, end: () => client.end() };
+}
+
 describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
   const pgServer = usePgServer();
 
   it('resolves when the commit landed but its answer was lost, rejects without a trace when it never ran', async () => {
-    await pgServer().createDatabase('indoubt');
+    const listener = await listen(await pgServer().createDatabase('indoubt'));
     const proxy = await startCutProxy(pgServer().port, 'indoubt');
     const store = new PgStore({ connectionString: proxy.url, poolSize: 2 });
     try {
@@ -100,6 +114,9 @@ describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
       const v2 = await store.commitRoom('r', { messages: [m1], expectedVersion: v1 });
       expect(v2).toBe(v1 + 1);
       expect(await store.readMessages('r', { afterSeq: 0, limit: 5 })).toEqual([m1]);
+      // Its notification is out (sent again if its first try met a dead pooled connection):
+      // nothing but the next commit goes through the proxy now.
+      await expect.poll(() => listener.heard).toContain(`r:${v2}`);
 
       await store.loadRoom('r');
       proxy.cutNext('before-server');
@@ -107,6 +124,34 @@ describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
       expect(await store.loadRoom('r')).toMatchObject({ lastSeq: 1, version: v2 });
       expect(await store.readMessages('r', { afterSeq: 0, limit: 5 })).toEqual([m1]);
     } finally {
+      await listener.end();
+      await store.close();
+      await proxy.close();
+    }
+  });
+
+  it('sends a NOTIFY again when its connection drops: the other nodes still learn of the commit', async () => {
+    // Another node's LISTEN connection, straight to the database.
+    const listener = await listen(await pgServer().createDatabase('notifyfail'));
+    const { heard } = listener;
+    const proxy = await startCutProxy(pgServer().port, 'notifyfail');
+    const errors: Error[] = [];
+    const store = new PgStore({ connectionString: proxy.url, poolSize: 2, onPoolError: (err) => errors.push(err) });
+    try {
+      await store.open();
+      const v1 = await store.createRoom(makeRoom('r'));
+      await expect.poll(() => heard).toEqual(['r:1']);
+      const v2 = await store.commitRoom('r', { messages: [makeMessage('r', 1)], expectedVersion: v1 });
+      // The commit is in and its NOTIFY queued for the next turn of the event loop: the next
+      // statement through the proxy is that NOTIFY, and its connection is cut before it arrives.
+      proxy.cutNext('before-server');
+      await expect.poll(() => errors.length).toBeGreaterThan(0);
+      await expect.poll(() => heard, { timeout: 5_000 }).toEqual(['r:1', `r:${v2}`]);
+      // Later commits are announced after it, in order.
+      const v3 = await store.commitRoom('r', { messages: [makeMessage('r', 2)], expectedVersion: v2 });
+      await expect.poll(() => heard).toEqual(['r:1', `r:${v2}`, `r:${v3}`]);
+    } finally {
+      await listener.end();
       await store.close();
       await proxy.close();
     }

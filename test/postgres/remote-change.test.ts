@@ -28,7 +28,7 @@ function countingStore(store: MemoryStore): { store: Store; reads: string[] } {
       const value = Reflect.get(target, key, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        if (['loadRoom', 'readMessages', 'readRewritten', 'lastPersonSeq'].includes(String(key))) reads.push(String(key));
+        if (['loadRoom', 'readMessages', 'readChangesSince', 'lastPersonSeq'].includes(String(key))) reads.push(String(key));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },

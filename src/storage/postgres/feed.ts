@@ -1,35 +1,25 @@
 // Cross-node room notifications for the PostgreSQL store (SPEC §11: events of a room reach
 // every subscriber, on any node, in seq order, without loss or duplicates).
 //
-// Two pieces:
-//
 // • RoomFeed — one per node. Every room commit (and room creation) is followed by
-//   `NOTIFY room_changes, '<room_id>:<version>:<last_seq>'` — sent right after it committed,
-//   batched (./notifier.ts), or with PgStore's `notify: 'in-commit'` inside its transaction
-//   (then delivered in commit order even across nodes). Either way only committed changes are
-//   announced. The feed LISTENs on a dedicated connection (not the pool) and hands each
-//   `RoomChange` to `onChange`. When that connection drops it reconnects (backoff up to 2 s)
-//   and calls `onResync`: notifications sent while it was away are lost, so everything
-//   interested must re-read from the tables. Its optional `poll` re-reads the followed rooms'
-//   versions every few seconds, for a notification lost with a node that died right after
-//   committing.
+//   `NOTIFY room_changes, '<room_id>:<version>:<last_seq>'` (or, when they fit, the commit's
+//   rows: `commitPayload`) — sent right after it committed, batched (./notifier.ts), or with
+//   PgStore's `notify: 'in-commit'` inside its transaction (then delivered in commit order even
+//   across nodes). Either way only committed changes are announced. The feed LISTENs on a
+//   dedicated connection (not the pool) and hands each `RoomChange` to `onChange`. When that
+//   connection drops it reconnects (backoff up to 2 s) and calls `onResync`: notifications sent
+//   while it was away are lost, so everything interested must re-read from the tables. Its
+//   optional `poll` re-reads the followed rooms' versions every few seconds, for a notification
+//   lost with a node that died right after committing (or given up after its retries).
 //
-//       const feed = new RoomFeed({ connectionString, onChange: (c) => followers.get(c.roomId)?.notify(c.version),
-//                                   onResync: () => followers.forEach((f) => f.resync()) });
+//       const feed = new RoomFeed({ connectionString, onChange: (c) => rooms.remoteChange(c.roomId, c.version, …),
+//                                   onResync: () => rooms.refreshAll() });
 //       await feed.start(); … await feed.stop();
 //
-// • RoomFollower — one per room a node serves subscribers for. It turns notifications (which
-//   may be lost, coalesced, or arrive for commits it already read) into an exact stream: new
-//   messages in seq order with no gap and no repeat, then the edits/deletes it has not seen,
-//   then the room version. It reads from the tables in one REPEATABLE READ snapshot per catch-up
-//   (`seq > delivered` for new messages, `written_version > seen` for new versions of older
-//   ones), one catch-up at a time per room, so what it hands on is exactly what committed.
-//
-//       const follower = new RoomFollower(store.connectionPool, roomId, { seq: loaded.lastSeq, version: loaded.version }, {
-//         added: (m) => …, updated: (m) => …, version: (v, lastSeq) => …,
-//       });
-//       follower.notify(change.version);   // from the feed
-//       follower.resync();                 // after a reconnect
+// Notifications may be lost, coalesced, or arrive for commits a node already read: the node
+// (RoomRuntime's reload) turns them into an exact stream by reading what committed since its
+// copy from the tables, in one snapshot (`PgStore.readChangesSince`), and ignoring versions it
+// has seen.
 import pg from 'pg';
 import type { Message, RoomRecord } from '../../types.js';
 
@@ -211,150 +201,5 @@ export class RoomFeed {
     const delay = this.delay;
     this.delay = Math.min(this.delay * 2, this.options.maxReconnectDelayMs ?? 2_000);
     this.timer = setTimeout(() => void this.connect(), delay);
-  }
-}
-
-export interface RoomFollowerHandler {
-  /** A new message, in seq order, each seq exactly once. */
-  added(message: Message): void;
-  /** A new version (edit, delete) of a message already handed on. */
-  updated?(message: Message): void;
-  /** The room reached this version (state may have changed: reload it if you cache it). */
-  version?(version: number, lastSeq: number): void;
-  /** A catch-up failed (database unreachable); the follower retries on the next notify/resync. */
-  error?(err: Error): void;
-}
-
-/** Where a follower starts: the last seq and version its subscribers already have. */
-export interface FollowerPosition {
-  seq: number;
-  version: number;
-}
-
-const PAGE = 500;
-
-export class RoomFollower {
-  private seq: number;
-  private version: number;
-  /**
-   * After a catch-up that failed part-way: messages up to `seq` were handed on as of snapshot
-   * `version`, those up to `fromSeq` as of the follower's version. The next catch-up asks for
-   * newer versions of each range against its own snapshot, so nothing is handed on twice.
-   */
-  private partial: { fromSeq: number; version: number } | undefined;
-  private wanted = 0;
-  private running: Promise<void> | undefined;
-  private closed = false;
-
-  constructor(
-    private readonly pool: pg.Pool,
-    readonly roomId: string,
-    from: FollowerPosition,
-    private readonly handler: RoomFollowerHandler,
-  ) {
-    this.seq = from.seq;
-    this.version = from.version;
-  }
-
-  /** What has been handed on so far. */
-  get position(): FollowerPosition {
-    return { seq: this.seq, version: this.version };
-  }
-
-  /** A notification for this room; catches up unless that version was already read. */
-  notify(version: number): Promise<void> {
-    if (version <= this.version) return this.running ?? Promise.resolve();
-    this.wanted = Math.max(this.wanted, version);
-    return this.kick();
-  }
-
-  /** Catch up unconditionally (after the feed reconnected, or at start). */
-  resync(): Promise<void> {
-    this.wanted = Number.MAX_SAFE_INTEGER;
-    return this.kick();
-  }
-
-  close(): void {
-    this.closed = true;
-  }
-
-  /** One catch-up loop at a time: notifications arriving meanwhile raise `wanted`. */
-  private kick(): Promise<void> {
-    this.running ??= this.loop().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.closed && this.wanted > this.version) {
-      const target = this.wanted;
-      try {
-        await this.catchUp();
-      } catch (err) {
-        this.handler.error?.(err as Error);
-        return;
-      }
-      // A resync reads whatever is there; done once it has read at least up to now.
-      if (target === Number.MAX_SAFE_INTEGER && this.wanted === target) this.wanted = this.version;
-    }
-  }
-
-  private async catchUp(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const room = await client.query<{ version: string; last_seq: string }>('SELECT version, last_seq FROM rooms WHERE room_id = $1', [
-        this.roomId,
-      ]);
-      if (!room.rows[0]) {
-        await client.query('COMMIT');
-        return;
-      }
-      const version = Number(room.rows[0].version);
-      const lastSeq = Number(room.rows[0].last_seq);
-      if (version <= this.version) {
-        await client.query('COMMIT');
-        return;
-      }
-      const seenSeq = this.seq;
-      // New versions of messages handed on before, in commit order.
-      const fromSeq = this.partial?.fromSeq ?? seenSeq;
-      const updates = await client.query<{ record: Message }>(
-        `SELECT record FROM messages
-         WHERE room_id = $1 AND seq <= $2 AND written_version > CASE WHEN seq <= $3::bigint THEN $4::bigint ELSE $5::bigint END
-         ORDER BY written_version, seq`,
-        [this.roomId, seenSeq, fromSeq, this.version, this.partial?.version ?? this.version],
-      );
-      // Kept from the first failed attempt if several fail in a row: at worst an edit is then
-      // handed on twice, never missed.
-      if (seenSeq < lastSeq) this.partial ??= { fromSeq, version };
-      // New messages, gapless by seq, paged within the same snapshot.
-      let after = seenSeq;
-      while (after < lastSeq) {
-        const page = await client.query<{ record: Message }>(
-          'SELECT record FROM messages WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-          [this.roomId, after, PAGE],
-        );
-        if (page.rows.length === 0) break;
-        for (const { record } of page.rows) {
-          if (record.seq !== after + 1) throw new Error(`room ${this.roomId}: seq ${after + 1} missing in the table`);
-          after = record.seq;
-          this.seq = after;
-          this.handler.added(record);
-        }
-      }
-      // Everything was read; a failing COMMIT of a read-only snapshot changes nothing.
-      await client.query('COMMIT').catch(() => undefined);
-      for (const { record } of updates.rows) this.handler.updated?.(record);
-      this.partial = undefined;
-      this.version = version;
-      this.handler.version?.(version, lastSeq);
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }

@@ -7,20 +7,19 @@
 //    migrates. (No DATA_DIR lock on this path: nodes share DATA_DIR for uploads and exports.)
 // 3. Room runtime: a commit may reject with StaleRoomError (another node wrote the room):
 //    drop the cached room, reload, recompute — `commitWithRetry` does exactly that.
-// 4. Events: one `RoomFeed` per node; a `RoomFollower` per room that has subscribers (or is
-//    loaded). `added`/`updated` are the message events in seq order, `version` means the room
-//    state changed (reload it, emit what changed). The node's own commits come back through the
-//    feed too: either emit events only from followers, or call `follower.notify(version)` right
-//    after an own commit (it is then read back at once, and never emitted twice). `onResync`
-//    → every follower's `resync()`; `poll: { pool, everyMs: 2000, rooms }` covers a
-//    notification lost with a dead node.
+// 4. Events: one `RoomFeed` per node; `onChange` → `Rooms.remoteChange` (the room's runtime
+//    takes a carried commit that follows its version as it came, else reads what changed since
+//    its copy in one snapshot, `PgStore.readChangesSince`, and publishes the difference; versions
+//    it has seen are ignored, so its own commits coming back change nothing). `onResync` →
+//    `Rooms.refreshAll()`; `poll: { pool, everyMs: 2000, rooms }` covers a notification lost
+//    with a dead node.
 // 5. Deadlines: one `DeadlineWatcher` per node; its handler fires the room's turn timeout if
 //    `turnDeadlineOf(room)?.turnKey` still equals the claim's, else `completeDeadline`. The
 //    commit that fires it updates the stored row by itself.
 // 6. Rate limits: build the limiters with `postgresLimiters(store.connectionPool)`.
 export { PgStore, type PgStoreOptions } from './pg-store.js';
 export { parseStoreConfig, type StoreConfig } from './store-config.js';
-export { RoomFeed, RoomFollower, parseRoomChange, ROOM_CHANNEL, type RoomChange, type RoomFeedOptions, type RoomFollowerHandler, type FollowerPosition } from './feed.js';
+export { RoomFeed, parseRoomChange, ROOM_CHANNEL, type RoomChange, type RoomFeedOptions } from './feed.js';
 export { commitWithRetry, type CommitPlan, type RetryOptions, type RetryResult } from './stale-retry.js';
 export {
   DeadlineWatcher,

@@ -36,7 +36,7 @@ import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
 import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
 import { NameTakenError, StaleRoomError } from '../store.js';
-import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from '../store.js';
+import type { LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
 import { commitPayload } from './feed.js';
 import { migrate } from './migrations.js';
@@ -196,7 +196,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.notifier?.drain();
+    await this.notifier?.close();
     await this.counters?.end();
     await this.pool.end();
   }
@@ -500,14 +500,32 @@ export class PgStore implements Store {
     return rows[0]?.record;
   }
 
-  async readRewritten(roomId: string, afterVersion: number, throughVersion: number, throughSeq: number): Promise<Message[]> {
-    const { rows } = await this.pool.query<{ record: Message }>(
-      `SELECT record FROM messages
-       WHERE room_id = $1 AND seq <= $2 AND written_version > $3 AND written_version <= $4
-       ORDER BY written_version, seq`,
-      [roomId, throughSeq, afterVersion, throughVersion],
-    );
-    return rows.map((r) => r.record);
+  /**
+   * One statement, so one snapshot (also under READ COMMITTED): the room's row, the messages
+   * after `from.lastSeq` through its last seq, the older ones rewritten after `from.version`
+   * through its version (commit order), and its last person seq. A node that refreshes a room
+   * another node changed thus never pairs a state with messages of another version.
+   */
+  async readChangesSince(roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined> {
+    const { rows } = await this.pool.query<{ state: RoomRecord; version: string; last_seq: string; added: Message[]; updated: Message[]; last_person_seq: string | null }>({
+      name: 'chatroom-read-changes-since',
+      text: `SELECT r.state, r.version, r.last_seq,
+               (SELECT coalesce(json_agg(m.record ORDER BY m.seq), '[]') FROM messages m
+                 WHERE m.room_id = r.room_id AND m.seq > $3 AND m.seq <= r.last_seq AND r.version <> $2) AS added,
+               (SELECT coalesce(json_agg(m.record ORDER BY m.written_version, m.seq), '[]') FROM messages m
+                 WHERE m.room_id = r.room_id AND m.seq <= $3 AND m.written_version > $2 AND m.written_version <= r.version) AS updated,
+               (SELECT m.seq FROM messages m
+                 WHERE m.room_id = r.room_id AND m.role = 'user' AND m.visible AND NOT m.deleted ORDER BY m.seq DESC LIMIT 1) AS last_person_seq
+             FROM rooms r WHERE r.room_id = $1`,
+      values: [roomId, from.version, from.lastSeq],
+    });
+    const row = rows[0];
+    if (!row) return undefined;
+    const loaded = { room: row.state, lastSeq: Number(row.last_seq), version: Number(row.version) };
+    if (row.added.length !== Math.max(0, loaded.lastSeq - from.lastSeq) && loaded.version !== from.version) {
+      throw new Error(`room ${roomId}: messages ${from.lastSeq + 1}..${loaded.lastSeq} are not all in the table`);
+    }
+    return { loaded, added: row.added, updated: row.updated, lastPersonSeq: row.last_person_seq === null ? 0 : Number(row.last_person_seq) };
   }
 
   async messageCount(): Promise<number> {

@@ -57,7 +57,7 @@ CREATE TABLE messages (
   -- The latest version of the message (edits and deletes replace it in place).
   record json NOT NULL,
   -- The room version whose commit wrote this row last: a node that has seen version V reads
-  -- the edits it missed as `written_version > V` (RoomFollower, feed.ts).
+  -- the edits it missed as `written_version > V` (PgStore.readChangesSince, pg-store.ts).
   written_version bigint NOT NULL,
   sender_id text NOT NULL,
   role text NOT NULL,
