@@ -57,7 +57,7 @@ import { RoomMessages } from './room-messages.js';
 import { roomJsonWriter } from './room-json.js';
 import { SharedValues } from './shared-values.js';
 import { SnapshotFile } from './snapshot.js';
-import { JOURNAL_DIR, StateJournal, type StateEntry } from './state-journal.js';
+import { JOURNAL_DIR, StateJournal, type LogMark, type StateEntry } from './state-journal.js';
 import { DirectStateWriter } from './state-writer.js';
 import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
 import { NameTakenError, StaleRoomError } from './store.js';
@@ -301,14 +301,20 @@ export class FileStore implements Store {
     const snapshots = [this.agents, this.users, this.rooms];
     const found = await Promise.all(snapshots.map((snap) => snap.load()));
     for (const [i, snap] of snapshots.entries()) if (!found[i]) await snap.write();
-    const journaled = await this.journal.replay((entry) => this.snapshotOf(entry).set(entry.r));
-    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-    for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
-    for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
-    for (const room of this.rooms.records.values()) {
-      this.versions.set(room.room_id, 1);
-      this.indexMembers(undefined, room);
-    }
+    // Room lines written beside their log append wait until the logs are registered (`settleMarked`).
+    const marked = new Map<string, Array<{ room: RoomRecord; after: LogMark }>>();
+    const journaled = await this.journal.replay((entry) => {
+      if (entry.t === 'room') {
+        const roomId = entry.r.room_id;
+        if (entry.after) {
+          this.dirty.add(this.rooms as SnapshotFile<object>);
+          marked.set(roomId, [...(marked.get(roomId) ?? []), { room: entry.r, after: entry.after }]);
+          return;
+        }
+        marked.delete(roomId); // a later whole record replaces them
+      }
+      this.snapshotOf(entry).set(entry.r);
+    });
 
     const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
     const manifest = await this.indexFiles.readManifest();
@@ -339,6 +345,14 @@ export class FileStore implements Store {
       this.messages.register(roomId, index);
       this.logs.registerExisting(roomId, size);
     });
+    await this.settleMarked(marked);
+    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
+    for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
+    for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
+    for (const room of this.rooms.records.values()) {
+      this.versions.set(room.room_id, 1);
+      this.indexMembers(undefined, room);
+    }
     const messages = this.messages.count;
     this.logger.info(
       {
@@ -355,6 +369,32 @@ export class FileStore implements Store {
       },
       'storage opened',
     );
+  }
+
+  /**
+   * Start-up, once the logs are registered: per room, the newest journal line written beside
+   * its log append whose mark the log holds is the room's state. Newer ones name messages that
+   * never became durable (a kill between the two writes, or a log append that failed while its
+   * journal line did not): they are dropped, as their calls were never acknowledged.
+   */
+  private async settleMarked(marked: Map<string, Array<{ room: RoomRecord; after: LogMark }>>): Promise<void> {
+    for (const [roomId, lines] of marked) {
+      let kept = lines.length - 1;
+      while (kept >= 0 && !(await this.logHolds(roomId, lines[kept]!.after))) kept--;
+      if (kept >= 0) this.rooms.set(lines[kept]!.room);
+      const dropped = lines.length - 1 - kept;
+      if (dropped > 0) {
+        this.logger.warn({ room_id: roomId, dropped }, 'state journal: room changes whose messages never reached the room log were dropped (never acknowledged)');
+      }
+    }
+  }
+
+  private async logHolds(roomId: string, mark: LogMark): Promise<boolean> {
+    try {
+      return (await this.messages.idsAt(roomId, [mark.seq])).get(mark.seq) === mark.id;
+    } catch {
+      return false; // an unreadable line is not the message the mark names
+    }
   }
 
   close(): Promise<void> {
@@ -475,10 +515,10 @@ export class FileStore implements Store {
    *   compaction. Once the journal holds anything, every change goes there until a compaction
    *   has folded it in: a journal line must never be older than the snapshot beside it.
    */
-  private stateWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown> = Promise.resolve()): Promise<void> {
+  private stateWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown> = Promise.resolve(), after?: LogMark): Promise<void> {
     const direct =
       this.snapshotBytes < this.syncSnapshotBytes && this.journalWrites === 0 && !this.journal.pending && !this.compacting;
-    const write = direct ? this.directWrite(entries, apply, gate) : this.journalWrite(entries, apply, gate);
+    const write = direct ? this.directWrite(entries, apply, gate) : this.journalWrite(entries, apply, gate, after);
     this.pendingWrites.add(write);
     const forget = (): void => void this.pendingWrites.delete(write);
     write.then(forget, forget);
@@ -490,16 +530,30 @@ export class FileStore implements Store {
     this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
   }
 
-  private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
+  /**
+   * A journal line. Behind `gate` (the log append of a room commit) when the commit appended no
+   * new seq; beside it otherwise, marked with the commit's last message (`after`): the two
+   * writes then cost one fsync wait, not two in a row, and a line whose messages never became
+   * durable (a kill between the two, or a failed log append) is voided at start, because the
+   * log does not hold its mark (`applyJournal`).
+   */
+  private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>, after?: LogMark): Promise<void> {
     this.journalWrites++;
+    // Awaited only after the journal line: until then a failure of the log append must not count as unhandled.
+    if (after) gate.catch(() => undefined);
     try {
-      await gate;
+      if (!after) await gate;
       // A direct rewrite in flight may carry an older version of these records.
       await this.direct.idle();
-      await this.journal.append(entries, () => {
-        for (const e of entries) this.snapshotOf(e).set(e.r);
-        apply();
-      });
+      const lines = after ? entries.map((e) => (e.t === 'room' ? { ...e, after } : e)) : entries;
+      await this.journal.append(
+        lines,
+        () => {
+          for (const e of entries) this.snapshotOf(e).set(e.r);
+          apply();
+        },
+        after ? gate : undefined,
+      );
     } finally {
       this.journalWrites--;
     }
@@ -709,7 +763,7 @@ export class FileStore implements Store {
       apply();
       return next;
     }
-    await this.writeStateAfter(append, room, apply);
+    await this.writeStateAfter(append, room, apply, lastAppended(commit.messages, lastSeq));
     return next;
   }
 
@@ -739,6 +793,8 @@ export class FileStore implements Store {
       written,
       apply: () => this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf)),
       undo: async () => {
+        // The state write may fail while the append still runs beside it: let it finish first.
+        await written.catch(() => undefined);
         if (logged) await this.logs.cutBack(roomId, sizeBefore);
       },
     };
@@ -750,9 +806,9 @@ export class FileStore implements Store {
    * renames the snapshot once the log is durable; the journal waits for it). If the state write
    * fails, the messages are taken back off the log before rejecting.
    */
-  private async writeStateAfter(append: MessageAppend, room: RoomRecord, apply: () => void): Promise<void> {
+  private async writeStateAfter(append: MessageAppend, room: RoomRecord, apply: () => void, after?: LogMark): Promise<void> {
     try {
-      await this.stateWrite([{ t: 'room', r: room }], apply, append.written);
+      await this.stateWrite([{ t: 'room', r: room }], apply, append.written, after);
     } catch (err) {
       await append.undo();
       throw err;
@@ -829,6 +885,13 @@ function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<stri
 }
 
 /** Messages on their way into a room log (FileStore.appendMessages). */
+/** The commit's message with the highest new seq (past `lastSeq`), or undefined if it adds none. */
+function lastAppended(messages: readonly Message[], lastSeq: number): LogMark | undefined {
+  let top: Message | undefined;
+  for (const m of messages) if (m.seq > lastSeq && (!top || m.seq >= top.seq)) top = m;
+  return top && { seq: top.seq, id: top.message_id };
+}
+
 interface MessageAppend {
   /** Resolves once the append is durable. */
   written: Promise<void>;

@@ -5,7 +5,8 @@
 // memory in the background (compaction.ts in file-store terms: `compact`), after which the
 // journal files they cover are deleted.
 //
-// Line format: {"t":"room"|"agent"|"user","r":{…the whole record…}}. A line holds the complete
+// Line format: {"t":"room"|"agent"|"user","r":{…the whole record…}}, and on a room line written
+// beside its messages' log append `"after":{"seq":…,"id":…}` (see LogMark). A line holds the complete
 // record, never a diff, so replaying any journal file over a snapshot that already contains its
 // changes is harmless: the last line of each id in the file is the record as it was when the
 // file was closed, and later files carry everything after that.
@@ -20,7 +21,17 @@ import type { AgentRecord, RoomRecord, UserRecord } from '../types.js';
 import { truncateDurably, type FsOps, type IoStats } from './fs-ops.js';
 import { RoomLog } from './room-log.js';
 
-export type StateEntry = { t: 'room'; r: RoomRecord } | { t: 'agent'; r: AgentRecord } | { t: 'user'; r: UserRecord };
+/**
+ * The last message a room commit appended to the room's log. A room line that carries it was
+ * written beside that append, not after it (one fsync wait instead of two in a row): it counts
+ * only if the log holds this message at this seq (file-store.ts checks it at start).
+ */
+export interface LogMark {
+  seq: number;
+  id: string;
+}
+
+export type StateEntry = { t: 'room'; r: RoomRecord; after?: LogMark } | { t: 'agent'; r: AgentRecord } | { t: 'user'; r: UserRecord };
 
 export const JOURNAL_DIR = 'journal';
 /**
@@ -129,11 +140,12 @@ export class StateJournal {
   }
 
   /**
-   * Appends entries; once they are durable, runs `apply` (synchronously, before the promise
-   * resolves and before a compaction can read memory), then resolves. Rejects without running
-   * `apply` if the write fails.
+   * Appends entries; once they are durable (and `alongside`, a write they were appended beside,
+   * has resolved), runs `apply` (synchronously, before the promise resolves and before a
+   * compaction can read memory), then resolves. Rejects without running `apply` if either write
+   * fails; a line written beside a failed write stays, and its `after` mark voids it at start.
    */
-  async append(entries: readonly StateEntry[], apply: () => void): Promise<void> {
+  async append(entries: readonly StateEntry[], apply: () => void, alongside?: Promise<unknown>): Promise<void> {
     const log = this.log;
     if (!log) throw new Error('state journal is not open');
     let text = '';
@@ -141,6 +153,7 @@ export class StateJournal {
     this.inflight.set(log, (this.inflight.get(log) ?? 0) + 1);
     try {
       await log.append(Buffer.from(text, 'utf8'));
+      await alongside;
       apply();
     } finally {
       const left = this.inflight.get(log)! - 1;
@@ -223,6 +236,8 @@ function parseEntry(text: string): StateEntry | string {
   if (typeof e.r !== 'object' || e.r === null) return 'no record "r"';
   const id = e.t === 'room' ? (e.r as RoomRecord).room_id : e.t === 'agent' ? (e.r as AgentRecord).agent_id : (e.r as UserRecord).user_id;
   if (typeof id !== 'string' || id === '') return 'record without an id';
+  const after = (value as { after?: Partial<LogMark> }).after;
+  if (after !== undefined && (e.t !== 'room' || typeof after?.seq !== 'number' || typeof after.id !== 'string')) return 'bad "after" mark';
   return e as StateEntry;
 }
 

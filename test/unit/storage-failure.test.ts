@@ -3,7 +3,7 @@
 // the state write of a commit failing after its log append, a failing cut-back, the order of a
 // durable snapshot replacement.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readFile } from 'node:fs/promises';
+import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/logger.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
@@ -207,6 +207,60 @@ describe('participant write failures', () => {
       expect(await s.findParticipantByTokenHash('new')).toBeUndefined();
     },
   );
+});
+
+describe('a room line written beside its log append', () => {
+  /** What a kill -9 now would leave: a copy of the directory (the page cache survives a kill). */
+  async function storeOnCopy(logger = silentLogger): Promise<FileStore> {
+    const copy = `${dir}-copy-${stores.length}`;
+    copies.push(copy);
+    await cp(dir, copy, { recursive: true, filter: (src) => !src.endsWith('server.lock') });
+    const fresh = new FileStore({ dataDir: copy, logger, compactEveryMs: 0, syncSnapshotBytes: 0 });
+    stores.push(fresh);
+    await fresh.open();
+    return fresh;
+  }
+  const copies: string[] = [];
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
+    await Promise.all(copies.splice(0).map((c) => rm(c, { recursive: true, force: true })));
+  });
+
+  it.each(['write', 'enospc', 'fsync'] as const)('is dropped at start when the log append beside it failed by %s; the retry counts', async (kind) => {
+    const faults = targetedFaults((path) => path.endsWith('r1.jsonl'));
+    const s = await openStore(faults.ops);
+    let v = await s.createRoom(makeRoom('r1'));
+    v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
+    const before = await dumpStore(s);
+    faults.set(kind);
+    const commit = { room: makeRoom('r1', { room_description: 'new' }), messages: [makeMessage('r1', 2)], expectedVersion: v };
+    await expect(s.commitRoom('r1', commit)).rejects.toThrow(/injected/);
+    faults.set(null);
+    // The journal append succeeded beside the failed log append: its line is on disk, marked.
+    expect(await journalBytes()).toContain(`"after":{"seq":2,"id":"${commit.messages[0]!.message_id}"}`);
+    expect(await dumpStore(s)).toEqual(before);
+    const { logger, lines } = memoryLogger();
+    expect(await dumpStore(await storeOnCopy(logger))).toEqual(before);
+    expect(lines.some((l) => l.level === 40 && /never reached the room log/.test(String(l.msg)))).toBe(true);
+
+    await s.commitRoom('r1', commit);
+    const after = await dumpStore(s);
+    expect(after).toMatchObject({ messageCount: 2 });
+    expect(await dumpStore(await storeOnCopy())).toEqual(after);
+    expect(await freshDump(s)).toEqual(after);
+  });
+
+  it('a commit that only rewrites stored messages writes its line after the append, unmarked', async () => {
+    const s = await openStore();
+    let v = await s.createRoom(makeRoom('r1'));
+    const m1 = makeMessage('r1', 1);
+    v = await s.commitRoom('r1', { messages: [m1], expectedVersion: v });
+    await s.commitRoom('r1', { room: makeRoom('r1', { room_description: 'edited' }), messages: [{ ...m1, text_content: 'edited' }], expectedVersion: v });
+    const lastLine = (await journalBytes()).trim().split('\n').at(-1)!;
+    expect(lastLine).toContain('"room_description":"edited"');
+    expect(lastLine).not.toContain('"after"');
+    expect(await dumpStore(await storeOnCopy())).toEqual(await dumpStore(s));
+  });
 });
 
 describe('compaction', () => {

@@ -213,7 +213,8 @@ describe('visible only once durable', () => {
     gate.hold();
     const m2 = makeMessage('r1', 2, { client_msg_id: 'c2' });
     const commit = store.commitRoom('r1', { room: makeRoom('r1', { room_description: 'new' }), messages: [m2], expectedVersion: v });
-    await expect.poll(() => gate.waiting()).toBe(1);
+    // The log's fsync and the journal's wait together: the room line is written beside the append.
+    await expect.poll(() => gate.waiting()).toBe(2);
     expect(await store.loadRoom('r1')).toMatchObject({ lastSeq: 1, version: v, room: { room_description: 'test' } });
     expect(await store.getMessage(m2.message_id)).toBeUndefined();
     expect(await store.findByClientMsgId('r1', m2.sender_id, 'c2')).toBeUndefined();
