@@ -123,7 +123,7 @@ export class Rooms {
       processed_through_seq: 0,
     };
     const version = await this.opts.store.createRoom(room);
-    this.runtimes.set(room.room_id, this.newRuntime({ room, lastSeq: 0, version, lastPersonSeq: 0 }));
+    this.install(room.room_id, () => this.newRuntime({ room, lastSeq: 0, version, lastPersonSeq: 0 }));
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
     return presentRoom(room);
   }
@@ -134,7 +134,9 @@ export class Rooms {
     const version = await this.opts.store.createRoom({ ...room, processed_through_seq: messages.length }, messages);
     // The room holds exactly these messages: no need to ask the store.
     const lastPersonSeq = lastPersonSeqIn(messages);
-    this.runtimes.set(room.room_id, this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }));
+    this.install(room.room_id, () =>
+      this.newRuntime({ room: { ...room, processed_through_seq: messages.length }, lastSeq: messages.length, version, lastPersonSeq }),
+    );
     this.opts.bus.publishAccess({ type: 'joined', room_id: room.room_id, participant_id: caller.id });
   }
 
@@ -227,6 +229,10 @@ export class Rooms {
     const existing = this.runtimes.get(roomId);
     if (existing) return existing;
     const lastPersonSeq = await this.opts.store.lastPersonSeq(roomId);
+    // Created or adopted here meanwhile (a shared store's feed can load a room this node is
+    // just creating): that runtime stays the room's one command path.
+    const raced = this.runtimes.get(roomId);
+    if (raced) return raced;
     const runtime = this.newRuntime({ ...loaded, lastPersonSeq });
     this.runtimes.set(roomId, runtime);
     runtime.armFromState();
@@ -237,6 +243,14 @@ export class Rooms {
       for (const m of loaded.room.members) this.opts.bus.publishAccess({ type: 'joined', room_id: roomId, participant_id: m.participant_id });
     }
     return runtime;
+  }
+
+  /**
+   * A room this node just created (or imported) gets its runtime, unless one was loaded while
+   * the store wrote it (the feed of a shared store can): one runtime per room, never two.
+   */
+  private install(roomId: string, make: () => RoomRuntime): void {
+    if (!this.runtimes.has(roomId)) this.runtimes.set(roomId, make());
   }
 
   private newRuntime(loaded: ConstructorParameters<typeof RoomRuntime>[0]): RoomRuntime {

@@ -6,7 +6,8 @@ import { InProcessBus } from '../../src/events/bus.js';
 import { Presence } from '../../src/identity/presence.js';
 import type { Rooms } from '../../src/runtime/rooms.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
-import type { Caller } from '../../src/types.js';
+import type { RoomRuntime } from '../../src/runtime/room-runtime.js';
+import type { Caller, Message, RoomRecord } from '../../src/types.js';
 import { ManualClock } from '../helpers/clock.js';
 import { caller, member, testRooms, TURN_MS } from '../helpers/runtime.js';
 
@@ -58,4 +59,28 @@ describe('Rooms.restoreAll', () => {
     expect((await second.room(quiet)).room_name).toBe('Quiet');
   });
 
+});
+
+describe('one runtime per room', () => {
+  it('a room loaded while its creation was being written keeps that runtime (the feed of a shared store can load it)', async () => {
+    const clock = new ManualClock();
+    let r: Rooms | undefined;
+    let loadedMeanwhile: Promise<RoomRuntime | undefined> | undefined;
+    class RacingStore extends MemoryStore {
+      override async createRoom(room: RoomRecord, messages?: readonly Message[]): Promise<number> {
+        const version = await super.createRoom(room, messages);
+        loadedMeanwhile = r!.runtime(room.room_id);
+        await loadedMeanwhile;
+        return version;
+      }
+    }
+    const presence = new Presence(clock.now, clock);
+    const ann = caller('Ann', 'user');
+    presence.touch(ann.id);
+    r = rooms(new RacingStore(), clock, presence);
+    const { room_id } = await r.create(ann, { room_name: 'Race' }, member(ann, clock));
+    const first = await loadedMeanwhile;
+    expect(first).toBeDefined();
+    expect(r.loaded(room_id)).toBe(first);
+  });
 });
