@@ -132,7 +132,9 @@ describe('room_changes payloads that carry the commit', () => {
 });
 
 describe('carriedChanges (a node taking a carried commit)', () => {
-  const m = (seq: number, text = `m${seq}`): Message => ({ ...makeMessage('r', seq, { text_content: text }), message_id: `id-${seq}` });
+  // One timestamp for all: the expected and the carried copies are built apart (a millisecond may pass).
+  const at = new Date().toISOString();
+  const m = (seq: number, text = `m${seq}`): Message => ({ ...makeMessage('r', seq, { text_content: text }), message_id: `id-${seq}`, timestamp: at });
 
   it('splits new messages from rewritten ones, the last version of each seq once, as the table holds them', () => {
     const carried = { version: 5, lastSeq: 4, messages: [m(3, 'new'), m(2, 'edit 1'), m(4), m(3, 'new, edited'), m(2, 'edit 2')] };
