@@ -5,7 +5,8 @@
 //   npx tsx bench/server-scale.ts --dir DIR [--runs 3] [--handoffs 300] [--rate 50] [--seconds 20]
 //   npx tsx bench/server-scale.ts --cpu [--people] [--runs 3] [--seconds 10] [--transport http|ws]
 //   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
-//   (--context-calls N: get_context calls of the never-posted member, default 500)
+//   (--context-calls N: get_context calls of the never-posted member, default 500;
+//    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below)
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -33,6 +34,10 @@ function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
+
+/** `--phases cold,context,handoff,join,mixed` runs only these phases of a run (all by default). */
+const PHASES = new Set((arg('phases') ?? 'cold,context,handoff,join,mixed').split(','));
+const phase = (name: string): boolean => PHASES.has(name);
 
 const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -193,96 +198,105 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
     // The cold big room first (room 0): nothing has touched it since the start.
     const big = data.roomIds[0]!;
     let t = performance.now();
-    await ok(url, 'get_messages', { room_id: big, after_seq: 0, limit: 50 }, data.token);
-    result.big_oldest_page_cold_ms = round(performance.now() - t, 1);
-    t = performance.now();
-    await ok(url, 'get_messages', { room_id: big, after_seq: 50, limit: 50 }, data.token);
-    result.big_next_page_ms = round(performance.now() - t, 1);
-    const searches: number[] = [];
-    for (const query of ['no such phrase anywhere', `zq${run}x`, '不存在的词语']) {
+    let cpu0 = 0;
+    if (phase('cold')) {
+      await ok(url, 'get_messages', { room_id: big, after_seq: 0, limit: 50 }, data.token);
+      result.big_oldest_page_cold_ms = round(performance.now() - t, 1);
       t = performance.now();
-      const found = (await ok(url, 'search_messages', { room_id: big, query, limit: 20 }, data.token)).messages;
-      if (found.length > 0) throw new Error(`unexpected match for ${query}`);
-      searches.push(round(performance.now() - t, 0));
+      await ok(url, 'get_messages', { room_id: big, after_seq: 50, limit: 50 }, data.token);
+      result.big_next_page_ms = round(performance.now() - t, 1);
+      const searches: number[] = [];
+      for (const query of ['no such phrase anywhere', `zq${run}x`, '不存在的词语']) {
+        t = performance.now();
+        const found = (await ok(url, 'search_messages', { room_id: big, query, limit: 20 }, data.token)).messages;
+        if (found.length > 0) throw new Error(`unexpected match for ${query}`);
+        searches.push(round(performance.now() - t, 0));
     }
     result.big_search_no_match_ms = searches;
+    }
 
     // get_context of a member who never posted in the big room.
-    const newcomer = agentToken(data.agentSecret, data.agents - 1 - run);
-    await ok(url, 'join_room', { room_id: big }, newcomer);
-    const contexts: number[] = [];
-    const contextCalls = Number(arg('context-calls', '500'));
-    let cpu0 = cpuMs(pid);
-    for (let i = 0; i < contextCalls; i++) {
-      t = performance.now();
-      await ok(url, 'get_context', { room_id: big }, newcomer);
-      contexts.push(performance.now() - t);
+    if (phase('context')) {
+      const newcomer = agentToken(data.agentSecret, data.agents - 1 - run);
+      await ok(url, 'join_room', { room_id: big }, newcomer);
+      const contexts: number[] = [];
+      const contextCalls = Number(arg('context-calls', '500'));
+      cpu0 = cpuMs(pid);
+      for (let i = 0; i < contextCalls; i++) {
+        t = performance.now();
+        await ok(url, 'get_context', { room_id: big }, newcomer);
+        contexts.push(performance.now() - t);
     }
     result.get_context_never_posted = { p50_ms: percentile(contexts, 50), p99_ms: percentile(contexts, 99), cpu_ms_per_op: round((cpuMs(pid) - cpu0) / contextCalls) };
+    }
 
     if (bigRoomOnly) return result;
     // Hand-off among 10,000 rooms.
-    result.handoff_many_rooms = await handoff(server, data.token, handoffs);
+    if (phase('handoff')) result.handoff_many_rooms = await handoff(server, data.token, handoffs);
 
     // join_room (an agent joins a room it is not in) and set_room_status (the person pauses a
     // room, then resumes it), alternating, at a fixed rate.
-    const total = rate * seconds;
-    const joins: number[] = [];
-    const statuses: number[] = [];
-    cpu0 = cpuMs(pid);
-    const latencies = await fixedRate(rate, total, async (i) => {
-      const k = Math.floor(i / 2);
-      if (i % 2 === 0) {
-        const agent = (run * total + k) % data.agents;
-        const started = performance.now();
-        await ok(url, 'join_room', { room_id: data.roomIds[(agent + 1 + run) % rooms] }, agentToken(data.agentSecret, agent));
-        joins.push(performance.now() - started);
-      } else {
-        const r = 1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1));
-        const started = performance.now();
-        await ok(url, 'set_room_status', { room_id: data.roomIds[r], system_status: k % 2 === 0 ? 'paused' : 'active' }, readerOf(data, r));
-        statuses.push(performance.now() - started);
-      }
-    });
-    result.join_and_status = {
-      rate,
-      ops: total,
-      from_schedule_p50_ms: percentile(latencies, 50),
-      from_schedule_p99_ms: percentile(latencies, 99),
-      join_p99_ms: percentile(joins, 99),
-      set_room_status_p99_ms: percentile(statuses, 99),
-      cpu_ms_per_op: round((cpuMs(pid) - cpu0) / total),
-    };
+    if (phase('join')) {
+      const total = rate * seconds;
+      const joins: number[] = [];
+      const statuses: number[] = [];
+      cpu0 = cpuMs(pid);
+      const latencies = await fixedRate(rate, total, async (i) => {
+        const k = Math.floor(i / 2);
+        if (i % 2 === 0) {
+          const agent = (run * total + k) % data.agents;
+          const started = performance.now();
+          await ok(url, 'join_room', { room_id: data.roomIds[(agent + 1 + run) % rooms] }, agentToken(data.agentSecret, agent));
+          joins.push(performance.now() - started);
+        } else {
+          const r = 1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1));
+          const started = performance.now();
+          await ok(url, 'set_room_status', { room_id: data.roomIds[r], system_status: k % 2 === 0 ? 'paused' : 'active' }, readerOf(data, r));
+          statuses.push(performance.now() - started);
+        }
+      });
+      result.join_and_status = {
+        rate,
+        ops: total,
+        from_schedule_p50_ms: percentile(latencies, 50),
+        from_schedule_p99_ms: percentile(latencies, 99),
+        join_p99_ms: percentile(joins, 99),
+        set_room_status_p99_ms: percentile(statuses, 99),
+        cpu_ms_per_op: round((cpuMs(pid) - cpu0) / total),
+      };
+    }
 
     // Mixed read load over random rooms: a page anywhere in the room, then one of its messages
     // by id; 4 at a time.
-    cpu0 = cpuMs(pid);
-    t = performance.now();
-    let next = 0;
-    const reads = 3000;
-    const pages: number[] = [];
-    await Promise.all(
-      Array.from({ length: 4 }, async () => {
-        while (next < reads) {
-          next++;
-          const r = 1 + Math.floor(Math.random() * (rooms - 1));
-          const started = performance.now();
-          const reader = readerOf(data, r);
-          const { messages } = await ok(url, 'get_messages', { room_id: data.roomIds[r], before_seq: 1 + Math.floor(Math.random() * 700), limit: 50 }, reader);
-          pages.push(performance.now() - started);
-          if (messages[0]) await ok(url, 'get_full_message', { message_id: messages[0].message_id }, reader);
-        }
-      }),
-    );
-    result.mixed_reads = {
-      ops: reads * 2,
-      seconds: round((performance.now() - t) / 1000, 1),
-      page_p50_ms: percentile(pages, 50),
-      page_p99_ms: percentile(pages, 99),
-      cpu_ms_per_op: round((cpuMs(pid) - cpu0) / (reads * 2)),
-    };
-    result.rss_after_mixed_mb = rssMb(pid);
-    result.memory_after_mixed_mb = await memoryByKind(url);
+    if (phase('mixed')) {
+      cpu0 = cpuMs(pid);
+      t = performance.now();
+      let next = 0;
+      const reads = 3000;
+      const pages: number[] = [];
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < reads) {
+            next++;
+            const r = 1 + Math.floor(Math.random() * (rooms - 1));
+            const started = performance.now();
+            const reader = readerOf(data, r);
+            const { messages } = await ok(url, 'get_messages', { room_id: data.roomIds[r], before_seq: 1 + Math.floor(Math.random() * 700), limit: 50 }, reader);
+            pages.push(performance.now() - started);
+            if (messages[0]) await ok(url, 'get_full_message', { message_id: messages[0].message_id }, reader);
+          }
+        }),
+      );
+      result.mixed_reads = {
+        ops: reads * 2,
+        seconds: round((performance.now() - t) / 1000, 1),
+        page_p50_ms: percentile(pages, 50),
+        page_p99_ms: percentile(pages, 99),
+        cpu_ms_per_op: round((cpuMs(pid) - cpu0) / (reads * 2)),
+      };
+      result.rss_after_mixed_mb = rssMb(pid);
+      result.memory_after_mixed_mb = await memoryByKind(url);
+    }
   } finally {
     const t = performance.now();
     await server.stop();
@@ -359,7 +373,10 @@ if (process.argv.includes('--cpu')) {
   }
   for (let r = 0; r < runs; r++) {
     if (!process.argv.includes('--startup-only')) {
-      console.log(JSON.stringify(await scaleRun(dir, data, r)));
+      // --first-run N: the run number picks which agents join which rooms and the host sessions,
+      // so a later invocation on the same DIR (builds compared one after the other) must go on
+      // numbering where the earlier stopped, or its joins would be repeats of members.
+      console.log(JSON.stringify(await scaleRun(dir, data, r + Number(arg('first-run', '0')))));
       continue;
     }
     // Start-up alone: spawn → /health, then the first page of the big room and of a small one.
