@@ -535,7 +535,7 @@ export class FileStore implements Store {
    * new seq; beside it otherwise, marked with the commit's last message (`after`): the two
    * writes then cost one fsync wait, not two in a row, and a line whose messages never became
    * durable (a kill between the two, or a failed log append) is voided at start, because the
-   * log does not hold its mark (`applyJournal`).
+   * log does not hold its mark (`settleMarked`).
    */
   private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>, after?: LogMark): Promise<void> {
     this.journalWrites++;
@@ -884,7 +884,6 @@ function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<stri
   index.tokensById.set(id, tokens);
 }
 
-/** Messages on their way into a room log (FileStore.appendMessages). */
 /** The commit's message with the highest new seq (past `lastSeq`), or undefined if it adds none. */
 function lastAppended(messages: readonly Message[], lastSeq: number): LogMark | undefined {
   let top: Message | undefined;
@@ -892,6 +891,7 @@ function lastAppended(messages: readonly Message[], lastSeq: number): LogMark | 
   return top && { seq: top.seq, id: top.message_id };
 }
 
+/** Messages on their way into a room log (FileStore.appendMessages). */
 interface MessageAppend {
   /** Resolves once the append is durable. */
   written: Promise<void>;
