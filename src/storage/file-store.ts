@@ -21,10 +21,12 @@
 //   is durable, in one synchronous step. A failed append is cut back to the file's last durable
 //   size. So what is served after a failure is what a fresh open of the directory loads.
 // - commitRoom appends the messages to the room log and writes the room state (snapshot temp
-//   file or journal line) so that the state becomes durable only after the log: the snapshot is
-//   renamed into place, or the journal line appended, once the log append is fsync'd. If the
-//   state write fails the log is cut back before rejecting. A kill between the two leaves the
-//   messages with the previous state (docs/storage.md, "the crash window").
+//   file or journal line) so that the state never counts without its messages: the snapshot is
+//   renamed into place once the log append is fsync'd; a journal line is appended beside the
+//   log append, marked with the commit's last message, and counts at start only if the log
+//   holds that message (`settleMarked`). If the state write fails the log is cut back before
+//   rejecting. A kill between the two leaves the messages with the previous state
+//   (docs/storage.md, "the crash window").
 // - One writer per room: commits of one room run one after another (a queue per room), each
 //   checked against the version the previous one produced; commits of different rooms run
 //   concurrently and share journal fsyncs.
