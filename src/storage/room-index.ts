@@ -93,6 +93,11 @@ export class RoomIndex {
     return { ids: this.idTable(), clients: this.clientTable() };
   }
 
+  /** The id table's hash slots (0 = empty), for the store's id directory (id-directory.ts). */
+  idHashes(): Int32Array {
+    return this.idTable().export().keys;
+  }
+
   private idTable(): SeqTable {
     if (!this.ids) throw new Error('room index: id table not loaded');
     return this.ids;
