@@ -127,6 +127,8 @@ export interface FileStoreStats extends IoStats {
   indexBytes: number;
   /** Bytes of the message id → room directory (get_full_message). */
   idDirectoryBytes: number;
+  /** Rooms whose message ids the directory holds (all of them once the warm-up is done). */
+  idDirectoryRooms: number;
 }
 
 export const ROOM_MESSAGES_DIR = 'room_messages';
@@ -532,6 +534,7 @@ export class FileStore implements Store {
       cacheMisses: this.messages.cache.misses,
       indexBytes: this.messages.indexBytes,
       idDirectoryBytes: this.messages.idDirectoryBytes,
+      idDirectoryRooms: this.messages.roomsWithIdsKnown,
     };
   }
 
