@@ -34,7 +34,8 @@
 //   rewritten only by a compaction, once the journal outgrows them (amortised) or
 //   periodically, and on close.
 //
-// Messages (room-messages.ts): memory holds a compact index per room and one LRU cache of
+// Messages (room-messages.ts): memory holds a compact index per room in use (INDEX_CACHE_BYTES),
+// a message id → room directory (6 bytes a message, for getMessage) and one LRU cache of
 // messages (cacheMessages / CACHE_MESSAGES), never the history; older messages are read from
 // the logs by position, search streams the log. Start-up scans each log once, streaming
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index

@@ -1,6 +1,8 @@
 // The messages of all rooms, served from the logs with bounded memory (SPEC §5: memory follows
 // the working set, not the history). Per room a compact index (room-index.ts) says where the
-// latest version of each seq is; one LRU cache (message-cache.ts) holds recent and recently read
+// latest version of each seq is, loaded while the room is in use and dropped again least
+// recently used first past a budget (`trim`); an id directory (id-directory.ts) says which rooms
+// may hold a message id; one LRU cache (message-cache.ts) holds recent and recently read
 // messages; everything else is read from the log by position, and search streams the log.
 //
 // Objects returned are the store's own (cached): the caller (file-store.ts) copies them.
