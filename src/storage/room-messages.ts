@@ -117,11 +117,12 @@ export class RoomMessages {
       );
     }
     const loaded = await loading;
+    // The warm-up's loads neither count as a use nor make room for themselves (they would push
+    // out the rooms in use): it drops what it loaded itself (`learnRoom`).
+    if (!use) return loaded;
     // Loaded by another caller and dropped again meanwhile: this caller's use counts on it.
-    if (use) {
-      if (!this.indexes.has(roomId) && this.lazy.has(roomId)) return this.ready(roomId, use);
-      this.touch(roomId, loaded);
-    }
+    if (!this.indexes.has(roomId) && this.lazy.has(roomId)) return this.ready(roomId, use);
+    this.touch(roomId, loaded);
     this.trim(roomId);
     return loaded;
   }
@@ -134,7 +135,7 @@ export class RoomMessages {
     const index = await this.ready(roomId, use);
     if (index && !index.tablesLoaded) {
       await index.loadTables();
-      this.trim(roomId);
+      if (use) this.trim(roomId);
     }
     return index;
   }
@@ -182,11 +183,10 @@ export class RoomMessages {
   }
 
   /**
-   * Reads a room's id table into the directory; a room the warm-up loaded only for this (no
-   * read or commit used it meanwhile) is dropped again, if it can be.
+   * Reads a room's id table into the directory; a room no read or commit has used (loaded for
+   * this, or at start-up) is dropped again, if it can be.
    */
   private async learnRoom(roomId: string): Promise<void> {
-    const wasLoaded = this.indexes.has(roomId);
     const usedAt = this.lastUse.get(roomId);
     for (;;) {
       const index = await this.readyWithTables(roomId, false);
@@ -199,8 +199,9 @@ export class RoomMessages {
       this.learn(roomId, index);
       break;
     }
+    // Loaded only for this, or at start-up (a scanned room), and not used by any request yet.
     const index = this.indexes.get(roomId);
-    if (!wasLoaded && index && this.lastUse.get(roomId) === usedAt && this.droppable(roomId, index)) this.drop(roomId, index);
+    if (index && usedAt === undefined && this.lastUse.get(roomId) === undefined && this.droppable(roomId, index)) this.drop(roomId, index);
   }
 
   /** Rooms whose ids are not in the directory yet. */
