@@ -260,6 +260,7 @@ export class FileStore implements Store {
       cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
       loadIndex: (roomId) => this.loadIndex(roomId),
+      loadIdHashes: (roomId) => this.indexFiles.readIdHashes(roomId, this.logs.sizeOf(roomId)),
       fsOps: this.fsOps,
       indexBudgetBytes: options.indexCacheBytes ?? 128 * 1024 * 1024,
       isBusy: (roomId) => this.roomQueues.has(roomId),

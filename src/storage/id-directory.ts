@@ -3,12 +3,17 @@
 //
 // Entries are (32-bit hash of the id, room ordinal) pairs in sorted runs of typed arrays:
 // 4 bytes of hash and 2 of ordinal a message (4 once there are more than 65,536 rooms), no
-// empty slots. New pairs collect in a small unsorted buffer; a full buffer (or a room's whole id
-// table at once) becomes a sorted run, and runs of similar size are merged, so there are
-// O(log n) runs and each pair is copied O(log n) times in all. A lookup is a binary search per
-// run. Hashes collide and pairs are never removed (a room's message ids never change), so the
-// answer is a set of candidate rooms: the caller checks the id in each.
+// empty slots. The pairs are split into 256 shards by the hash's top byte, so no merge copies
+// more than a 256th of them (10,000,000 messages: ~40,000 pairs, well under a millisecond; one
+// merge of them all blocked the event loop ~100 ms). In a shard, new pairs become sorted runs,
+// and runs of similar size are merged: O(log n) runs, each pair copied O(log n) times in all.
+// New single pairs collect in a small unsorted buffer first. A lookup is a binary search per
+// run of one shard. Hashes collide and pairs are never removed (a room's message ids never
+// change), so the answer is a set of candidate rooms: the caller checks the id in each.
 const PENDING = 4096;
+const SHARDS = 256;
+/** Id-table slots handled between two yields to the event loop (`addRoomYielding`). */
+const SLOTS_PER_TURN = 65_536;
 
 type Ordinals = Uint16Array | Uint32Array;
 
@@ -20,20 +25,24 @@ interface Run {
 export class MessageIdDirectory {
   private readonly names: string[] = [];
   private readonly ordinals = new Map<string, number>();
-  /** Sorted runs, oldest (largest) first. */
-  private runs: Run[] = [];
+  /** Per shard (the hash's top byte), sorted runs, oldest (largest) first. */
+  private readonly shards: Run[][] = Array.from({ length: SHARDS }, () => []);
   private readonly pendingKeys = new Uint32Array(PENDING);
   private readonly pendingRooms = new Uint32Array(PENDING);
   private pending = 0;
 
   /** Pairs held (duplicates included). */
   get size(): number {
-    return this.runs.reduce((n, r) => n + r.keys.length, this.pending);
+    let n = this.pending;
+    for (const runs of this.shards) for (const r of runs) n += r.keys.length;
+    return n;
   }
 
   /** Bytes of the runs and the buffer (room names not counted: one string a room). */
   get bytes(): number {
-    return this.runs.reduce((n, r) => n + r.keys.byteLength + r.rooms.byteLength, this.pendingKeys.byteLength + this.pendingRooms.byteLength);
+    let n = this.pendingKeys.byteLength + this.pendingRooms.byteLength;
+    for (const runs of this.shards) for (const r of runs) n += r.keys.byteLength + r.rooms.byteLength;
+    return n;
   }
 
   private ordinalOf(roomId: string): number {
@@ -56,24 +65,37 @@ export class MessageIdDirectory {
 
   /** All the message ids of a room at once: its id table's hash slots (0 = empty, skipped). */
   addRoom(roomId: string, hashes: Int32Array): void {
+    const ordinal = this.ordinalOf(roomId);
+    for (let from = 0; from < hashes.length; from += SLOTS_PER_TURN) this.addSlots(ordinal, hashes, from, Math.min(hashes.length, from + SLOTS_PER_TURN));
+  }
+
+  /** `addRoom` a slice at a time, yielding in between (a big room's table is millions of slots). */
+  async addRoomYielding(roomId: string, hashes: Int32Array): Promise<void> {
+    const ordinal = this.ordinalOf(roomId);
+    for (let from = 0; from < hashes.length; from += SLOTS_PER_TURN) {
+      if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      this.addSlots(ordinal, hashes, from, Math.min(hashes.length, from + SLOTS_PER_TURN));
+    }
+  }
+
+  private addSlots(ordinal: number, hashes: Int32Array, from: number, to: number): void {
     let n = 0;
-    for (let i = 0; i < hashes.length; i++) if (hashes[i] !== 0) n++;
+    for (let i = from; i < to; i++) if (hashes[i] !== 0) n++;
     if (n === 0) return;
     const keys = new Uint32Array(n);
     n = 0;
-    for (let i = 0; i < hashes.length; i++) if (hashes[i] !== 0) keys[n++] = hashes[i]! >>> 0;
+    for (let i = from; i < to; i++) if (hashes[i] !== 0) keys[n++] = hashes[i]! >>> 0;
     keys.sort(); // numeric for typed arrays
-    const ordinal = this.ordinalOf(roomId); // before the array: it may need 32-bit ordinals
     const rooms = this.ordinalArray(n);
     rooms.fill(ordinal);
-    this.push({ keys, rooms });
+    this.addSorted(keys, rooms);
   }
 
   /** The rooms that may hold a message with this hash, each once. */
   roomsOf(hash: number): string[] {
     const key = hash >>> 0;
     const found = new Set<number>();
-    for (const run of this.runs) {
+    for (const run of this.shards[key >>> 24]!) {
       for (let i = lowerBound(run.keys, key); i < run.keys.length && run.keys[i] === key; i++) found.add(run.rooms[i]!);
     }
     for (let i = 0; i < this.pending; i++) if (this.pendingKeys[i] === key) found.add(this.pendingRooms[i]!);
@@ -94,17 +116,29 @@ export class MessageIdDirectory {
       rooms[to] = this.pendingRooms[from]!;
     });
     this.pending = 0;
-    this.push({ keys, rooms });
+    this.addSorted(keys, rooms);
+  }
+
+  /** Sorted pairs: each shard's part (contiguous, the shard being the top byte) becomes a run. */
+  private addSorted(keys: Uint32Array, rooms: Ordinals): void {
+    for (let i = 0; i < keys.length; ) {
+      const shard = keys[i]! >>> 24;
+      let j = i + 1;
+      while (j < keys.length && keys[j]! >>> 24 === shard) j++;
+      const whole = i === 0 && j === keys.length;
+      this.push(this.shards[shard]!, { keys: whole ? keys : keys.slice(i, j), rooms: whole ? rooms : rooms.slice(i, j) });
+      i = j;
+    }
   }
 
   /** Adds a sorted run, then merges the newest runs while the one before is not much larger. */
-  private push(run: Run): void {
-    this.runs.push(run);
-    while (this.runs.length >= 2) {
-      const last = this.runs[this.runs.length - 1]!;
-      const before = this.runs[this.runs.length - 2]!;
+  private push(runs: Run[], run: Run): void {
+    runs.push(run);
+    while (runs.length >= 2) {
+      const last = runs[runs.length - 1]!;
+      const before = runs[runs.length - 2]!;
       if (before.keys.length > 2 * last.keys.length) break;
-      this.runs.splice(-2, 2, this.merge(before, last));
+      runs.splice(-2, 2, this.merge(before, last));
     }
   }
 

@@ -28,6 +28,8 @@ export interface RoomMessagesOptions {
   sizeOf: (roomId: string) => number;
   /** Builds the index of a room registered lazily (persisted index, log tail; see file-store). */
   loadIndex: (roomId: string) => Promise<RoomIndex>;
+  /** The id table's hash slots of a room not loaded, from its `.idx` alone, if that is sound. */
+  loadIdHashes?: (roomId: string) => Promise<Int32Array | undefined>;
   /** The read search streams logs through (tests count and hold reads); node's by default. */
   fsOps?: FsOps;
   /** Bytes of loaded indexes kept beyond the one in use (INDEX_CACHE_BYTES; see `trim`). */
@@ -49,8 +51,11 @@ export class RoomMessages {
   /** Rooms whose index is not in memory: not loaded since start, or dropped (see `trim`). */
   private readonly lazy = new Map<string, LazyRoom>();
   private readonly loading = new Map<string, Promise<RoomIndex>>();
-  /** Which rooms may hold a message id (getMessage), and the rooms whose ids it holds. */
+  /** Which rooms may hold a message id (getMessage). */
   private readonly ids = new MessageIdDirectory();
+  /** Rooms whose new ids `apply` adds to the directory (their older ones are in, or going in). */
+  private readonly idsTracked = new Set<string>();
+  /** Rooms whose ids are all in the directory. */
   private readonly idsKnown = new Set<string>();
   /** When each loaded room was last used by a read or a commit (a tick, not a time). */
   private readonly lastUse = new Map<string, number>();
@@ -175,10 +180,23 @@ export class RoomMessages {
     this.lazy.set(roomId, { lastSeq: index.lastSeq, count: index.count });
   }
 
-  /** Puts a room's message ids into the directory (once; later ones are added by `apply`). */
+  /** Puts a room's message ids into the directory at once (start-up; later ones: `apply`). */
   private learn(roomId: string, index: RoomIndex): void {
-    if (this.idsKnown.has(roomId)) return;
+    if (this.idsTracked.has(roomId)) return;
     this.ids.addRoom(roomId, index.idHashes());
+    this.idsTracked.add(roomId);
+    this.idsKnown.add(roomId);
+  }
+
+  /**
+   * `learn` a slice at a time (the warm-up: a big room's table is millions of slots). The room
+   * is tracked from the start, so ids committed meanwhile are added by `apply` (one that lands
+   * in a slot not read yet is added twice: harmless); it counts as known once all are in.
+   */
+  private async learnYielding(roomId: string, hashes: Int32Array): Promise<void> {
+    if (this.idsTracked.has(roomId)) return;
+    this.idsTracked.add(roomId);
+    await this.ids.addRoomYielding(roomId, hashes);
     this.idsKnown.add(roomId);
   }
 
@@ -188,15 +206,21 @@ export class RoomMessages {
    */
   private async learnRoom(roomId: string): Promise<void> {
     const usedAt = this.lastUse.get(roomId);
+    if (this.lazy.has(roomId) && this.opts.loadIdHashes) {
+      // A room not in memory: its `.idx` id table alone (not its core), if that file is sound.
+      const hashes = await this.opts.loadIdHashes(roomId);
+      // Still not loaded: no commit was applied to it, so the file's ids are all its ids.
+      if (hashes && !this.indexes.has(roomId)) return this.learnYielding(roomId, hashes);
+    }
     for (;;) {
       const index = await this.readyWithTables(roomId, false);
-      if (!index || this.idsKnown.has(roomId)) break;
+      if (!index || this.idsTracked.has(roomId)) break;
       const current = this.indexes.get(roomId);
       // Dropped and loaded again while the tables were read: learn from the loaded one (a
-      // commit may have added to it; `apply` adds ids only of rooms already learned).
+      // commit may have added to it; `apply` adds ids only of rooms already tracked).
       if (current !== undefined && current !== index) continue;
       // Not loaded any more: dropped clean, so `index` still describes the log.
-      this.learn(roomId, index);
+      await this.learnYielding(roomId, index.idHashes());
       break;
     }
     // Loaded only for this, or at start-up (a scanned room), and not used by any request yet.
@@ -219,10 +243,15 @@ export class RoomMessages {
    */
   loadAll(): Promise<void> {
     this.learningAll ??= (async () => {
-      for (const roomId of this.unlearned()) {
+      const started = Date.now();
+      const rooms = this.unlearned();
+      for (const roomId of rooms) {
         if (this.stopped) return;
         await this.learnRoom(roomId).catch((err: unknown) => this.reportIdsFailure(roomId, err));
         await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
+      }
+      if (rooms.length > 0) {
+        this.opts.logger.info({ rooms: rooms.length, id_directory_bytes: this.ids.bytes, index_bytes: this.indexBytes, ms: Date.now() - started }, 'message ids of the rooms read into the id directory');
       }
     })().finally(() => {
       this.learningAll = undefined;
@@ -250,6 +279,7 @@ export class RoomMessages {
     if (!index) {
       // A room created since start: its ids are all added by `apply`.
       this.indexes.set(roomId, (index = new RoomIndex()));
+      this.idsTracked.add(roomId);
       this.idsKnown.add(roomId);
     }
     return index;
@@ -288,7 +318,7 @@ export class RoomMessages {
     if (messages.length === 0) return;
     const index = this.index(roomId);
     const searches = this.searching.get(roomId);
-    const known = this.idsKnown.has(roomId);
+    const known = this.idsTracked.has(roomId);
     messages.forEach((m, i) => {
       const seq = metas[i]!.seq;
       const isNew = !index.has(seq);

@@ -78,6 +78,19 @@ describe('the message id directory', () => {
     expect(dir.bytes).toBeLessThanOrEqual(4096 * 8 + dir.size * 6);
   });
 
+  it('reads a big id table a slice at a time (yielding) into the same answers', async () => {
+    const slots = new Int32Array(300_000);
+    for (let i = 0; i < 150_000; i++) slots[(i * 2 + 1) % slots.length] = hash32(`big ${i}`);
+    const atOnce = new MessageIdDirectory();
+    const sliced = new MessageIdDirectory();
+    atOnce.addRoom('big', slots);
+    await sliced.addRoomYielding('big', slots);
+    expect(sliced.size).toBe(150_000);
+    expect(sliced.bytes).toBe(atOnce.bytes);
+    for (let i = 0; i < 150_000; i += 997) expect(sliced.roomsOf(hash32(`big ${i}`))).toEqual(['big']);
+    expect(sliced.roomsOf(hash32('big -1'))).toEqual([]);
+  });
+
   it('switches to 32-bit room ordinals past 65,536 rooms', () => {
     const dir = new MessageIdDirectory();
     for (let r = 0; r < 70_000; r++) dir.add(hash32(`m${r}`), `room-${r}`);
