@@ -3,15 +3,22 @@
 //
 // Entries are (32-bit hash of the id, room ordinal) pairs in sorted runs of typed arrays:
 // 4 bytes of hash and 2 of ordinal a message (4 once there are more than 65,536 rooms), no
-// empty slots. The pairs are split into 256 shards by the hash's top byte, so no merge copies
-// more than a 256th of them (10,000,000 messages: ~40,000 pairs, well under a millisecond; one
-// merge of them all blocked the event loop ~100 ms). In a shard, new pairs become sorted runs,
-// and runs of similar size are merged: O(log n) runs, each pair copied O(log n) times in all.
-// New single pairs collect in a small unsorted buffer first. A lookup is a binary search per
-// run of one shard. Hashes collide and pairs are never removed (a room's message ids never
-// change), so the answer is a set of candidate rooms: the caller checks the id in each.
-const PENDING = 4096;
-const SHARDS = 256;
+// empty slots. The pairs are split into 64 shards by the hash's top 6 bits, so no merge copies
+// more than a 64th of them (10,000,000 messages: ~160,000 pairs, about a millisecond; one merge
+// of them all blocked the event loop ~100 ms). In a shard, new pairs become sorted runs, and
+// runs of similar size are merged: O(log n) runs, each pair copied O(log n) times in all. Pairs
+// of small rooms and of commits collect in an unsorted buffer first (a lookup scans it: ~32,000
+// integers), so runs are not made of a handful of pairs (tens of thousands of tiny typed arrays
+// were garbage-collection pauses). A lookup is a binary search per run of one shard. Hashes
+// collide and pairs are never removed (a room's message ids never change), so the answer is a
+// set of candidate rooms: the caller checks the id in each.
+const PENDING = 32_768;
+const SHARD_SHIFT = 26;
+const SHARDS = 1 << (32 - SHARD_SHIFT);
+/** A slice of an id table with fewer ids than this goes through the buffer. */
+const SMALL = 4096;
+/** Room ordinals below this pack with a hash into one float64 (see flush). */
+const PACKED_ORDINALS = 2 ** 21;
 /** Id-table slots handled between two yields to the event loop (`addRoomYielding`). */
 const SLOTS_PER_TURN = 65_536;
 
@@ -30,6 +37,9 @@ export class MessageIdDirectory {
   private readonly pendingKeys = new Uint32Array(PENDING);
   private readonly pendingRooms = new Uint32Array(PENDING);
   private pending = 0;
+
+  /** `packBelow`: room ordinals the buffer's sort packs with the hash (tests lower it). */
+  constructor(private readonly packBelow = PACKED_ORDINALS) {}
 
   /** Pairs held (duplicates included). */
   get size(): number {
@@ -57,9 +67,13 @@ export class MessageIdDirectory {
 
   /** One message id of the room (its hash32). */
   add(hash: number, roomId: string): void {
+    this.addPending(hash, this.ordinalOf(roomId));
+  }
+
+  private addPending(hash: number, ordinal: number): void {
     if (this.pending === PENDING) this.flush();
     this.pendingKeys[this.pending] = hash >>> 0;
-    this.pendingRooms[this.pending] = this.ordinalOf(roomId);
+    this.pendingRooms[this.pending] = ordinal;
     this.pending++;
   }
 
@@ -82,6 +96,10 @@ export class MessageIdDirectory {
     let n = 0;
     for (let i = from; i < to; i++) if (hashes[i] !== 0) n++;
     if (n === 0) return;
+    if (n < SMALL) {
+      for (let i = from; i < to; i++) if (hashes[i] !== 0) this.addPending(hashes[i]!, ordinal);
+      return;
+    }
     const keys = new Uint32Array(n);
     n = 0;
     for (let i = from; i < to; i++) if (hashes[i] !== 0) keys[n++] = hashes[i]! >>> 0;
@@ -95,7 +113,7 @@ export class MessageIdDirectory {
   roomsOf(hash: number): string[] {
     const key = hash >>> 0;
     const found = new Set<number>();
-    for (const run of this.shards[key >>> 24]!) {
+    for (const run of this.shards[key >>> SHARD_SHIFT]!) {
       for (let i = lowerBound(run.keys, key); i < run.keys.length && run.keys[i] === key; i++) found.add(run.rooms[i]!);
     }
     for (let i = 0; i < this.pending; i++) if (this.pendingKeys[i] === key) found.add(this.pendingRooms[i]!);
@@ -108,13 +126,25 @@ export class MessageIdDirectory {
 
   private flush(): void {
     const n = this.pending;
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => this.pendingKeys[a]! - this.pendingKeys[b]!);
     const keys = new Uint32Array(n);
     const rooms = this.ordinalArray(n);
-    order.forEach((from, to) => {
-      keys[to] = this.pendingKeys[from]!;
-      rooms[to] = this.pendingRooms[from]!;
-    });
+    if (this.names.length <= this.packBelow) {
+      // Sorted natively as one number a pair: hash × 2^21 + ordinal (exact below 2^53).
+      const packed = new Float64Array(n);
+      for (let i = 0; i < n; i++) packed[i] = this.pendingKeys[i]! * PACKED_ORDINALS + this.pendingRooms[i]!;
+      packed.sort();
+      for (let i = 0; i < n; i++) {
+        const ordinal = packed[i]! % PACKED_ORDINALS;
+        keys[i] = (packed[i]! - ordinal) / PACKED_ORDINALS;
+        rooms[i] = ordinal;
+      }
+    } else {
+      const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => this.pendingKeys[a]! - this.pendingKeys[b]!);
+      order.forEach((from, to) => {
+        keys[to] = this.pendingKeys[from]!;
+        rooms[to] = this.pendingRooms[from]!;
+      });
+    }
     this.pending = 0;
     this.addSorted(keys, rooms);
   }
@@ -122,9 +152,9 @@ export class MessageIdDirectory {
   /** Sorted pairs: each shard's part (contiguous, the shard being the top byte) becomes a run. */
   private addSorted(keys: Uint32Array, rooms: Ordinals): void {
     for (let i = 0; i < keys.length; ) {
-      const shard = keys[i]! >>> 24;
+      const shard = keys[i]! >>> SHARD_SHIFT;
       let j = i + 1;
-      while (j < keys.length && keys[j]! >>> 24 === shard) j++;
+      while (j < keys.length && keys[j]! >>> SHARD_SHIFT === shard) j++;
       const whole = i === 0 && j === keys.length;
       this.push(this.shards[shard]!, { keys: whole ? keys : keys.slice(i, j), rooms: whole ? rooms : rooms.slice(i, j) });
       i = j;

@@ -75,7 +75,7 @@ describe('the message id directory', () => {
     expect(dir.roomsOf(0x8000_0001)).toHaveLength(300);
     expect(dir.roomsOf(hash32('never added'))).toEqual([]);
     // 4096-pair buffer + 6 bytes a pair (16-bit room ordinals) once merged.
-    expect(dir.bytes).toBeLessThanOrEqual(4096 * 8 + dir.size * 6);
+    expect(dir.bytes).toBeLessThanOrEqual(32_768 * 8 + dir.size * 6);
   });
 
   it('reads a big id table a slice at a time (yielding) into the same answers', async () => {
@@ -89,6 +89,14 @@ describe('the message id directory', () => {
     expect(sliced.bytes).toBe(atOnce.bytes);
     for (let i = 0; i < 150_000; i += 997) expect(sliced.roomsOf(hash32(`big ${i}`))).toEqual(['big']);
     expect(sliced.roomsOf(hash32('big -1'))).toEqual([]);
+  });
+
+  it('sorts its buffer of recent pairs with or without packing hash and room into one number', () => {
+    for (const dir of [new MessageIdDirectory(), new MessageIdDirectory(4)]) {
+      for (let i = 0; i < 100_000; i++) dir.add(i % 1000 === 0 ? 0xffff_ffff : hash32(`m${i}`), `room-${i % 9}`);
+      for (let i = 1; i < 100_000; i += 1013) if (i % 1000 !== 0) expect(dir.roomsOf(hash32(`m${i}`))).toContain(`room-${i % 9}`);
+      expect(new Set(dir.roomsOf(0xffff_ffff))).toEqual(new Set(Array.from({ length: 9 }, (_, r) => `room-${r}`)));
+    }
   });
 
   it('switches to 32-bit room ordinals past 65,536 rooms', () => {
