@@ -149,8 +149,13 @@ export class IndexFiles {
     }
     try {
       const fileBytes = (await handle.stat()).size;
-      const head = await readAt(handle, 0, Math.min(fileBytes, HEAD_BYTES));
-      const nl = head.indexOf(0x0a);
+      // Most headers are a few hundred bytes: 10,000 rooms × 64 KiB would be 640 MB of reads.
+      let head = await readAt(handle, 0, Math.min(fileBytes, 4096));
+      let nl = head.indexOf(0x0a);
+      if (nl < 0 && head.length < fileBytes) {
+        head = await readAt(handle, 0, Math.min(fileBytes, HEAD_BYTES));
+        nl = head.indexOf(0x0a);
+      }
       if (nl < 0) return undefined;
       const h = RoomIndex.parseHeader(head, nl);
       const parts = RoomIndex.partBytes(h);
