@@ -207,6 +207,24 @@ describe('getMessage through the id directory', () => {
     expect(await next.readMessages(r2, { afterSeq: PER_ROOM - 1, limit: 5 })).toEqual([rooms.get(r2)![PER_ROOM - 1], more]);
   });
 
+  it('the warm-up reads a room whose index header is long (hundreds of senders) and one whose .idx tables are damaged', async () => {
+    const s = await opened();
+    const senders = Array.from({ length: 300 }, (_, i) => makeMessage('idr-wide', i + 1, { sender_id: `agent-with-a-long-identifier-${i}` }));
+    await s.createRoom(makeRoom('idr-wide'), senders);
+    const plain = Array.from({ length: 50 }, (_, i) => makeMessage('idr-plain', i + 1));
+    await s.createRoom(makeRoom('idr-plain'), plain);
+    await s.close();
+    const idx = join(scratch.dir, 'room_messages', 'idr-plain.idx');
+    const handle = await openFile(idx, 'r+');
+    const { size } = await handle.stat();
+    await handle.write(Buffer.from([0xff, 0xfe]), 0, 2, size - 6); // in the tables
+    await handle.close();
+    const { logger, lines } = memoryLogger();
+    const warm = await warmedUp({}, logger, 2);
+    for (const m of [...senders, ...plain]) expect(await warm.getMessage(m.message_id)).toEqual(m);
+    expect(lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.room_id === 'idr-plain')).toBe(true);
+  });
+
   it('a room damaged after the warm-up dropped its index fails only the lookups of its own messages', async () => {
     const rooms = await seed();
     const { logger, lines } = memoryLogger();
