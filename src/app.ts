@@ -140,7 +140,7 @@ function openStore(config: Config, logger: Logger): Store {
       onPoolError: (err) => logger.warn({ err }, 'PostgreSQL connection error (the pool reconnects)'),
     });
   }
-  return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages });
+  return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages, indexCacheBytes: config.indexCacheBytes });
 }
 
 /** This node's heartbeat and the presence it serves, stored for the other nodes (SPEC §11). */

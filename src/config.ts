@@ -52,6 +52,8 @@ export interface Config {
   store: StoreConfig;
   /** Messages the file store keeps in memory over all rooms (CACHE_MESSAGES). */
   cacheMessages: number;
+  /** Bytes of per-room message indexes the file store keeps loaded (INDEX_CACHE_BYTES). */
+  indexCacheBytes: number;
 }
 
 /**
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     store: parseStoreConfig(env),
     cacheMessages: intVar(env, 'CACHE_MESSAGES', 50_000, 0, 100_000_000),
+    indexCacheBytes: intVar(env, 'INDEX_CACHE_BYTES', 134_217_728, 0, 1_099_511_627_776),
     port: intVar(env, 'PORT', 3000, 0, 65535),
     host: hostVar(env, 'HOST', '127.0.0.1'),
     dataDir: path.resolve(stringVar(env, 'DATA_DIR', './data')),

@@ -36,7 +36,8 @@
 //   rewritten only by a compaction, once the journal outgrows them (amortised) or
 //   periodically, and on close.
 //
-// Messages (room-messages.ts): memory holds a compact index per room and one LRU cache of
+// Messages (room-messages.ts): memory holds a compact index per room in use (INDEX_CACHE_BYTES),
+// a message id → room directory (6 bytes a message, for getMessage) and one LRU cache of
 // messages (cacheMessages / CACHE_MESSAGES), never the history; older messages are read from
 // the logs by position, search streams the log. Start-up scans each log once, streaming
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
@@ -111,6 +112,11 @@ export interface FileStoreOptions {
    * background (so a `getMessage` by id never waits for them all). Default true.
    */
   warmIndexes?: boolean;
+  /**
+   * Bytes of per-room message indexes kept loaded (least recently used dropped first; the one
+   * in use, and indexes changed since start, always stay). Default 128 MiB (INDEX_CACHE_BYTES).
+   */
+  indexCacheBytes?: number;
 }
 
 export interface FileStoreStats extends IoStats {
@@ -120,8 +126,12 @@ export interface FileStoreStats extends IoStats {
   cachedMessages: number;
   cacheHits: number;
   cacheMisses: number;
-  /** Bytes of the per-room message indexes. */
+  /** Bytes of the per-room message indexes loaded. */
   indexBytes: number;
+  /** Bytes of the message id → room directory (get_full_message). */
+  idDirectoryBytes: number;
+  /** Rooms whose message ids the directory holds (all of them once the warm-up is done). */
+  idDirectoryRooms: number;
 }
 
 export const ROOM_MESSAGES_DIR = 'room_messages';
@@ -252,7 +262,10 @@ export class FileStore implements Store {
       cacheMessages: options.cacheMessages ?? 50_000, // DEFAULT_CACHE_MESSAGES in index.ts
       sizeOf: (roomId) => this.logs.sizeOf(roomId),
       loadIndex: (roomId) => this.loadIndex(roomId),
+      loadIdHashes: (roomId) => this.indexFiles.readIdHashes(roomId, this.logs.sizeOf(roomId)),
       fsOps: this.fsOps,
+      indexBudgetBytes: options.indexCacheBytes ?? 128 * 1024 * 1024,
+      isBusy: (roomId) => this.roomQueues.has(roomId),
     });
     this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
     this.warmIndexes = options.warmIndexes ?? true;
@@ -477,7 +490,9 @@ export class FileStore implements Store {
     let written = 0;
     const manifest = new Map<string, ManifestEntry>();
     for (const [roomId, entry] of this.messages.lazyEntries()) {
-      manifest.set(roomId, { ...entry, size: this.logs.sizeOf(roomId), mtimeMs: this.lazyMtimes.get(roomId) ?? -1 });
+      // A room scanned at start whose clean index was dropped since has no mtime recorded.
+      const mtimeMs = this.lazyMtimes.get(roomId) ?? (await this.logMtime(roomId, this.logs.sizeOf(roomId)));
+      manifest.set(roomId, { ...entry, size: this.logs.sizeOf(roomId), mtimeMs });
     }
     for (const [roomId, index] of this.messages.entries()) {
       if (index.count === 0) continue;
@@ -488,12 +503,16 @@ export class FileStore implements Store {
         index.dirty = false;
         written++;
       }
-      const mtimeMs = await stat(path).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
-      manifest.set(roomId, { size, mtimeMs, lastSeq: index.lastSeq, count: index.count });
+      manifest.set(roomId, { size, mtimeMs: await this.logMtime(roomId, size), lastSeq: index.lastSeq, count: index.count });
     }
     for (const [roomId, e] of manifest) if (e.mtimeMs < 0) manifest.delete(roomId);
     await this.indexFiles.writeManifest(manifest);
     this.logger.info({ rooms: written, manifest: manifest.size, ms: Date.now() - started }, 'message indexes persisted');
+  }
+
+  /** The log's mtime if it has the size given (-1 otherwise: left out of the manifest). */
+  private logMtime(roomId: string, size: number): Promise<number> {
+    return stat(this.messages.fileOf(roomId)).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
   }
 
   private fileOf(entry: StateEntry): SnapshotFile<object> {
@@ -572,6 +591,8 @@ export class FileStore implements Store {
       cacheHits: this.messages.cache.hits,
       cacheMisses: this.messages.cache.misses,
       indexBytes: this.messages.indexBytes,
+      idDirectoryBytes: this.messages.idDirectoryBytes,
+      idDirectoryRooms: this.messages.roomsWithIdsKnown,
     };
   }
 

@@ -134,6 +134,43 @@ export class IndexFiles {
     }
   }
 
+  /**
+   * The id table's hash slots of a room's v3 `.idx`, read alone (the warm-up fills the id
+   * directory from them without loading the room's core), if the file covers exactly the log's
+   * `size` bytes of a log the manifest vouches for (`load`'s `unchanged` case) and its tables
+   * check out; undefined otherwise (the caller then loads the index the usual way).
+   */
+  async readIdHashes(roomId: string, size: number): Promise<Int32Array | undefined> {
+    let handle: FileHandle;
+    try {
+      handle = await open(this.idxPath(roomId), 'r');
+    } catch {
+      return undefined;
+    }
+    try {
+      const fileBytes = (await handle.stat()).size;
+      // Most headers are a few hundred bytes: 10,000 rooms × 64 KiB would be 640 MB of reads.
+      let head = await readAt(handle, 0, Math.min(fileBytes, 4096));
+      let nl = head.indexOf(0x0a);
+      if (nl < 0 && head.length < fileBytes) {
+        head = await readAt(handle, 0, Math.min(fileBytes, HEAD_BYTES));
+        nl = head.indexOf(0x0a);
+      }
+      if (nl < 0) return undefined;
+      const h = RoomIndex.parseHeader(head, nl);
+      const parts = RoomIndex.partBytes(h);
+      const at = nl + 1 + parts.core;
+      if (h.v !== 3 || h.size !== size || fileBytes !== at + parts.tables) return undefined;
+      const tables = await readAt(handle, at, parts.tables);
+      if ((await crc32Yielding(tables)) !== h.crc32Tables) return undefined;
+      return RoomIndex.tablesFrom(h, tables, true).ids.export().keys;
+    } catch {
+      return undefined; // the usual load reports what is wrong
+    } finally {
+      await handle.close();
+    }
+  }
+
   /** Writes the room's index covering the log's first `size` bytes; false (logged) if that failed. */
   async write(roomId: string, index: RoomIndex, logPath: string, size: number): Promise<boolean> {
     const path = this.idxPath(roomId);

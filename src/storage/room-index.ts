@@ -1,8 +1,9 @@
 // What the store keeps in memory about one room's messages, without the messages: for each seq
 // the byte offset and length of its latest version's line in the log, two flag bits, and small
 // tables to find a seq by message id or by (sender, client_msg_id). About 30 bytes a message,
-// so 10,000,000 messages fit in a few hundred MB; the messages themselves are read from the log
-// on demand (log-reader.ts) and the recent ones kept in the store's cache (message-cache.ts).
+// kept only for the rooms in use (room-messages.ts drops the least recently used within
+// INDEX_CACHE_BYTES); the messages themselves are read from the log on demand (log-reader.ts)
+// and the recent ones kept in the store's cache (message-cache.ts).
 //
 // The per-sender and per-person answers the runtime asks on every call are kept up to date by
 // every line added: `lastSeqBySender` is a map of the room's senders, `lastPersonSeq` a number.
@@ -91,6 +92,11 @@ export class RoomIndex {
   /** The id and client tables (an index built by a scan, to complete one whose tables were lost). */
   tables(): { ids: SeqTable; clients: SeqTable } {
     return { ids: this.idTable(), clients: this.clientTable() };
+  }
+
+  /** The id table's hash slots (0 = empty), for the store's id directory (id-directory.ts). */
+  idHashes(): Int32Array {
+    return this.idTable().export().keys;
   }
 
   private idTable(): SeqTable {

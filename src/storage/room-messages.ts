@@ -1,6 +1,8 @@
 // The messages of all rooms, served from the logs with bounded memory (SPEC §5: memory follows
 // the working set, not the history). Per room a compact index (room-index.ts) says where the
-// latest version of each seq is; one LRU cache (message-cache.ts) holds recent and recently read
+// latest version of each seq is, loaded while the room is in use and dropped again least
+// recently used first past a budget (`trim`); an id directory (id-directory.ts) says which rooms
+// may hold a message id; one LRU cache (message-cache.ts) holds recent and recently read
 // messages; everything else is read from the log by position, and search streams the log.
 //
 // Objects returned are the store's own (cached): the caller (file-store.ts) copies them.
@@ -12,13 +14,12 @@ import { defaultFsOps, type FsOps } from './fs-ops.js';
 import { corruptAt, parseLine, readAt } from './log-reader.js';
 import { candidateLines, forEachBlock, rawSafe } from './log-search.js';
 import { MessageCache } from './message-cache.js';
+import { MessageIdDirectory } from './id-directory.js';
 import { RoomIndex } from './room-index.js';
 import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
-/** The warm-up reads the index tables this long after the cores (see loadAll). */
-const TABLES_AFTER_MS = 1000;
 export interface RoomMessagesOptions {
   dir: string;
   logger: Logger;
@@ -27,8 +28,14 @@ export interface RoomMessagesOptions {
   sizeOf: (roomId: string) => number;
   /** Builds the index of a room registered lazily (persisted index, log tail; see file-store). */
   loadIndex: (roomId: string) => Promise<RoomIndex>;
+  /** The id table's hash slots of a room not loaded, from its `.idx` alone, if that is sound. */
+  loadIdHashes?: (roomId: string) => Promise<Int32Array | undefined>;
   /** The read search streams logs through (tests count and hold reads); node's by default. */
   fsOps?: FsOps;
+  /** Bytes of loaded indexes kept beyond the one in use (INDEX_CACHE_BYTES; see `trim`). */
+  indexBudgetBytes: number;
+  /** Whether a commit of the room is in progress (its index must stay until it is applied). */
+  isBusy?: (roomId: string) => boolean;
 }
 
 /** What is known of a room whose index is not loaded yet (from the start-up manifest). */
@@ -39,13 +46,21 @@ interface LazyRoom {
 
 export class RoomMessages {
   readonly cache: MessageCache;
+  /** Loaded indexes, least recently used first (a use moves a room to the end). */
   private readonly indexes = new Map<string, RoomIndex>();
-  /** Rooms whose index is loaded on first use (start-up does not read them). */
+  /** Rooms whose index is not in memory: not loaded since start, or dropped (see `trim`). */
   private readonly lazy = new Map<string, LazyRoom>();
   private readonly loading = new Map<string, Promise<RoomIndex>>();
-  private loadingAll: Promise<void> | undefined;
-  private loadingCores: Promise<void> | undefined;
-  private wakeWarmUp: (() => void) | undefined;
+  /** Which rooms may hold a message id (getMessage). */
+  private readonly ids = new MessageIdDirectory();
+  /** Rooms whose new ids `apply` adds to the directory (their older ones are in, or going in). */
+  private readonly idsTracked = new Set<string>();
+  /** Rooms whose ids are all in the directory. */
+  private readonly idsKnown = new Set<string>();
+  /** When each loaded room was last used by a read or a commit (a tick, not a time). */
+  private readonly lastUse = new Map<string, number>();
+  private useTick = 0;
+  private learningAll: Promise<void> | undefined;
   private stopped = false;
   private readonly reported = new Set<string>();
   /**
@@ -66,8 +81,10 @@ export class RoomMessages {
     return this.indexes.entries();
   }
 
+  /** A room indexed at start-up (scanned); its ids go into the directory now if its tables are in. */
   register(roomId: string, index: RoomIndex): void {
     this.indexes.set(roomId, index);
+    if (index.tablesLoaded) this.learn(roomId, index);
   }
 
   /** A room whose index is loaded on first use; until then its last seq and count are these. */
@@ -75,15 +92,22 @@ export class RoomMessages {
     this.lazy.set(roomId, { lastSeq, count });
   }
 
-  /** Rooms not loaded yet, with what the manifest said of them (persisted again at close). */
+  /** Rooms not loaded (not yet, or dropped again), with their last seq and count (persisted at close). */
   lazyEntries(): IterableIterator<[string, LazyRoom]> {
     return this.lazy.entries();
   }
 
-  /** The room's index, loading it first if the room was registered lazily. */
-  async ready(roomId: string): Promise<RoomIndex | undefined> {
+  /**
+   * The room's index, loading it first if it is not in memory. `use`: a read or a commit (the
+   * room becomes the most recently used); the warm-up passes false.
+   */
+  async ready(roomId: string, use = true): Promise<RoomIndex | undefined> {
     const index = this.indexes.get(roomId);
-    if (index || !this.lazy.has(roomId)) return index;
+    if (index) {
+      if (use) this.touch(roomId, index);
+      return index;
+    }
+    if (!this.lazy.has(roomId)) return undefined;
     let loading = this.loading.get(roomId);
     if (!loading) {
       loading = this.opts.loadIndex(roomId).then((loaded) => {
@@ -97,75 +121,167 @@ export class RoomMessages {
         () => this.loading.delete(roomId), // the next use tries again
       );
     }
-    return loading;
+    const loaded = await loading;
+    // The warm-up's loads neither count as a use nor make room for themselves (they would push
+    // out the rooms in use): it drops what it loaded itself (`learnRoom`).
+    if (!use) return loaded;
+    // Loaded by another caller and dropped again meanwhile: this caller's use counts on it.
+    if (!this.indexes.has(roomId) && this.lazy.has(roomId)) return this.ready(roomId, use);
+    this.touch(roomId, loaded);
+    this.trim(roomId);
+    return loaded;
   }
 
   /**
    * The room's index with its id and client tables (a persisted index is first loaded without
    * them: pages, search and get_context do not need them; ids, client ids and commits do).
    */
-  async readyWithTables(roomId: string): Promise<RoomIndex | undefined> {
-    const index = await this.ready(roomId);
-    await index?.loadTables();
+  async readyWithTables(roomId: string, use = true): Promise<RoomIndex | undefined> {
+    const index = await this.ready(roomId, use);
+    if (index && !index.tablesLoaded) {
+      await index.loadTables();
+      if (use) this.trim(roomId);
+    }
     return index;
   }
 
-  /**
-   * The background warm-up after start: every lazy room's index core, one room at a time, then
-   * (after TABLES_AFTER_MS, so the first requests after a start do not share the disk and the
-   * cores with them) the id and client tables of every index, one at a time.
-   */
-  loadAll(): Promise<void> {
-    this.loadingAll ??= (async () => {
-      await this.loadCores();
-      // Closed while the cores loaded: `stopLoading` found no sleep to end, so take none.
-      if (this.stopped) return;
-      await new Promise<void>((resolve) => {
-        this.wakeWarmUp = resolve;
-        setTimeout(resolve, TABLES_AFTER_MS).unref();
-      });
-      for (const [roomId, index] of [...this.indexes]) {
-        if (this.stopped) return;
-        if (index.tablesLoaded) continue;
-        await index.loadTables().catch((err: unknown) => {
-          this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
-        });
-        await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
-      }
-    })().finally(() => {
-      this.loadingAll = undefined;
-    });
-    return this.loadingAll;
+  private touch(roomId: string, index: RoomIndex): void {
+    this.indexes.delete(roomId);
+    this.indexes.set(roomId, index);
+    this.lastUse.set(roomId, ++this.useTick);
   }
 
-  /** Loads every lazy room's index core, one at a time (what `getMessage` waits for when an id is not in a loaded room). */
-  private loadCores(): Promise<void> {
-    this.loadingCores ??= (async () => {
-      for (const roomId of [...this.lazy.keys()]) {
+  /**
+   * Drops the least recently used indexes until the loaded ones fit the budget (`keep`, the room
+   * just used, stays even if it alone does not). Only an index that still describes its log
+   * exactly as its persisted `.idx` does (not changed since it was loaded: `dirty` false) is
+   * dropped — it is then read again from that file on its next use — and never one of a room
+   * with a commit in progress. A room written since start keeps its index until shutdown
+   * persists it (docs/storage.md).
+   */
+  private trim(keep?: string): void {
+    let bytes = this.indexBytes;
+    if (bytes <= this.opts.indexBudgetBytes) return;
+    for (const [roomId, index] of this.indexes) {
+      if (bytes <= this.opts.indexBudgetBytes) break;
+      if (roomId === keep || !this.droppable(roomId, index)) continue;
+      bytes -= index.bytes;
+      this.drop(roomId, index);
+    }
+  }
+
+  private droppable(roomId: string, index: RoomIndex): boolean {
+    return !index.dirty && index.count > 0 && !(this.opts.isBusy?.(roomId) ?? false);
+  }
+
+  private drop(roomId: string, index: RoomIndex): void {
+    this.indexes.delete(roomId);
+    this.lastUse.delete(roomId);
+    this.lazy.set(roomId, { lastSeq: index.lastSeq, count: index.count });
+  }
+
+  /** Puts a room's message ids into the directory at once (start-up; later ones: `apply`). */
+  private learn(roomId: string, index: RoomIndex): void {
+    if (this.idsTracked.has(roomId)) return;
+    this.ids.addRoom(roomId, index.idHashes());
+    this.idsTracked.add(roomId);
+    this.idsKnown.add(roomId);
+  }
+
+  /**
+   * `learn` a slice at a time (the warm-up: a big room's table is millions of slots). The room
+   * is tracked from the start, so ids committed meanwhile are added by `apply` (one that lands
+   * in a slot not read yet is added twice: harmless); it counts as known once all are in.
+   */
+  private async learnYielding(roomId: string, hashes: Int32Array): Promise<void> {
+    if (this.idsTracked.has(roomId)) return;
+    this.idsTracked.add(roomId);
+    await this.ids.addRoomYielding(roomId, hashes);
+    this.idsKnown.add(roomId);
+  }
+
+  /**
+   * Reads a room's id table into the directory; a room no read or commit has used (loaded for
+   * this, or at start-up) is dropped again, if it can be.
+   */
+  private async learnRoom(roomId: string): Promise<void> {
+    const usedAt = this.lastUse.get(roomId);
+    if (this.lazy.has(roomId) && this.opts.loadIdHashes) {
+      // A room not in memory: its `.idx` id table alone (not its core), if that file is sound.
+      const hashes = await this.opts.loadIdHashes(roomId);
+      // Still not loaded: no commit was applied to it, so the file's ids are all its ids.
+      if (hashes && !this.indexes.has(roomId)) return this.learnYielding(roomId, hashes);
+    }
+    for (;;) {
+      const index = await this.readyWithTables(roomId, false);
+      if (!index || this.idsTracked.has(roomId)) break;
+      const current = this.indexes.get(roomId);
+      // Dropped and loaded again while the tables were read: learn from the loaded one (a
+      // commit may have added to it; `apply` adds ids only of rooms already tracked).
+      if (current !== undefined && current !== index) continue;
+      // Not loaded any more: dropped clean, so `index` still describes the log.
+      await this.learnYielding(roomId, index.idHashes());
+      break;
+    }
+    // Loaded only for this, or at start-up (a scanned room), and not used by any request yet.
+    const index = this.indexes.get(roomId);
+    if (index && usedAt === undefined && this.lastUse.get(roomId) === undefined && this.droppable(roomId, index)) this.drop(roomId, index);
+  }
+
+  /** Rooms whose ids are not in the directory yet. */
+  private unlearned(): string[] {
+    const out: string[] = [];
+    for (const roomId of this.lazy.keys()) if (!this.idsKnown.has(roomId)) out.push(roomId);
+    for (const roomId of this.indexes.keys()) if (!this.idsKnown.has(roomId)) out.push(roomId);
+    return out;
+  }
+
+  /**
+   * The background warm-up after start: reads every room's id table (from its `.idx`, or a scan
+   * of its log) into the id directory, one room at a time, keeping no index it loaded for this
+   * (see `learnRoom`). Also what `getMessage` waits for when an id is in no learned room.
+   */
+  loadAll(): Promise<void> {
+    this.learningAll ??= (async () => {
+      const started = Date.now();
+      const rooms = this.unlearned();
+      for (const roomId of rooms) {
         if (this.stopped) return;
-        await this.ready(roomId).catch((err: unknown) => {
-          this.opts.logger.warn({ err, room_id: roomId }, 'loading a room\'s message index failed; its reads will try again');
-        });
+        await this.learnRoom(roomId).catch((err: unknown) => this.reportIdsFailure(roomId, err));
         await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between
       }
+      if (rooms.length > 0) {
+        this.opts.logger.info({ rooms: rooms.length, id_directory_bytes: this.ids.bytes, index_bytes: this.indexBytes, ms: Date.now() - started }, 'message ids of the rooms read into the id directory');
+      }
     })().finally(() => {
-      this.loadingCores = undefined;
+      this.learningAll = undefined;
     });
-    return this.loadingCores;
+    return this.learningAll;
   }
 
   /** Stops a running `loadAll` (the store is closing) and waits for the room it is loading. */
   async stopLoading(): Promise<void> {
     this.stopped = true;
-    this.wakeWarmUp?.();
-    await Promise.all([this.loadingAll, this.loadingCores]);
+    await this.learningAll;
+  }
+
+  /** Once per room, not once per lookup: every get_full_message of an unknown id tries it. */
+  private reportIdsFailure(roomId: string, err: unknown): void {
+    if (this.reported.has(`ids:${roomId}`)) return;
+    this.reported.add(`ids:${roomId}`);
+    this.opts.logger.error({ err, room_id: roomId }, 'a room\'s messages cannot be found by id; the other rooms are still searched');
   }
 
   /** The index of a room being written (loaded: every commit with messages reads it first). */
   private index(roomId: string): RoomIndex {
     if (this.lazy.has(roomId)) throw new Error(`room ${roomId}: index not loaded before a commit`);
     let index = this.indexes.get(roomId);
-    if (!index) this.indexes.set(roomId, (index = new RoomIndex()));
+    if (!index) {
+      // A room created since start: its ids are all added by `apply`.
+      this.indexes.set(roomId, (index = new RoomIndex()));
+      this.idsTracked.add(roomId);
+      this.idsKnown.add(roomId);
+    }
     return index;
   }
 
@@ -176,25 +292,40 @@ export class RoomMessages {
     return n;
   }
 
+  /** Bytes of the loaded indexes (what the budget bounds). */
   get indexBytes(): number {
     let n = 0;
     for (const index of this.indexes.values()) n += index.bytes;
     return n;
   }
 
+  /** Bytes of the id directory (about 6 a message). */
+  get idDirectoryBytes(): number {
+    return this.ids.bytes;
+  }
+
+  /** Rooms whose message ids are in the directory. */
+  get roomsWithIdsKnown(): number {
+    return this.idsKnown.size;
+  }
+
   lastSeq(roomId: string): number {
     return this.indexes.get(roomId)?.lastSeq ?? this.lazy.get(roomId)?.lastSeq ?? 0;
   }
 
-  /** Makes committed, durable lines visible: index and cache, in one synchronous step. */
+  /** Makes committed, durable lines visible: index, id directory and cache, in one synchronous step. */
   apply(roomId: string, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: Parameters<RoomIndex['add']>[0][]): void {
     if (messages.length === 0) return;
     const index = this.index(roomId);
     const searches = this.searching.get(roomId);
+    const known = this.idsTracked.has(roomId);
     messages.forEach((m, i) => {
       const seq = metas[i]!.seq;
-      if (searches) for (const before of searches) if (!before.has(seq)) before.set(seq, index.has(seq) ? index.offsetOf(seq) : -1);
+      const isNew = !index.has(seq);
+      if (searches) for (const before of searches) if (!before.has(seq)) before.set(seq, isNew ? -1 : index.offsetOf(seq));
       index.add(metas[i]!, offsets[i]!, lengths[i]!);
+      // A new version keeps its seq's id (checked by the commit): only new seqs add one.
+      if (isNew && known) this.ids.add(hash32(m.message_id), roomId);
       this.cache.set(m);
     });
   }
@@ -226,8 +357,9 @@ export class RoomMessages {
             const { seq, i, offset, length } = missing[x]!;
             const m = this.decode(roomId, file, bytes.subarray(offset - from, offset - from + length), offset, seq);
             out[i] = m;
-            // Cache only if no newer version was committed meanwhile.
-            if (index.offsetOf(seq) === offset) this.cache.set(m);
+            // Cache only if no newer version was committed meanwhile (the room's index may have
+            // been dropped and loaded again since: ask the loaded one; a dropped one is unchanged).
+            if ((this.indexes.get(roomId) ?? index).offsetOf(seq) === offset) this.cache.set(m);
           }
           k = j;
         }
@@ -259,28 +391,27 @@ export class RoomMessages {
   }
 
   /**
-   * The message with this id, in whichever room holds it: every loaded room's id table is probed
-   * (a hash lookup, well under a microsecond a room). A room whose tables or candidate lines
-   * cannot be read is passed over (logged), so only its own messages are affected: an id found
-   * in another room is answered; one found nowhere rejects with the damaged room's error (it
-   * may be that room's, so "not found" would be a guess).
+   * The message with this id, in whichever room holds it: the id directory names the rooms that
+   * may (a hash match); only those are opened and their id tables probed. Until the warm-up has
+   * read every room's ids, an id in no learned room waits for it (`loadAll`). A room whose id
+   * table or candidate line cannot be read is passed over (logged once), so only its own
+   * messages are affected: an id found in another room is answered; one found nowhere rejects
+   * with the damaged room's error (it may be that room's, so "not found" would be a guess).
    */
   async getMessage(messageId: string): Promise<Message | undefined> {
     const hash = hash32(messageId);
     let failure: unknown;
-    const probe = async (): Promise<Message | undefined> => {
-      for (const [roomId, index] of [...this.indexes]) {
+    const probed = new Set<string>();
+    const probe = async (rooms: readonly string[]): Promise<Message | undefined> => {
+      for (const roomId of rooms) {
+        if (probed.has(roomId)) continue;
+        probed.add(roomId);
         let seqs: number[];
         try {
-          if (!index.tablesLoaded) await index.loadTables();
-          seqs = index.seqsOfId(messageId, hash);
+          seqs = (await this.readyWithTables(roomId))?.seqsOfId(messageId, hash) ?? [];
         } catch (err) {
           failure ??= err;
-          // Once per room, not once per lookup: every get_full_message probes it.
-          if (!this.reported.has(`ids:${roomId}`)) {
-            this.reported.add(`ids:${roomId}`);
-            this.opts.logger.error({ err, room_id: roomId }, 'a room\'s messages cannot be found by id; the other rooms are still searched');
-          }
+          this.reportIdsFailure(roomId, err);
           continue;
         }
         if (seqs.length === 0) continue;
@@ -292,12 +423,12 @@ export class RoomMessages {
       }
       return undefined;
     };
-    let found = await probe();
-    if (!found && this.lazy.size > 0) {
-      // The id may be in a room not loaded yet: load them all (once), then look again.
-      await this.loadCores();
-      failure = undefined;
-      found = await probe();
+    let found = await probe(this.ids.roomsOf(hash));
+    if (!found && this.unlearned().length > 0) {
+      await this.loadAll();
+      found = await probe(this.ids.roomsOf(hash));
+      // Rooms whose ids could not be read (damaged): probed directly, so their error is known.
+      found ??= await probe(this.unlearned());
     }
     if (found || failure === undefined) return found;
     throw failure;

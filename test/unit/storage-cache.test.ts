@@ -40,8 +40,8 @@ afterEach(async () => {
   for (const d of dirs) await d.cleanup();
 });
 
-async function fileStore(dir: string, cacheMessages: number): Promise<FileStore> {
-  const s = new FileStore({ dataDir: dir, logger: silentLogger, cacheMessages, compactEveryMs: 0 });
+async function fileStore(dir: string, cacheMessages: number, indexCacheBytes?: number): Promise<FileStore> {
+  const s = new FileStore({ dataDir: dir, logger: silentLogger, cacheMessages, compactEveryMs: 0, indexCacheBytes });
   stores.push(s);
   await s.open();
   return s;
@@ -132,6 +132,14 @@ describe('a message cache of any size answers like no cache and like the referen
     const reopened = await fileStore(cold.dir, 3);
     expect(await answers(reopened, rooms, messages)).toEqual(expected);
     expect(reopened.stats().cachedMessages).toBeLessThanOrEqual(3);
+    await reopened.close();
+    // A 1-byte index budget: only the room in use keeps its index; every switch of room drops
+    // the others and reads its own again from its `.idx` (the warm-up runs meanwhile).
+    const tiny = await fileStore(cold.dir, 0, 1);
+    expect(await answers(tiny, rooms, messages)).toEqual(expected);
+    const oneRoom = tiny.stats().indexBytes;
+    expect(await tiny.readMessages(rooms[0]!, { limit: 1 })).toHaveLength(1);
+    expect(tiny.stats().indexBytes).toBeLessThan(oneRoom * 2);
   });
 });
 
