@@ -132,6 +132,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
 }
 
 /** The store the configuration names: PostgreSQL (STORE=postgres) or the file store under DATA_DIR. */
+/** The file store's index warm-up starts this long after open (FileStoreOptions.warmUpDelayMs). */
+const WARM_UP_DELAY_MS = 2000;
+
 function openStore(config: Config, logger: Logger): Store {
   if (config.store.kind === 'postgres') {
     return new PgStore({
@@ -140,7 +143,7 @@ function openStore(config: Config, logger: Logger): Store {
       onPoolError: (err) => logger.warn({ err }, 'PostgreSQL connection error (the pool reconnects)'),
     });
   }
-  return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages, indexCacheBytes: config.indexCacheBytes });
+  return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages, indexCacheBytes: config.indexCacheBytes, warmUpDelayMs: WARM_UP_DELAY_MS });
 }
 
 /** This node's heartbeat and the presence it serves, stored for the other nodes (SPEC §11). */

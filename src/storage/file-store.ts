@@ -113,6 +113,11 @@ export interface FileStoreOptions {
    */
   warmIndexes?: boolean;
   /**
+   * How long after open the warm-up starts (default 0). The server waits 2 s: until then the
+   * start itself (participants, presence) and its first requests have the disk and the CPU.
+   */
+  warmUpDelayMs?: number;
+  /**
    * Bytes of per-room message indexes kept loaded (least recently used dropped first; the one
    * in use, and indexes changed since start, always stay). Default 128 MiB (INDEX_CACHE_BYTES).
    */
@@ -201,6 +206,8 @@ export class FileStore implements Store {
   /** Log mtimes of the rooms registered lazily at open (carried into the next manifest). */
   private readonly lazyMtimes = new Map<string, number>();
   private readonly warmIndexes: boolean;
+  private readonly warmUpDelayMs: number;
+  private warmUpTimer: NodeJS.Timeout | undefined;
 
   private state: State = 'new';
   private lock: DataDirLock | undefined;
@@ -269,6 +276,7 @@ export class FileStore implements Store {
     });
     this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
     this.warmIndexes = options.warmIndexes ?? true;
+    this.warmUpDelayMs = options.warmUpDelayMs ?? 0;
   }
 
   // ── lifecycle ──
@@ -278,7 +286,10 @@ export class FileStore implements Store {
     this.openPromise = this.doOpen().then(
       async () => {
         this.state = 'open';
-        if (this.warmIndexes) setImmediate(() => void this.messages.loadAll());
+        if (this.warmIndexes) {
+          this.warmUpTimer = setTimeout(() => void this.messages.loadAll(), this.warmUpDelayMs);
+          this.warmUpTimer.unref();
+        }
         if (this.compactEveryMs > 0) {
           this.compactTimer = setInterval(() => {
             const worth = this.snapshotBytes <= this.compactBytes || this.journal.size * 8 >= this.snapshotBytes;
@@ -428,6 +439,7 @@ export class FileStore implements Store {
     // Let every write in flight finish (each settles its own caller), then always release fds
     // and the lock: a server shutting down must not leave the directory locked.
     if (this.compactTimer) clearInterval(this.compactTimer);
+    clearTimeout(this.warmUpTimer);
     await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
     await this.direct.repair(); // a snapshot a failed write left holding a refused change
     // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
