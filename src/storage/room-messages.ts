@@ -48,6 +48,9 @@ export class RoomMessages {
   readonly cache: MessageCache;
   /** Loaded indexes, least recently used first (a use moves a room to the end). */
   private readonly indexes = new Map<string, RoomIndex>();
+  /** Each loaded index's bytes when last counted, and their sum (what `trim` compares). */
+  private readonly counted = new Map<string, number>();
+  private countedBytes = 0;
   /** Rooms whose index is not in memory: not loaded since start, or dropped (see `trim`). */
   private readonly lazy = new Map<string, LazyRoom>();
   private readonly loading = new Map<string, Promise<RoomIndex>>();
@@ -84,6 +87,7 @@ export class RoomMessages {
   /** A room indexed at start-up (scanned); its ids go into the directory now if its tables are in. */
   register(roomId: string, index: RoomIndex): void {
     this.indexes.set(roomId, index);
+    this.recount(roomId, index);
     if (index.tablesLoaded) this.learn(roomId, index);
   }
 
@@ -112,6 +116,7 @@ export class RoomMessages {
     if (!loading) {
       loading = this.opts.loadIndex(roomId).then((loaded) => {
         this.indexes.set(roomId, loaded);
+        this.recount(roomId, loaded);
         this.lazy.delete(roomId);
         return loaded;
       });
@@ -140,6 +145,7 @@ export class RoomMessages {
     const index = await this.ready(roomId, use);
     if (index && !index.tablesLoaded) {
       await index.loadTables();
+      if (this.indexes.get(roomId) === index) this.recount(roomId, index);
       if (use) this.trim(roomId);
     }
     return index;
@@ -160,7 +166,8 @@ export class RoomMessages {
    * persists it (docs/storage.md).
    */
   private trim(keep?: string): void {
-    let bytes = this.indexBytes;
+    // The running total, not a sum over every loaded index: trim runs on every use.
+    let bytes = this.countedBytes;
     if (bytes <= this.opts.indexBudgetBytes) return;
     for (const [roomId, index] of this.indexes) {
       if (bytes <= this.opts.indexBudgetBytes) break;
@@ -176,6 +183,8 @@ export class RoomMessages {
 
   private drop(roomId: string, index: RoomIndex): void {
     this.indexes.delete(roomId);
+    this.countedBytes -= this.counted.get(roomId) ?? 0;
+    this.counted.delete(roomId);
     this.lastUse.delete(roomId);
     this.lazy.set(roomId, { lastSeq: index.lastSeq, count: index.count });
   }
@@ -279,6 +288,7 @@ export class RoomMessages {
     if (!index) {
       // A room created since start: its ids are all added by `apply`.
       this.indexes.set(roomId, (index = new RoomIndex()));
+      this.recount(roomId, index);
       this.idsTracked.add(roomId);
       this.idsKnown.add(roomId);
     }
@@ -292,7 +302,7 @@ export class RoomMessages {
     return n;
   }
 
-  /** Bytes of the loaded indexes (what the budget bounds). */
+  /** Bytes of the loaded indexes (what the budget bounds), summed anew (tests, logs). */
   get indexBytes(): number {
     let n = 0;
     for (const index of this.indexes.values()) n += index.bytes;
@@ -328,6 +338,14 @@ export class RoomMessages {
       if (isNew && known) this.ids.add(hash32(m.message_id), roomId);
       this.cache.set(m);
     });
+    this.recount(roomId, index);
+  }
+
+  /** Brings the running total of loaded index bytes up to date for one room (loaded or grown). */
+  private recount(roomId: string, index: RoomIndex): void {
+    const bytes = index.bytes;
+    this.countedBytes += bytes - (this.counted.get(roomId) ?? 0);
+    this.counted.set(roomId, bytes);
   }
 
   /** The latest versions at the given seqs (present ones only), in the order asked. */
