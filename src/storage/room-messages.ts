@@ -54,6 +54,8 @@ export class RoomMessages {
   /** Each loaded index's bytes when last counted, and their sum (what `trim` compares). */
   private readonly counted = new Map<string, number>();
   private countedBytes = 0;
+  /** getMessage calls waiting for the warm-up (it does not rest meanwhile). */
+  private lookupsWaiting = 0;
   /** Rooms whose index is not in memory: not loaded since start, or dropped (see `trim`). */
   private readonly lazy = new Map<string, LazyRoom>();
   private readonly loading = new Map<string, Promise<RoomIndex>>();
@@ -264,7 +266,8 @@ export class RoomMessages {
         // Let requests in between; past WARM_UP_BUSY_MS of warm-up, rest as long: the warm-up
         // then takes at most about half of the time, not every free moment (10,000 rooms of
         // ids are seconds of CPU that requests arriving meanwhile would queue behind).
-        if (performance.now() - turnStarted < WARM_UP_BUSY_MS) await new Promise<void>((resolve) => setImmediate(resolve));
+        // A lookup waiting for the warm-up (getMessage) takes the rests away.
+        if (performance.now() - turnStarted < WARM_UP_BUSY_MS || this.lookupsWaiting > 0) await new Promise<void>((resolve) => setImmediate(resolve));
         else {
           await new Promise<void>((resolve) => setTimeout(resolve, WARM_UP_BUSY_MS));
           turnStarted = performance.now();
@@ -454,7 +457,12 @@ export class RoomMessages {
     };
     let found = await probe(this.ids.roomsOf(hash));
     if (!found && this.unlearned().length > 0) {
-      await this.loadAll();
+      this.lookupsWaiting++;
+      try {
+        await this.loadAll();
+      } finally {
+        this.lookupsWaiting--;
+      }
       found = await probe(this.ids.roomsOf(hash));
       // Rooms whose ids could not be read (damaged): probed directly, so their error is known.
       found ??= await probe(this.unlearned());
