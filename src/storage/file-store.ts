@@ -52,7 +52,7 @@ import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } 
 import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
 import { IndexFiles, type ManifestEntry } from './index-files.js';
-import { metaOf, scanRoomLog } from './log-reader.js';
+import { CorruptLogError, metaOf, scanRoomLog } from './log-reader.js';
 import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
@@ -418,8 +418,11 @@ export class FileStore implements Store {
   private async logHolds(roomId: string, mark: LogMark): Promise<boolean> {
     try {
       return (await this.messages.idsAt(roomId, [mark.seq])).get(mark.seq) === mark.id;
-    } catch {
-      return false; // an unreadable line is not the message the mark names
+    } catch (err) {
+      // A corrupt line is not the message the mark names. Any other failure (a read that
+      // failed) stops the start: dropping the line on it could lose an acknowledged change.
+      if (err instanceof CorruptLogError) return false;
+      throw err;
     }
   }
 

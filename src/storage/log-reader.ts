@@ -308,8 +308,11 @@ function corruptLine(path: string, bad: BadLine): Error {
 }
 
 /** The error for a line found unreadable when it is read (after open). */
+/** A log line that cannot be a message (told apart from a read that failed: that may pass). */
+export class CorruptLogError extends Error {}
+
 export function corruptAt(path: string, offset: number, reason: string): Error {
-  return new Error(
+  return new CorruptLogError(
     `Room log ${path} is corrupt at byte ${offset} (${reason}); the message there cannot be read. Repair or restore the file.`,
   );
 }

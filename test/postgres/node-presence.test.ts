@@ -3,36 +3,25 @@
 // asked again when it fails (the offline change waiting on it is never dropped), and one
 // participant's quick offline/online changes are stored in the order they happened.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
 import { NodePresence } from '../../src/storage/postgres/node-presence.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { newSite, ok, startNode } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { pgTestsEnabled, usePgServerForFile } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const closing: Array<() => Promise<void>> = [];
-
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const close of closing.reverse()) await close().catch(() => undefined);
-    await pgServer?.stop();
-  });
-}
+const { server: pgServer, cleanup } = usePgServerForFile();
 
 /** A migrated database, a node's pool on it, and an admin connection to break and mend tables. */
 async function database(): Promise<{ pool: pg.Pool; admin: pg.Client; rows: (participantId: string) => Promise<string[]> }> {
-  const url = await pgServer!.createDatabase();
+  const url = await pgServer().createDatabase();
   const store = new PgStore({ connectionString: url, poolSize: 4 });
   await store.open();
-  closing.push(() => store.close());
+  cleanup(() => store.close());
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
-  closing.push(() => admin.end());
+  cleanup(() => admin.end());
   const rows = async (participantId: string): Promise<string[]> =>
     (await admin.query<{ node_id: string }>('SELECT node_id FROM chatroom_node_presence WHERE participant_id = $1', [participantId])).rows.map((r) => r.node_id);
   return { pool: store.connectionPool, admin, rows };
@@ -41,7 +30,7 @@ async function database(): Promise<{ pool: pg.Pool; admin: pg.Client; rows: (par
 function node(pool: pg.Pool, nodeId: string, errors: Error[] = []): NodePresence {
   // No beats during the test (they would touch the tables the test breaks).
   const presence = new NodePresence({ pool, nodeId, deadAfterMs: 60_000, heartbeatMs: 600_000, onError: (err) => errors.push(err) });
-  closing.push(() => presence.stop());
+  cleanup(() => presence.stop());
   return presence;
 }
 
@@ -119,10 +108,10 @@ class GatedStore extends PgStore {
 
 describe.skipIf(!enabled)('a node storing its clients\' presence on PostgreSQL', () => {
   it('stores a quick offline → online in that order, even when the offline\'s reads finish last', async () => {
-    const site = await newSite(pgServer!);
+    const site = await newSite(pgServer());
     const store = new GatedStore({ connectionString: site.databaseUrl, poolSize: 5 });
     const server = await startNode(site, {}, { store, socketGraceMs: 50 });
-    closing.push(() => server.close());
+    cleanup(() => server.close());
     const { app } = server;
     const registered = await ok(server.url, 'register_user', { name: 'Ann' });
     const ann = { token: registered.token as string, id: registered.user_id as string };

@@ -227,3 +227,29 @@ export function usePgServer(options: PgServerOptions = {}): () => PgServer {
     return server;
   };
 }
+
+/**
+ * One server for a whole file whose suites share it, and the file's cleanups (nodes, pools,
+ * clients), run newest first before the server stops. Call at top level: nothing is registered
+ * when the PostgreSQL tests are off (the suites then skip).
+ */
+export function usePgServerForFile(): { server: () => PgServer; cleanup: (close: () => Promise<unknown>) => void } {
+  const closing: Array<() => Promise<unknown>> = [];
+  let server: PgServer | undefined;
+  if (pgTestsEnabled()) {
+    beforeAll(async () => {
+      server = await startPgServer();
+    });
+    afterAll(async () => {
+      for (const close of closing.reverse()) await close().catch(() => undefined);
+      await server?.stop();
+    });
+  }
+  return {
+    server: () => {
+      if (!server) throw new Error('the PostgreSQL test server is not running');
+      return server;
+    },
+    cleanup: (close) => void closing.push(close),
+  };
+}

@@ -3,7 +3,7 @@
 // version), even when yet another commit lands between the node's reads; and an imported room
 // is set up from the messages in hand, without reading them back.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
 import type { RunningServer } from '../../src/server.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
@@ -11,21 +11,10 @@ import type { RoomChangesSince } from '../../src/storage/store.js';
 import type { LoadedRoom } from '../../src/storage/store.js';
 import type { Message } from '../../src/types.js';
 import { newSite, ok, startNode, type ClusterSite } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { pgTestsEnabled, usePgServerForFile } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const closing: Array<() => Promise<void>> = [];
-
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const close of closing.reverse()) await close().catch(() => undefined);
-    await pgServer?.stop();
-  });
-}
+const { server: pgServer, cleanup } = usePgServerForFile();
 
 /**
  * The node's store, which can run a step right after the node's next read of a room's state
@@ -64,7 +53,7 @@ class WatchedStore extends PgStore {
 async function startWatchedNode(site: ClusterSite): Promise<{ node: RunningServer; store: WatchedStore }> {
   const store = new WatchedStore({ connectionString: site.databaseUrl, poolSize: 5 });
   const node = await startNode(site, {}, { store });
-  closing.push(() => node.close());
+  cleanup(() => node.close());
   return { node, store };
 }
 
@@ -72,13 +61,13 @@ async function startWatchedNode(site: ClusterSite): Promise<{ node: RunningServe
 async function otherWriter(site: ClusterSite): Promise<PgStore> {
   const writer = new PgStore({ connectionString: site.databaseUrl, poolSize: 2, notify: 'in-commit' });
   await writer.open();
-  closing.push(() => writer.close());
+  cleanup(() => writer.close());
   return writer;
 }
 
 describe.skipIf(!enabled)('a node reading rooms from PostgreSQL', () => {
   it('refreshes a room another node changed from one snapshot: a commit between its reads waits for the next refresh', async () => {
-    const site = await newSite(pgServer!);
+    const site = await newSite(pgServer());
     const { node, store } = await startWatchedNode(site);
     const writer = await otherWriter(site);
     const person = await ok(node.url, 'register_user', { name: 'Reader' });
@@ -111,7 +100,7 @@ describe.skipIf(!enabled)('a node reading rooms from PostgreSQL', () => {
   });
 
   it('sets up an imported room from its messages: no read of the last person message', async () => {
-    const site = await newSite(pgServer!);
+    const site = await newSite(pgServer());
     const { node, store } = await startWatchedNode(site);
     const person = await ok(node.url, 'register_user', { name: 'Importer' });
     const { room } = await ok(node.url, 'create_room', { room_name: 'Source' }, person.token);
