@@ -6,7 +6,8 @@
 //   npx tsx bench/server-scale.ts --cpu [--people] [--runs 3] [--seconds 10] [--transport http|ws]
 //   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
 //   (--context-calls N: get_context calls of the never-posted member, default 500;
-//    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below)
+//    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below;
+//    --no-settle: the join phase without waiting for the server to fall idle first)
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -235,8 +236,11 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
     if (phase('handoff')) result.handoff_many_rooms = await handoff(server, data.token, handoffs);
 
     // join_room (an agent joins a room it is not in) and set_room_status (the person pauses a
-    // room, then resumes it), alternating, at a fixed rate.
+    // room, then resumes it), alternating, at a fixed rate. Measured at steady state: after the
+    // start-up's background work (the index warm-up reading every room's ids, ~10 s on the 10M
+    // set) is done, seen as the server's CPU falling idle; --no-settle measures during it.
     if (phase('join')) {
+      if (!process.argv.includes('--no-settle')) result.join_settled_after_ms = await settle(pid);
       const total = rate * seconds;
       const joins: number[] = [];
       const statuses: number[] = [];
@@ -354,6 +358,21 @@ async function cpuRun(seconds: number, people: boolean): Promise<Record<string, 
     await server.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Waits until the server is idle: under 5 % of a core over two 500 ms windows in a row (at most
+ * 60 s). Resolves how long that took.
+ */
+async function settle(pid: number): Promise<number> {
+  const started = performance.now();
+  let quiet = 0;
+  while (quiet < 2 && performance.now() - started < 60_000) {
+    const before = cpuMs(pid);
+    await new Promise((r) => setTimeout(r, 500));
+    quiet = cpuMs(pid) - before < 25 ? quiet + 1 : 0;
+  }
+  return Math.round(performance.now() - started);
 }
 
 const runs = Number(arg('runs', '3'));

@@ -9,7 +9,11 @@
 // runs of similar size are merged: O(log n) runs, each pair copied O(log n) times in all. Pairs
 // of small rooms and of commits collect in an unsorted buffer first (a lookup scans it: ~32,000
 // integers), so runs are not made of a handful of pairs (tens of thousands of tiny typed arrays
-// were garbage-collection pauses). A lookup is a binary search per run of one shard. Hashes
+// were garbage-collection pauses). Merges run in the background, a few milliseconds an
+// event-loop turn (`mergeFor`): the shards fill evenly, so they all reached a merge of their
+// largest runs at the same add, and that one add copied the whole directory (10,000,000
+// messages: 50–100 ms, a stall of every request then). A lookup is a binary search per run of
+// one shard, merged or not yet. Hashes
 // collide and pairs are never removed (a room's message ids never change), so the answer is a
 // set of candidate rooms: the caller checks the id in each.
 const PENDING = 32_768;
@@ -21,6 +25,8 @@ const SMALL = 4096;
 const PACKED_ORDINALS = 2 ** 21;
 /** Id-table slots handled between two yields to the event loop (`addRoomYielding`): sorting 65,536 held a request ~5 ms. */
 const SLOTS_PER_TURN = 16_384;
+/** Merging done in one event-loop turn at most (one merge may overrun it: ~1 ms at 10M messages). */
+const MERGE_TURN_MS = 3;
 
 type Ordinals = Uint16Array | Uint32Array;
 
@@ -37,6 +43,9 @@ export class MessageIdDirectory {
   private readonly pendingKeys = new Uint32Array(PENDING);
   private readonly pendingRooms = new Uint32Array(PENDING);
   private pending = 0;
+  /** Shards with a run pushed since their last merge, and whether a merge turn is scheduled. */
+  private readonly unmerged = new Set<number>();
+  private mergeScheduled = false;
 
   /** `packBelow`: room ordinals the buffer's sort packs with the hash (tests lower it). */
   constructor(private readonly packBelow = PACKED_ORDINALS) {}
@@ -45,6 +54,13 @@ export class MessageIdDirectory {
   get size(): number {
     let n = this.pending;
     for (const runs of this.shards) for (const r of runs) n += r.keys.length;
+    return n;
+  }
+
+  /** Sorted runs held, in all shards (merged in the background, see mergeFor). */
+  get runCount(): number {
+    let n = 0;
+    for (const runs of this.shards) n += runs.length;
     return n;
   }
 
@@ -156,20 +172,39 @@ export class MessageIdDirectory {
       let j = i + 1;
       while (j < keys.length && keys[j]! >>> SHARD_SHIFT === shard) j++;
       const whole = i === 0 && j === keys.length;
-      this.push(this.shards[shard]!, { keys: whole ? keys : keys.slice(i, j), rooms: whole ? rooms : rooms.slice(i, j) });
+      this.shards[shard]!.push({ keys: whole ? keys : keys.slice(i, j), rooms: whole ? rooms : rooms.slice(i, j) });
+      this.unmerged.add(shard);
       i = j;
+    }
+    if (!this.mergeScheduled) {
+      this.mergeScheduled = true;
+      setImmediate(() => this.mergeTurn());
     }
   }
 
-  /** Adds a sorted run, then merges the newest runs while the one before is not much larger. */
-  private push(runs: Run[], run: Run): void {
-    runs.push(run);
-    while (runs.length >= 2) {
-      const last = runs[runs.length - 1]!;
-      const before = runs[runs.length - 2]!;
-      if (before.keys.length > 2 * last.keys.length) break;
-      runs.splice(-2, 2, this.merge(before, last));
+  private mergeTurn(): void {
+    if (this.mergeFor(MERGE_TURN_MS)) this.mergeScheduled = false;
+    else setImmediate(() => this.mergeTurn());
+  }
+
+  /**
+   * Merges, in each shard that got a run, the newest runs while the one before is not much
+   * larger, for about `budgetMs`. Returns true once no merge is left.
+   */
+  mergeFor(budgetMs: number): boolean {
+    const until = performance.now() + budgetMs;
+    for (const shard of this.unmerged) {
+      const runs = this.shards[shard]!;
+      while (runs.length >= 2) {
+        const last = runs[runs.length - 1]!;
+        const before = runs[runs.length - 2]!;
+        if (before.keys.length > 2 * last.keys.length) break;
+        runs.splice(-2, 2, this.merge(before, last));
+        if (performance.now() > until) return false;
+      }
+      this.unmerged.delete(shard);
     }
+    return true;
   }
 
   private merge(a: Run, b: Run): Run {

@@ -99,6 +99,23 @@ describe('the message id directory', () => {
     }
   });
 
+  it('merges its runs in the background, a bounded slice of work a turn, answering the same before and after', async () => {
+    const dir = new MessageIdDirectory();
+    for (let i = 0; i < 300_000; i++) dir.add(hash32(`m${i}`), `room-${i % 7}`);
+    // Nine buffer flushes of 64 shards each, none merged yet: adding never waits for a merge.
+    const unmerged = dir.runCount;
+    expect(unmerged).toBeGreaterThanOrEqual(9 * 64);
+    const check = () => {
+      for (let i = 0; i < 300_000; i += 1009) expect(dir.roomsOf(hash32(`m${i}`))).toContain(`room-${i % 7}`);
+    };
+    check();
+    expect(dir.mergeFor(0)).toBe(false); // one merge, and the budget is spent
+    expect(dir.runCount).toBe(unmerged - 1);
+    await expect.poll(() => dir.runCount).toBeLessThanOrEqual(2 * 64);
+    expect(dir.mergeFor(0)).toBe(true);
+    check();
+  });
+
   it('switches to 32-bit room ordinals past 65,536 rooms', () => {
     const dir = new MessageIdDirectory();
     for (let r = 0; r < 70_000; r++) dir.add(hash32(`m${r}`), `room-${r}`);
