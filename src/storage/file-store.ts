@@ -356,7 +356,7 @@ export class FileStore implements Store {
       if (known && known.size === fileSize && known.mtimeMs === mtimeMs) {
         // Untouched since the clean shutdown that wrote the manifest: no torn tail, last seq
         // known. Its index is loaded on first use (index-files.ts).
-        this.messages.registerLazy(roomId, known.lastSeq, known.count);
+        this.messages.registerLazy(roomId, known.lastSeq, known.count, known.lastPersonSeq);
         this.lazyMtimes.set(roomId, mtimeMs);
         this.logs.registerExisting(roomId, fileSize);
         lazy++;
@@ -518,7 +518,7 @@ export class FileStore implements Store {
         index.dirty = false;
         written++;
       }
-      manifest.set(roomId, { size, mtimeMs: await this.logMtime(roomId, size), lastSeq: index.lastSeq, count: index.count });
+      manifest.set(roomId, { size, mtimeMs: await this.logMtime(roomId, size), lastSeq: index.lastSeq, count: index.count, lastPersonSeq: index.lastPersonSeq() });
     }
     for (const [roomId, e] of manifest) if (e.mtimeMs < 0) manifest.delete(roomId);
     await this.indexFiles.writeManifest(manifest);
@@ -772,12 +772,15 @@ export class FileStore implements Store {
     if (commit.expectedVersion !== version) throw new StaleRoomError(roomId);
     if (commit.room && commit.room.room_id !== roomId) throw new Error(`room state for ${commit.room.room_id} committed to ${roomId}`);
     // The index with its id and client tables: the append below is put into them (RoomIndex.add)
-    // in the synchronous step after it is durable, so they must be in memory before anything is written.
-    await this.messages.readyWithTables(roomId);
+    // in the synchronous step after it is durable, so they must be in memory before anything is
+    // written. A commit of state alone (a join, a status, presence) needs no index: a cold room's
+    // is not read for it (its last seq is known without it).
+    const hasMessages = commit.messages.length > 0;
+    if (hasMessages) await this.messages.readyWithTables(roomId);
     const lastSeq = this.messages.lastSeq(roomId);
     // Updates name stored messages: read their ids (cache or disk) for the seq check.
     const updated = commit.messages.filter((m) => m.seq <= lastSeq).map((m) => m.seq);
-    const stored = await this.messages.idsAt(roomId, [...new Set(updated)]);
+    const stored = hasMessages ? await this.messages.idsAt(roomId, [...new Set(updated)]) : new Map<number, string>();
     checkCommitSeqs(roomId, lastSeq, (seq) => stored.get(seq), commit.messages);
     // A new message must not reuse the id of one stored in this room. (Ids are UUIDs made by
     // the server; other rooms are not searched, which would cost a probe per room.)

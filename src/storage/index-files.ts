@@ -33,7 +33,15 @@ export interface ManifestEntry {
   mtimeMs: number;
   lastSeq: number;
   count: number;
+  /**
+   * The room's last seq written by a person (a room runtime needs it at load): with it, a state
+   * change of a cold room (a join, presence) reads no index. Absent in manifests before it.
+   */
+  lastPersonSeq?: number;
 }
+
+/** A manifest row: size, mtime, last seq, count[, last person seq]. */
+type ManifestRow = [number, number, number, number] | [number, number, number, number, number];
 
 export class IndexFiles {
   constructor(private readonly opts: { dir: string; logger: Logger }) {}
@@ -138,9 +146,10 @@ export class IndexFiles {
    * The id table's hash slots of a room's v3 `.idx`, read alone (the warm-up fills the id
    * directory from them without loading the room's core), if the file covers exactly the log's
    * `size` bytes of a log the manifest vouches for (`load`'s `unchanged` case) and its tables
-   * check out; undefined otherwise (the caller then loads the index the usual way).
+   * check out; undefined otherwise (the caller then loads the index the usual way). With them,
+   * the room's last person seq from the same header.
    */
-  async readIdHashes(roomId: string, size: number): Promise<Int32Array | undefined> {
+  async readIdHashes(roomId: string, size: number): Promise<{ hashes: Int32Array; lastPersonSeq: number } | undefined> {
     let handle: FileHandle;
     try {
       handle = await open(this.idxPath(roomId), 'r');
@@ -163,7 +172,7 @@ export class IndexFiles {
       if (h.v !== 3 || h.size !== size || fileBytes !== at + parts.tables) return undefined;
       const tables = await readAt(handle, at, parts.tables);
       if ((await crc32Yielding(tables)) !== h.crc32Tables) return undefined;
-      return RoomIndex.tablesFrom(h, tables, true).ids.export().keys;
+      return { hashes: RoomIndex.tablesFrom(h, tables, true).ids.export().keys, lastPersonSeq: h.lastPerson };
     } catch {
       return undefined; // the usual load reports what is wrong
     } finally {
@@ -195,12 +204,12 @@ export class IndexFiles {
       return entries;
     }
     try {
-      const parsed = JSON.parse(text) as { v: number; rooms: Record<string, [number, number, number, number]> };
+      const parsed = JSON.parse(text) as { v: number; rooms: Record<string, ManifestRow> };
       if (parsed.v !== 1 || typeof parsed.rooms !== 'object' || parsed.rooms === null) throw new Error(`version ${parsed.v}`);
       for (const [roomId, row] of Object.entries(parsed.rooms)) {
-        if (!Array.isArray(row) || row.length !== 4 || !row.every((n) => typeof n === 'number' && Number.isFinite(n) && n >= 0)) continue;
-        const [size, mtimeMs, lastSeq, count] = row;
-        entries.set(roomId, { size, mtimeMs, lastSeq, count });
+        if (!Array.isArray(row) || (row.length !== 4 && row.length !== 5) || !row.every((n) => typeof n === 'number' && Number.isFinite(n) && n >= 0)) continue;
+        const [size, mtimeMs, lastSeq, count, lastPersonSeq] = row;
+        entries.set(roomId, { size, mtimeMs, lastSeq, count, ...(lastPersonSeq !== undefined && lastPersonSeq <= lastSeq ? { lastPersonSeq } : {}) });
       }
     } catch (err) {
       this.opts.logger.info({ reason: (err as Error).message }, 'index manifest not used; every room log is checked at start');
@@ -209,8 +218,10 @@ export class IndexFiles {
   }
 
   async writeManifest(entries: ReadonlyMap<string, ManifestEntry>): Promise<void> {
-    const rooms: Record<string, [number, number, number, number]> = {};
-    for (const [roomId, e] of entries) rooms[roomId] = [e.size, e.mtimeMs, e.lastSeq, e.count];
+    const rooms: Record<string, ManifestRow> = {};
+    for (const [roomId, e] of entries) {
+      rooms[roomId] = e.lastPersonSeq === undefined ? [e.size, e.mtimeMs, e.lastSeq, e.count] : [e.size, e.mtimeMs, e.lastSeq, e.count, e.lastPersonSeq];
+    }
     const path = join(this.opts.dir, MANIFEST_FILE);
     try {
       await writeFile(`${path}.tmp`, JSON.stringify({ v: 1, rooms }));

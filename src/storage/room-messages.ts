@@ -32,7 +32,7 @@ export interface RoomMessagesOptions {
   /** Builds the index of a room registered lazily (persisted index, log tail; see file-store). */
   loadIndex: (roomId: string) => Promise<RoomIndex>;
   /** The id table's hash slots of a room not loaded, from its `.idx` alone, if that is sound. */
-  loadIdHashes?: (roomId: string) => Promise<Int32Array | undefined>;
+  loadIdHashes?: (roomId: string) => Promise<{ hashes: Int32Array; lastPersonSeq: number } | undefined>;
   /** The read search streams logs through (tests count and hold reads); node's by default. */
   fsOps?: FsOps;
   /** Bytes of loaded indexes kept beyond the one in use (INDEX_CACHE_BYTES; see `trim`). */
@@ -45,6 +45,8 @@ export interface RoomMessagesOptions {
 interface LazyRoom {
   lastSeq: number;
   count: number;
+  /** Known from the manifest or from the index when it was dropped (older manifests: not). */
+  lastPersonSeq?: number;
 }
 
 export class RoomMessages {
@@ -97,8 +99,8 @@ export class RoomMessages {
   }
 
   /** A room whose index is loaded on first use; until then its last seq and count are these. */
-  registerLazy(roomId: string, lastSeq: number, count: number): void {
-    this.lazy.set(roomId, { lastSeq, count });
+  registerLazy(roomId: string, lastSeq: number, count: number, lastPersonSeq?: number): void {
+    this.lazy.set(roomId, { lastSeq, count, ...(lastPersonSeq !== undefined ? { lastPersonSeq } : {}) });
   }
 
   /** Rooms not loaded (not yet, or dropped again), with their last seq and count (persisted at close). */
@@ -191,7 +193,7 @@ export class RoomMessages {
     this.countedBytes -= this.counted.get(roomId) ?? 0;
     this.counted.delete(roomId);
     this.lastUse.delete(roomId);
-    this.lazy.set(roomId, { lastSeq: index.lastSeq, count: index.count });
+    this.lazy.set(roomId, { lastSeq: index.lastSeq, count: index.count, lastPersonSeq: index.lastPersonSeq() });
   }
 
   /** Puts a room's message ids into the directory at once (start-up; later ones: `apply`). */
@@ -222,9 +224,14 @@ export class RoomMessages {
     const usedAt = this.lastUse.get(roomId);
     if (this.lazy.has(roomId) && this.opts.loadIdHashes) {
       // A room not in memory: its `.idx` id table alone (not its core), if that file is sound.
-      const hashes = await this.opts.loadIdHashes(roomId);
-      // Still not loaded: no commit was applied to it, so the file's ids are all its ids.
-      if (hashes && !this.indexes.has(roomId)) return this.learnYielding(roomId, hashes);
+      const read = await this.opts.loadIdHashes(roomId);
+      // Still not loaded: no commit was applied to it, so the file's ids are all its ids, and its
+      // last person seq is the file's (a manifest of an older release did not carry it).
+      if (read && !this.indexes.has(roomId)) {
+        const lazy = this.lazy.get(roomId);
+        if (lazy && lazy.lastPersonSeq === undefined && Number.isInteger(read.lastPersonSeq)) lazy.lastPersonSeq = read.lastPersonSeq;
+        return this.learnYielding(roomId, read.hashes);
+      }
     }
     for (;;) {
       const index = await this.readyWithTables(roomId, false);
@@ -496,6 +503,9 @@ export class RoomMessages {
   }
 
   async lastPersonSeq(roomId: string): Promise<number> {
+    // A cold room's is known without its index (a runtime loads it for a join or a presence change).
+    const known = this.indexes.has(roomId) ? undefined : this.lazy.get(roomId)?.lastPersonSeq;
+    if (known !== undefined) return known;
     return (await this.ready(roomId))?.lastPersonSeq() ?? 0;
   }
 

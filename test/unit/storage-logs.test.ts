@@ -207,6 +207,46 @@ describe('persisted message indexes', () => {
     expect(await lastSeq(fourth.s, 'r2')).toBe(6);
   });
 
+  it('a cold room answers its last person seq from the manifest, and a commit of state alone reads no index', async () => {
+    await storeWith(20); // persons at the odd positions: the last at seq 19
+    const { s } = await openLogged();
+    expect(await s.lastPersonSeq('r1')).toBe(19);
+    const loaded = (await s.loadRoom('r1'))!;
+    await s.commitRoom('r1', { room: { ...loaded.room, room_description: 'state only' }, messages: [], expectedVersion: loaded.version });
+    expect(s.stats().indexBytes).toBe(0);
+    expect((await s.loadRoom('r1'))!.room.room_description).toBe('state only');
+    // A message commit reads the index, continues the seqs and moves the last person seq.
+    await s.commitRoom('r1', { messages: [makeMessage('r1', 21, { role: 'user' })], expectedVersion: loaded.version + 1 });
+    expect(s.stats().indexBytes).toBeGreaterThan(0);
+    expect(await s.lastPersonSeq('r1')).toBe(21);
+    await s.close();
+    // The manifest carries it across the next start; one written before it (4 numbers a room) still serves.
+    const again = await openLogged();
+    expect(await again.s.lastPersonSeq('r1')).toBe(21);
+    expect(again.s.stats().indexBytes).toBe(0);
+    await again.s.close();
+    const path = join(logDir, 'indexes.json');
+    const manifest = JSON.parse(await readFile(path, 'utf8')) as { v: number; rooms: Record<string, number[]> };
+    expect(manifest.rooms.r1).toHaveLength(5);
+    manifest.rooms.r1 = manifest.rooms.r1!.slice(0, 4);
+    await writeFile(path, JSON.stringify(manifest));
+    const old = await openLogged();
+    expect(old.opened).toMatchObject({ indexes_loaded_on_use: 1 });
+    expect(await old.s.lastPersonSeq('r1')).toBe(21); // read from the index
+    expect(old.s.stats().indexBytes).toBeGreaterThan(0);
+    await old.s.close();
+    // Or, once more from a manifest without it, the warm-up reads it from the `.idx` header.
+    manifest.rooms.r1 = manifest.rooms.r1!.slice(0, 4);
+    await writeFile(path, JSON.stringify(manifest));
+    const warm = store({ warmIndexes: true });
+    await warm.open();
+    await expect.poll(() => warm.stats().idDirectoryRooms).toBe(1);
+    expect(await warm.lastPersonSeq('r1')).toBe(21);
+    expect(warm.stats().indexBytes).toBe(0);
+    await warm.close();
+    expect((JSON.parse(await readFile(path, 'utf8')) as typeof manifest).rooms.r1).toEqual([...manifest.rooms.r1!, 21]);
+  });
+
   it('an index file is checksummed (CRC-32 of the core arrays and of the tables) and its arrays start 8-byte aligned, to be used in place', async () => {
     const messages = await storeWith(300);
     const bytes = await readFile(join(logDir, 'r1.idx'));
