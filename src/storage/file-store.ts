@@ -814,22 +814,28 @@ export class FileStore implements Store {
    * append is durable; `undo` takes a durable append back off the log.
    */
   private appendMessages(roomId: string, messages: readonly Message[]): MessageAppend {
-    const added = messages.map(copy);
-    const lines = added.map((m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8'));
+    // No messages, nothing to write. The lists below are built by push, so they are packed
+    // whatever kind of array the commit brought: optimised code meeting another elements kind
+    // (an empty array, a holey one) deoptimised and was compiled again (see clone.ts).
+    if (messages.length === 0) return NO_APPEND;
+    const added: Message[] = [];
+    const lines: Buffer[] = [];
+    for (const m of messages) {
+      const stored = copy(m);
+      added.push(stored);
+      lines.push(Buffer.from(JSON.stringify(stored) + '\n', 'utf8'));
+    }
     const offsets: number[] = [];
     const sizeBefore = this.logs.sizeOf(roomId);
     let logged = false;
-    const written =
-      added.length === 0
-        ? Promise.resolve()
-        : this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
-            let at = start;
-            for (const l of lines) {
-              offsets.push(at);
-              at += l.length;
-            }
-            logged = true;
-          });
+    const written = this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
+      let at = start;
+      for (const l of lines) {
+        offsets.push(at);
+        at += l.length;
+      }
+      logged = true;
+    });
     return {
       written,
       apply: () => this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf)),
@@ -939,3 +945,6 @@ interface MessageAppend {
   apply(): void;
   undo(): Promise<void>;
 }
+
+/** The append of a commit without messages. */
+const NO_APPEND: MessageAppend = { written: Promise.resolve(), apply: () => undefined, undo: () => Promise.resolve() };
