@@ -131,10 +131,10 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   return app;
 }
 
-/** The store the configuration names: PostgreSQL (STORE=postgres) or the file store under DATA_DIR. */
 /** The file store's index warm-up starts this long after open (FileStoreOptions.warmUpDelayMs). */
 const WARM_UP_DELAY_MS = 2000;
 
+/** The store the configuration names: PostgreSQL (STORE=postgres) or the file store under DATA_DIR. */
 function openStore(config: Config, logger: Logger): Store {
   if (config.store.kind === 'postgres') {
     return new PgStore({

@@ -94,12 +94,7 @@ export class IndexFiles {
   /** The header and core of a v3 file (its tables deferred); an older file is read whole. */
   private async readCore(roomId: string, handle: FileHandle, path: string, logPath: string): Promise<{ index: RoomIndex; size: number; fingerprint: string }> {
     const fileBytes = (await handle.stat()).size;
-    let head = await readAt(handle, 0, Math.min(fileBytes, HEAD_BYTES));
-    let nl = head.indexOf(0x0a);
-    if (nl < 0 && head.length < fileBytes) {
-      head = await readAt(handle, 0, fileBytes); // a header past HEAD_BYTES (very many senders)
-      nl = head.indexOf(0x0a);
-    }
+    const { head, nl } = await readHeader(handle, fileBytes, fileBytes);
     if (nl < 0) throw new Error('no header');
     const h = RoomIndex.parseHeader(head, nl);
     if (h.v !== 3) return RoomIndex.fromOlderFormat(await readAt(handle, 0, fileBytes));
@@ -158,13 +153,7 @@ export class IndexFiles {
     }
     try {
       const fileBytes = (await handle.stat()).size;
-      // Most headers are a few hundred bytes: 10,000 rooms × 64 KiB would be 640 MB of reads.
-      let head = await readAt(handle, 0, Math.min(fileBytes, 4096));
-      let nl = head.indexOf(0x0a);
-      if (nl < 0 && head.length < fileBytes) {
-        head = await readAt(handle, 0, Math.min(fileBytes, HEAD_BYTES));
-        nl = head.indexOf(0x0a);
-      }
+      const { head, nl } = await readHeader(handle, fileBytes, HEAD_BYTES);
       if (nl < 0) return undefined;
       const h = RoomIndex.parseHeader(head, nl);
       const parts = RoomIndex.partBytes(h);
@@ -232,4 +221,22 @@ export class IndexFiles {
     }
   }
 
+}
+
+/**
+ * The first line of an index file (its JSON header) and where it ends (-1: not within `max`
+ * bytes). Most headers are a few hundred bytes, so 4 KiB is read first, then up to HEAD_BYTES,
+ * then `max` (a room with very many senders): reading 64 KiB a room at once was 640 MB of
+ * reads for 10,000 rooms.
+ */
+async function readHeader(handle: FileHandle, fileBytes: number, max: number): Promise<{ head: Buffer; nl: number }> {
+  let head: Buffer = Buffer.alloc(0);
+  for (const step of [4096, HEAD_BYTES, max]) {
+    const want = Math.min(fileBytes, step);
+    if (want <= head.length) continue;
+    head = await readAt(handle, 0, want);
+    const nl = head.indexOf(0x0a);
+    if (nl >= 0) return { head, nl };
+  }
+  return { head, nl: -1 };
 }

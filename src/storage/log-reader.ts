@@ -15,7 +15,7 @@ import { createReadStream } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import type { Message } from '../types.js';
-import { truncateDurably } from './fs-ops.js';
+import { defaultFsOps, truncateDurably, type FsOps } from './fs-ops.js';
 import { RoomIndex, type LineMeta } from './room-index.js';
 
 const NEWLINE = 0x0a;
@@ -307,22 +307,25 @@ function corruptLine(path: string, bad: BadLine): Error {
   );
 }
 
-/** The error for a line found unreadable when it is read (after open). */
 /** A log line that cannot be a message (told apart from a read that failed: that may pass). */
 export class CorruptLogError extends Error {}
 
+/** The error for a line found unreadable when it is read (after open). */
 export function corruptAt(path: string, offset: number, reason: string): Error {
   return new CorruptLogError(
     `Room log ${path} is corrupt at byte ${offset} (${reason}); the message there cannot be read. Repair or restore the file.`,
   );
 }
 
-/** Reads `length` bytes at `position` (positional read; any file size). */
-export async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+/**
+ * Reads `length` bytes at `position` (positional read; any file size), through `read` (the
+ * store's FsOps seam for reads a test must be able to fail).
+ */
+export async function readAt(handle: FileHandle, position: number, length: number, read: FsOps['read'] = defaultFsOps.read): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(length);
   let done = 0;
   while (done < length) {
-    const { bytesRead } = await handle.read(buf, done, length - done, position + done);
+    const bytesRead = await read(handle, buf, done, length - done, position + done);
     if (bytesRead === 0) throw new Error(`unexpected end of file at ${position + done}`);
     done += bytesRead;
   }

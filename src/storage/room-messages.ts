@@ -79,8 +79,12 @@ export class RoomMessages {
    */
   private readonly searching = new Map<string, Set<Map<number, number>>>();
 
+  /** Positional reads of the logs (reads and search; tests fail and count them). */
+  private readonly readFile: FsOps['read'];
+
   constructor(private readonly opts: RoomMessagesOptions) {
     this.cache = new MessageCache(opts.cacheMessages);
+    this.readFile = (opts.fsOps ?? defaultFsOps).read;
   }
 
   fileOf(roomId: string): string {
@@ -173,14 +177,10 @@ export class RoomMessages {
    * persists it (docs/storage.md).
    */
   private trim(keep?: string): void {
-    // The running total, not a sum over every loaded index: trim runs on every use.
-    let bytes = this.countedBytes;
-    if (bytes <= this.opts.indexBudgetBytes) return;
+    // The running total (`drop` keeps it), not a sum over every loaded index: trim runs on every use.
     for (const [roomId, index] of this.indexes) {
-      if (bytes <= this.opts.indexBudgetBytes) break;
-      if (roomId === keep || !this.droppable(roomId, index)) continue;
-      bytes -= index.bytes;
-      this.drop(roomId, index);
+      if (this.countedBytes <= this.opts.indexBudgetBytes) break;
+      if (roomId !== keep && this.droppable(roomId, index)) this.drop(roomId, index);
     }
   }
 
@@ -247,6 +247,15 @@ export class RoomMessages {
     // Loaded only for this, or at start-up (a scanned room), and not used by any request yet.
     const index = this.indexes.get(roomId);
     if (index && usedAt === undefined && this.lastUse.get(roomId) === undefined && this.droppable(roomId, index)) this.drop(roomId, index);
+  }
+
+  /**
+   * Whether some room's ids are not in the directory yet, without walking the rooms (every
+   * get_full_message of an unknown id asks): every room is either loaded or lazy, and the known
+   * ones are among them.
+   */
+  private get someUnlearned(): boolean {
+    return this.idsKnown.size < this.lazy.size + this.indexes.size;
   }
 
   /** Rooms whose ids are not in the directory yet. */
@@ -391,7 +400,7 @@ export class RoomMessages {
           while (j < missing.length && missing[j]!.offset + missing[j]!.length - missing[k]!.offset <= SPAN_BYTES) j++;
           const from = missing[k]!.offset;
           const to = missing[j - 1]!.offset + missing[j - 1]!.length;
-          const bytes = await readAt(handle, from, to - from);
+          const bytes = await readAt(handle, from, to - from, this.readFile);
           for (let x = k; x < j; x++) {
             const { seq, i, offset, length } = missing[x]!;
             const m = this.decode(roomId, file, bytes.subarray(offset - from, offset - from + length), offset, seq);
@@ -463,7 +472,7 @@ export class RoomMessages {
       return undefined;
     };
     let found = await probe(this.ids.roomsOf(hash));
-    if (!found && this.unlearned().length > 0) {
+    if (!found && this.someUnlearned) {
       this.lookupsWaiting++;
       try {
         await this.loadAll();
@@ -559,7 +568,6 @@ export class RoomMessages {
     let found: Message[] = [];
     let newestKept = 0;
     let latestLineBelow = 0; // the highest start offset of a latest version older than newestKept
-    const read = (this.opts.fsOps ?? defaultFsOps).read;
     await forEachBlock(this.fileOf(roomId), size, (block, base) => {
       candidates(block, (start, end) => {
         const text = block.toString('utf8', start, end);
@@ -583,7 +591,7 @@ export class RoomMessages {
         for (const [seq, offset] of replaced) if (seq < newest && offset > latestLineBelow) latestLineBelow = offset;
       }
       return latestLineBelow >= base + block.length;
-    }, read);
+    }, this.readFile);
     return keepOldest(found, limit);
   }
 }

@@ -211,11 +211,11 @@ describe('participant write failures', () => {
 
 describe('a room line written beside its log append', () => {
   /** What a kill -9 now would leave: a copy of the directory (the page cache survives a kill). */
-  async function storeOnCopy(logger = silentLogger): Promise<FileStore> {
+  async function storeOnCopy(logger = silentLogger, fsOps?: Partial<FsOps>): Promise<FileStore> {
     const copy = `${dir}-copy-${stores.length}`;
     copies.push(copy);
     await cp(dir, copy, { recursive: true, filter: (src) => !src.endsWith('server.lock') });
-    const fresh = new FileStore({ dataDir: copy, logger, compactEveryMs: 0, syncSnapshotBytes: 0 });
+    const fresh = new FileStore({ dataDir: copy, logger, fsOps, compactEveryMs: 0, syncSnapshotBytes: 0 });
     stores.push(fresh);
     await fresh.open();
     return fresh;
@@ -248,6 +248,24 @@ describe('a room line written beside its log append', () => {
     expect(after).toMatchObject({ messageCount: 2 });
     expect(await dumpStore(await storeOnCopy())).toEqual(after);
     expect(await freshDump(s)).toEqual(after);
+  });
+
+  it('stops the start when the log cannot be read to check a mark, rather than drop an acknowledged change', async () => {
+    const s = await openStore();
+    const v = await s.createRoom(makeRoom('r1'));
+    const message = makeMessage('r1', 1);
+    await s.commitRoom('r1', { room: makeRoom('r1', { room_description: 'new' }), messages: [message], expectedVersion: v });
+    expect(await journalBytes()).toContain(`"after":{"seq":1,"id":"${message.message_id}"}`);
+    const served = await dumpStore(s);
+    // A read that fails (EIO) is not a corrupt line: the line may well be the room's state.
+    const failingReads: Partial<FsOps> = {
+      read: async () => {
+        throw Object.assign(new Error('injected read failure'), { code: 'EIO' });
+      },
+    };
+    await expect(storeOnCopy(silentLogger, failingReads)).rejects.toThrow(/injected read failure/);
+    // Once the log reads again, the change is there.
+    expect(await dumpStore(await storeOnCopy())).toEqual(served);
   });
 
   it('a commit that only rewrites stored messages writes its line after the append, unmarked', async () => {
