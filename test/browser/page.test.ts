@@ -353,15 +353,20 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(r1).toBeGreaterThan(5000);
     expect(r1).toBeLessThanOrEqual(LONG_MS + 500);
     expect(await countdown.textContent()).toMatch(/^00:[0-2]\d$/);
-    await alice.waitForTimeout(1100);
+    // The countdown follows real time: it drops by more than 700 ms, and never faster than the
+    // time that passed (one 250 ms tick of slack).
+    const movedFrom = Date.now();
+    await until(async () => (await remaining()) < r1 - 700, 5000, 'the countdown to move');
     const r2 = await remaining();
-    expect(r2).toBeLessThan(r1 - 700);
+    expect(r1 - r2).toBeLessThanOrEqual(Date.now() - movedFrom + 300);
     expect(await countdown.textContent()).toMatch(/^00:[0-2]\d$/);
     // The other page counts down too.
     expect(Number(await bob.locator('.turn-countdown').getAttribute('data-remaining-ms'))).toBeLessThan(LONG_MS);
 
     // Pause: the turn keeps its holder but its timer is gone, and no new turn is issued.
     const turnsBefore = echo1.turns.length + echo2.turns.length;
+    let turnEventsWhilePaused = 0;
+    const stopCounting = [echo1, echo2].map((echo) => echo.client.on('agent_turn', () => turnEventsWhilePaused++));
     await alice.locator('#pause-btn').click();
     await Promise.all(
       [alice, bob].map(async (page) => {
@@ -373,7 +378,11 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(await alice.locator('.turnbar[data-state=paused] .turn-agent').textContent()).toBe('Echo1');
     const paused = await server.ok<{ room: { current_round: { turn: { agent: string; deadline: string | null } } } }>('get_room', { room_id: roomId }, aliceToken);
     expect(paused.room.current_round.turn).toMatchObject({ agent: 'Echo1', deadline: null });
-    await alice.waitForTimeout(1000);
+    // A call on each agent's own socket answers after every event published before it, so a
+    // turn the pause gave out would have reached the agents by now.
+    await Promise.all([echo1, echo2].map((echo) => echo.client.call('get_room', { room_id: roomId })));
+    stopCounting.forEach((stop) => stop());
+    expect(turnEventsWhilePaused).toBe(0);
     expect(echo1.turns.length + echo2.turns.length).toBe(turnsBefore);
 
     // Resume: Echo1 gets a fresh turn and answers; Echo2 stays silent and an admin passes it.
@@ -635,7 +644,10 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     for (const page of [alice, bob]) {
       const body = message(page, 'safe link', 'Bob');
       await body.waitFor();
-      await page.waitForTimeout(200);
+      // An injected image would have started loading "x" when the message rendered; once a fetch of
+      // the same address has failed, its onerror would have run.
+      await page.evaluate(() => fetch('x').then(() => undefined, () => undefined));
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))));
       expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
       expect(await page.locator('.msg-list [onerror], .msg-list [onclick], .msg-list [onload]').count()).toBe(0);
       expect(await page.locator('.msg-list a[href^="javascript:" i]').count()).toBe(0);
@@ -727,8 +739,17 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
       const { message: m } = await server.ok<{ message: { seq: number } }>('send_message', { room_id: roomId, text_content: `断线期间的消息 ${n}` }, bobToken);
       posted.push(m.seq);
     }
-    // Give an eager reconnect the time to (wrongly) happen: Bob must still be cut off.
-    await bob.waitForTimeout(600);
+    // Bob must still be cut off: a WebSocket his page opens now fails (so the messages above can
+    // reach him only through the resume), and his page has not connected.
+    const probe = await bob.evaluate(
+      () =>
+        new Promise<string>((resolve) => {
+          const ws = new WebSocket(`${location.origin.replace(/^http/, 'ws')}/ws`);
+          ws.onopen = () => (ws.close(), resolve('open'));
+          ws.onerror = () => resolve('failed');
+        }),
+    );
+    expect(probe).toBe('failed');
     expect(await bob.locator('#conn-dot').getAttribute('data-state')).not.toBe('open');
     expect(await message(bob, '断线期间的消息 1', 'Bob').count()).toBe(0);
     await ctxB.setOffline(false);
@@ -796,7 +817,8 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await toggle.click();
     await phone.locator('#room-side.open .members [data-name=Echo1]').waitFor();
     await phone.locator('.side-close').waitFor();
-    await phone.waitForTimeout(300); // the panel slides in
+    // The panel slides in: wait for its transitions to finish.
+    await phone.locator('#room-side').evaluate((el) => Promise.all(el.getAnimations({ subtree: true }).map((a) => a.finished)));
     await screenshot(phone, 'room-phone-panel');
     // The statistics fit the panel: no sideways scrolling inside or outside it.
     const stats = phone.locator('#room-side .stats');

@@ -82,6 +82,9 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
         URL.revokeObjectURL = (u: string) => ((w.__blobs as { revoked: number }).revoked++, revoke(u));
       });
     }
+    // Bob's page runs on Playwright's clock (real time until a test moves it), so a test can
+    // let the page's timers run without waiting for them.
+    await ctxB.clock.install();
     alice = await ctxA.newPage();
     bob = await ctxB.newPage();
     watchPageErrors(alice, 'alice', pageErrors);
@@ -305,7 +308,16 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await bob.locator('.view-room.disconnected').waitFor();
     await bob.locator('.turn-countdown', { hasText: '--:--' }).waitFor();
     const shown = await bob.locator('.turn-countdown').textContent();
-    await new Promise((r) => setTimeout(r, 1100));
+    // Every text the countdown takes from here on is recorded: a reconnect attempt's re-render
+    // may write '--:--' again, and must not hide a tick in between.
+    await bob.locator('.turn-countdown').evaluate((el) => {
+      const seen: string[] = ((window as unknown as { __countdownSeen: string[] }).__countdownSeen = []);
+      new MutationObserver(() => seen.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    // Four periods of the countdown's 250 ms interval, run on the page's clock (no waiting).
+    await ctxB.clock.runFor(1100);
+    const seen = await bob.evaluate(() => (window as unknown as { __countdownSeen: string[] }).__countdownSeen);
+    expect(seen.filter((text) => text !== shown)).toEqual([]);
     expect(await bob.locator('.turn-countdown').textContent()).toBe(shown);
     expect(await bob.locator('.members .status-dot').first().evaluate((el) => getComputedStyle(el).opacity)).toBe('0.6');
     await ctxB.setOffline(false);
