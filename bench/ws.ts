@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { restCall } from '../src/client/rest.js';
 import { openRawAuthed, type RawWebSocket } from './raw-ws-client.js';
+import { cpuMs } from './util.js';
 
 export type WsBenchTarget = 'chatroom' | 'relay';
 
@@ -68,6 +69,8 @@ export interface TargetResult {
   frame_bytes: number;
   latency_ms: { p50: number; p90: number; p95: number; p99: number; max: number; mean: number };
   client_event_loop_utilization: number;
+  /** Server process CPU (all threads) per measured message, from its first send to the drain. */
+  server_cpu_us_per_message: number;
 }
 
 /** Latency histogram: 0.1 ms buckets up to 60 s, one overflow bucket. */
@@ -117,7 +120,9 @@ interface Child {
 
 async function startChild(target: WsBenchTarget): Promise<Child> {
   const script = fileURLToPath(new URL('./ws-server.ts', import.meta.url));
-  const child = fork(script, [target], { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // BENCH_SERVER_NODE_ARGS: extra node flags for the server process (e.g. --cpu-prof).
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = fork(script, [target], { execArgv: ['--expose-gc', '--import', 'tsx', ...extra], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (msg: { type: string; url: string }) => resolve(msg.url));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
@@ -238,11 +243,15 @@ async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise
     const filler = '这是一条用于压测的普通聊天消息 a typical chat line. '.repeat(Math.ceil(opts.padding / 30)).slice(0, opts.padding);
     const started = performance.now();
     let elu = performance.eventLoopUtilization();
+    let serverCpu0 = cpuMs(child.process.pid!);
     for (let i = 0; i < total; i++) {
       const due = started + (i * 1000) / opts.rate;
       const wait = due - performance.now();
       if (wait > 1) await sleep(wait);
-      if (i === warmup) elu = performance.eventLoopUtilization();
+      if (i === warmup) {
+        elu = performance.eventLoopUtilization();
+        serverCpu0 = cpuMs(child.process.pid!);
+      }
       sending.send(
         JSON.stringify({
           type: 'call',
@@ -256,6 +265,7 @@ async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise
     const drainUntil = performance.now() + opts.drainS * 1000;
     while (deliveries < expected && performance.now() < drainUntil) await sleep(50);
     const utilization = performance.eventLoopUtilization(elu).utilization;
+    const serverCpuMs = cpuMs(child.process.pid!) - serverCpu0;
     finished = true;
 
     return {
@@ -282,6 +292,7 @@ async function benchTarget(target: WsBenchTarget, opts: WsBenchOptions): Promise
       frame_bytes: frameBytes,
       latency_ms: histogram.summary(),
       client_event_loop_utilization: Math.round(utilization * 100) / 100,
+      server_cpu_us_per_message: Math.round((serverCpuMs * 1000) / measured),
     };
   } finally {
     for (const ws of receivers) ws.terminate();

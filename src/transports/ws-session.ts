@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Caller } from '../types.js';
 import { CLOSE, type ServerFrame } from '../protocol/frames.js';
+import type { EventWire } from './ws-wire.js';
 
 /** Live frames waiting while a room's replay is still being written. */
 /** A serialised frame: a UTF-8 Buffer when shared by many sockets (encoded once). */
@@ -12,7 +13,7 @@ export type Frame = string | Buffer;
 const TEXT = { binary: false } as const;
 
 interface QueuedFrame {
-  frame: Frame;
+  frame: EventWire;
   /** seq of a message_new, 0 for other events. */
   seq: number;
 }
@@ -75,12 +76,17 @@ export class Session {
     if (!this.corked) this.dropIfBehind();
   }
 
-  /** Writes one room event, coalesced with the other events of this tick (see coalesceWrites). */
-  private sendEvent(frame: Frame): void {
+  /**
+   * Writes one room event, coalesced with the other events of this tick (see coalesceWrites).
+   * The frame was built once for all recipients and goes straight to the TCP socket: `ws` writes
+   * every frame synchronously (the hub neither compresses nor sends blobs, so its sender never
+   * queues), so frames cannot interleave, and `ws.bufferedAmount` still counts these bytes.
+   */
+  private sendEvent(wire: EventWire): void {
     if (!this.isOpen) return;
-    if (!this.socket) return this.sendRaw(frame);
+    if (!this.socket) return this.sendRaw(wire.payload);
     this.coalesceWrites();
-    this.ws.send(frame, TEXT);
+    this.socket.write(wire.frame);
   }
 
   send(frame: ServerFrame): void {
@@ -96,7 +102,7 @@ export class Session {
   }
 
   /** A live event of a subscribed room: queued behind a running replay, deduped by seq. */
-  deliver(roomId: string, frame: Frame, seq: number): void {
+  deliver(roomId: string, frame: EventWire, seq: number): void {
     const sub = this.subs.get(roomId);
     if (!sub) return;
     if (sub.queue) {
@@ -157,7 +163,7 @@ export class Session {
     if (this.isOpen && this.ws.bufferedAmount > this.limits.maxBufferedBytes) this.drop('slow consumer');
   }
 
-  private write(sub: RoomSub, frame: Frame, seq: number): void {
+  private write(sub: RoomSub, frame: EventWire, seq: number): void {
     if (seq > 0) {
       if (seq <= sub.lastSent) return;
       sub.lastSent = seq;

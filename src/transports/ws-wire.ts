@@ -1,6 +1,7 @@
 // Wire helpers of the hub: event serialisation (once per event), raw frame text, the
 // answer to a refused upgrade, and the socket indexes.
 import type { Duplex } from 'node:stream';
+import * as wsLibrary from 'ws';
 import type { RawData } from 'ws';
 import type { RoomEvent } from '../events/bus.js';
 import type { Message } from '../types.js';
@@ -10,6 +11,29 @@ export function serialise(event: RoomEvent): Buffer {
   const data =
     event.event === 'message_new' || event.event === 'message_update' ? { message: withoutPrivate(event.data.message) } : event.data;
   return Buffer.from(JSON.stringify({ type: 'event', event: event.event, room_id: event.room_id, data }), 'utf8');
+}
+
+/**
+ * A room event ready for every recipient: its JSON, and the whole WebSocket text frame around it
+ * (header and payload in one buffer), built once. A fan-out to N sockets then costs N plain socket
+ * writes instead of N framings by `ws` (a header allocated, two writes and a cork each).
+ */
+export interface EventWire {
+  readonly payload: Buffer;
+  readonly frame: Buffer;
+}
+
+// ws frames with its own Sender; @types/ws does not declare it, so its one static is typed here.
+const { Sender } = wsLibrary as unknown as {
+  Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] };
+};
+const TEXT_OPCODE = 1;
+
+export function eventWire(event: RoomEvent): EventWire {
+  const payload = serialise(event);
+  // Server frames are never masked (RFC 6455 §5.1); the hub negotiates no compression (rsv1).
+  const frame = Buffer.concat(Sender.frame(payload, { fin: true, opcode: TEXT_OPCODE, mask: false, readOnly: true, rsv1: false }));
+  return { payload, frame };
 }
 
 /** client_msg_id belongs to the sender's retries and is never shown to others (SPEC §7). */

@@ -22,7 +22,7 @@ import { parseClientFrame } from './ws-frames.js';
 import type { MountFactory } from './mount.js';
 import { CLOSE, type CallFrame, type EventFrame, type RoomCursor } from '../protocol/frames.js';
 import { Session, type RoomSub } from './ws-session.js';
-import { originAllowed, rawText, refuse, serialise, SocketIndex } from './ws-wire.js';
+import { eventWire, originAllowed, rawText, refuse, serialise, SocketIndex } from './ws-wire.js';
 
 export interface WsOptions {
   /** Time a new socket has to send its auth frame (SPEC: 10 s). */
@@ -428,8 +428,8 @@ export class WsHub {
     const seq = event.event === 'message_new' ? event.data.message.seq : 0;
     const sessions = this.byRoom.get(event.room_id);
     if (!sessions || sessions.size === 0) return;
-    const frame = serialise(event);
-    for (const session of sessions) session.deliver(event.room_id, frame, seq);
+    const wire = eventWire(event);
+    for (const session of sessions) session.deliver(event.room_id, wire, seq);
   }
 
   private onAccess(event: AccessEvent): void {

@@ -1,0 +1,48 @@
+// The hub frames each room event once and writes those bytes to every recipient's TCP socket
+// (src/transports/ws-wire.ts). Here the frames are read back by ws's own Receiver, across the
+// three header sizes of RFC 6455 (7-bit, 16-bit and 64-bit lengths).
+import { describe, expect, it } from 'vitest';
+import * as wsLibrary from 'ws';
+import type { RoomEvent } from '../../src/events/bus.js';
+import { eventWire } from '../../src/transports/ws-wire.js';
+
+type ReceiverLike = NodeJS.WritableStream & { on(event: 'message', listener: (data: Buffer, isBinary: boolean) => void): void };
+const { Receiver } = wsLibrary as unknown as { Receiver: new (options: { isServer: boolean }) => ReceiverLike };
+
+function readBack(frame: Buffer): Promise<{ text: string; isBinary: boolean }> {
+  // A client-side receiver: server frames arrive unmasked.
+  const receiver = new Receiver({ isServer: false });
+  return new Promise((resolve, reject) => {
+    receiver.on('message', (data, isBinary) => resolve({ text: data.toString('utf8'), isBinary }));
+    receiver.on('error', reject);
+    receiver.write(frame);
+  });
+}
+
+function update(text: string): RoomEvent {
+  return { event: 'room_update', room_id: 'r', data: { room: { announcement: text } } } as unknown as RoomEvent;
+}
+
+describe('eventWire', () => {
+  it.each([
+    ['a 7-bit length', 10],
+    ['a 16-bit length', 40_000],
+    ['a 64-bit length', 30_000],
+  ])('builds one unmasked text frame with %s that ws reads back as the event', async (_label, chars) => {
+    // '涌' is 3 bytes in UTF-8: 30,000 of them make a payload over 65,535 bytes.
+    const text = (chars === 30_000 ? '涌' : 'a').repeat(chars);
+    const wire = eventWire(update(text));
+    expect(wire.payload.toString('utf8')).toBe(JSON.stringify({ type: 'event', event: 'room_update', room_id: 'r', data: { room: { announcement: text } } }));
+    const back = await readBack(wire.frame);
+    expect(back.isBinary).toBe(false);
+    expect(back.text).toBe(wire.payload.toString('utf8'));
+    expect(wire.frame[0]).toBe(0x81); // FIN + text
+    expect(wire.frame[1]! & 0x80).toBe(0); // not masked
+  });
+
+  it('keeps a message_new free of the sender-private client_msg_id', () => {
+    const event = { event: 'message_new', room_id: 'r', data: { message: { seq: 1, client_msg_id: 'mine', text_content: 'x' } } } as unknown as RoomEvent;
+    const payload = JSON.parse(eventWire(event).payload.toString('utf8'));
+    expect(payload.data.message).toEqual({ seq: 1, text_content: 'x' });
+  });
+});
