@@ -23,8 +23,10 @@ export function buildRegistry(app: ToolServices): ToolRegistry {
     },
     authenticate: (token) => app.participants.authenticate(token),
     prime: (token) => app.participants.prime(token),
-    touched: (caller) => {
-      app.presence.touch(caller.id);
+    touched: (caller) => app.presence.touch(caller.id),
+    // After the call, not before: a journal append made at the start of a call queued the call's
+    // own commit behind its fsync (two fsyncs in a row for a join or a status change).
+    settled: (caller) => {
       const now = app.now();
       if (now - (persisted.get(caller.id) ?? 0) <= LAST_ACTIVE_PERSIST_MS) return;
       persisted.set(caller.id, now);

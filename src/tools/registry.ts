@@ -56,6 +56,11 @@ export interface RegistryHooks {
   prime?(token: string): Promise<void>;
   /** Any authenticated call counts as activity (presence). */
   touched(caller: Caller): void;
+  /**
+   * An authenticated call has ended (answered or failed): bookkeeping that must not delay the
+   * call's own writes goes here (the stored last_active).
+   */
+  settled?(caller: Caller): void;
   /** Throws `rate_limited` when the client address is over its limit (counted for every call). */
   limitAddress(address: string | null): Promise<void>;
   /** Throws `rate_limited` when the (authenticated) caller is over its limit. */
@@ -150,9 +155,15 @@ export class ToolRegistry {
     if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');
     const parsed = tool.input.safeParse(rawArgs ?? {});
     if (!parsed.success) throw validationError(parsed.error);
-    if (caller) this.hooks.touched(caller);
     const ctx: ToolContext = { ...options, caller };
-    return tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext);
+    const run = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
+    if (!caller) return run();
+    this.hooks.touched(caller);
+    try {
+      return await run();
+    } finally {
+      this.hooks.settled?.(caller);
+    }
   }
 }
 

@@ -1,0 +1,72 @@
+// The stored last_active of a caller is written after its call, off the call's own path: a
+// journal or snapshot write made at the start of a call used to queue the call's own commit
+// behind its fsync (a join or a status change then waited for two fsyncs in a row).
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { FileHandle } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { testConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/logger.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { FileStore } from '../../src/storage/index.js';
+import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
+import { restCall } from '../helpers/process.js';
+import { tempDataDir } from '../helpers/server.js';
+
+let running: RunningServer | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+async function ok(url: string, tool: string, args: unknown, token?: string) {
+  const answer = await restCall(url, tool, args, token);
+  expect(answer.body.ok, JSON.stringify(answer.body)).toBe(true);
+  return answer.body.data;
+}
+
+describe('stored last_active', () => {
+  it("is written after the call's own commit, and is stored", async () => {
+    const dataDir = await tempDataDir();
+    // Every write, with the file it went to.
+    const files = new WeakMap<FileHandle, string>();
+    const writes: Array<{ file: string; text: string }> = [];
+    const fsOps: Partial<FsOps> = {
+      async open(file, flags) {
+        const handle = await defaultFsOps.open(file, flags);
+        files.set(handle, path.relative(dataDir, file));
+        return handle;
+      },
+      async write(handle, data) {
+        writes.push({ file: files.get(handle) ?? '?', text: data.toString('utf8') });
+        return defaultFsOps.write(handle, data);
+      },
+    };
+    running = await startServer(testConfig({ dataDir }), silentLogger, { store: new FileStore({ dataDir, logger: silentLogger, fsOps }) });
+    const url = running.url;
+    const owner = await ok(url, 'register_user', { name: 'Owner' });
+    const { room } = await ok(url, 'create_room', { room_name: 'Busy' }, owner.token);
+    const agent = await ok(url, 'register_agent', { name: 'Latecomer' });
+    const registered = (JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>).find(
+      (a) => a.name === 'Latecomer',
+    )!;
+
+    const from = writes.length;
+    const before = Date.now();
+    await ok(url, 'join_room', { room_id: room.room_id }, agent.token);
+    const agentWrite = () => writes.findIndex((w, i) => i >= from && w.file.startsWith('agents') && w.text.includes('Latecomer'));
+    await expect.poll(agentWrite).toBeGreaterThanOrEqual(0);
+    const roomWrite = writes.findIndex((w, i) => i >= from && w.file.startsWith('rooms') && w.text.includes('Latecomer'));
+    expect(roomWrite).toBeGreaterThanOrEqual(from);
+    expect(agentWrite()).toBeGreaterThan(roomWrite);
+
+    // Stored: a restart reads the new value.
+    await running.close();
+    running = undefined;
+    const stored = (JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>).find(
+      (a) => a.name === 'Latecomer',
+    )!;
+    expect(Date.parse(stored.last_active)).toBeGreaterThan(Date.parse(registered.last_active));
+    expect(Date.parse(stored.last_active)).toBeGreaterThanOrEqual(before - 1000);
+  });
+});
