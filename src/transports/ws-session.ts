@@ -6,12 +6,12 @@ import type { Caller } from '../types.js';
 import { CLOSE, type ServerFrame } from '../protocol/frames.js';
 import type { EventWire } from './ws-wire.js';
 
-/** Live frames waiting while a room's replay is still being written. */
-/** A serialised frame: a UTF-8 Buffer when shared by many sockets (encoded once). */
+/** A serialised frame (replies, notices, replayed history), written through `ws`. */
 export type Frame = string | Buffer;
 
 const TEXT = { binary: false } as const;
 
+/** A live event waiting while a room's replay is still being written. */
 interface QueuedFrame {
   frame: EventWire;
   /** seq of a message_new, 0 for other events. */
