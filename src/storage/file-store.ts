@@ -2,11 +2,11 @@
 // full story; in short:
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots (created as `[]` at first start), compacted
-//                                       from the journal in the background (shortly after each
-//                                       change while small)
-//   journal/state-{gen}.jsonl           every change of a room / agent / user record, one line
-//                                       each, group-committed
+//   agents.json users.json rooms.json   snapshots (created as `[]` at first start); while small
+//                                       rewritten with each change (state-writer.ts), past that
+//                                       compacted from the journal in the background
+//   journal/state-{gen}.jsonl           past that size, every change of a room / agent / user
+//                                       record, one line each, group-committed
 //                                       (state-journal.ts); replayed over the snapshots at start,
 //                                       deleted once compacted
 //   room_messages/{room_id}.jsonl       append-only logs (room-log.ts)
@@ -31,10 +31,10 @@
 //   checked against the version the previous one produced; commits of different rooms run
 //   concurrently and share journal fsyncs.
 // - Reads hand out copies; what callers put in is copied too.
-// - The cost of a change is bounded: a change costs its own journal line, and the snapshots are
-//   rewritten only by a compaction: shortly after the last change while they are small
-//   (followSnapshotBytes), else once the journal outgrows them (amortised) or periodically,
-//   and on close. (With the syncSnapshotBytes option a small state is rewritten whole instead.)
+// - The cost of a change is bounded: a small state is rewritten whole (under syncSnapshotBytes,
+//   256 KiB by default); past that a change costs its own journal line, and the snapshots are
+//   rewritten only by a compaction, once the journal outgrows them (amortised) or
+//   periodically, and on close.
 //
 // Messages (room-messages.ts): memory holds a compact index per room in use (INDEX_CACHE_BYTES),
 // a message id → room directory (6 bytes a message, for getMessage) and one LRU cache of
@@ -90,20 +90,11 @@ export interface FileStoreOptions {
   compactEveryMs?: number;
   /**
    * While the snapshots together are smaller than this, a change is made durable by rewriting
-   * the snapshot files it touches before it is acknowledged; otherwise it is a journal line and
-   * the snapshots follow. Default 0 (always the journal: a rewrite before every answer cost a
-   * one-room turn hand-off more than the journal line beside the log append).
+   * the snapshot files it touches (they stay current for people and tools reading them); larger
+   * state goes through the journal and the snapshots follow in the background. Default 256 KiB;
+   * 0 = always the journal.
    */
   syncSnapshotBytes?: number;
-  /**
-   * While the snapshots together are smaller than this, they are brought up to date
-   * `followDelayMs` after a change (a compaction, at most one that often), so a small
-   * deployment's agents.json, users.json and rooms.json are current within that time of every
-   * change; larger state follows by the `compactEveryMs` rule. Default 256 KiB.
-   */
-  followSnapshotBytes?: number;
-  /** See `followSnapshotBytes`. Default 500 ms; 0 = off (tests). */
-  followDelayMs?: number;
   /**
    * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
    * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
@@ -154,7 +145,7 @@ const LOG_SUFFIX = '.jsonl';
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 /** Snapshots below this total size are rewritten with every change (see stateWrite). */
-const FOLLOW_SNAPSHOT_BYTES = 256 * 1024;
+const SYNC_SNAPSHOT_BYTES = 256 * 1024;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
@@ -175,10 +166,6 @@ export class FileStore implements Store {
   private readonly compactBytes: number;
   private readonly compactEveryMs: number;
   private readonly syncSnapshotBytes: number;
-  private readonly followSnapshotBytes: number;
-  private readonly followDelayMs: number;
-  /** The compaction due `followDelayMs` after a change of a small state. */
-  private followTimer: NodeJS.Timeout | undefined;
   private compactTimer: NodeJS.Timeout | undefined;
   private compacting: Promise<void> | undefined;
   /** Snapshots with changes in the journal that their file does not have yet. */
@@ -234,9 +221,7 @@ export class FileStore implements Store {
     this.loadConcurrency = options.loadConcurrency ?? 4;
     this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
-    this.syncSnapshotBytes = options.syncSnapshotBytes ?? 0;
-    this.followSnapshotBytes = options.followSnapshotBytes ?? FOLLOW_SNAPSHOT_BYTES;
-    this.followDelayMs = options.followDelayMs ?? 500;
+    this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
     const snapshot = <T extends object>(
       file: string,
@@ -255,16 +240,14 @@ export class FileStore implements Store {
         ...holding,
       });
     // Participant records share their repeated values (shared-values.ts), and their JSON is
-    // not kept once the files are past the size rewritten often (below).
+    // not kept once the files are past the direct-write size.
     const shared = new SharedValues();
-    // Small snapshots are rewritten often (each change, or shortly after it): their records' JSON is cached.
-    const cacheJsonBelowBytes = Math.max(this.syncSnapshotBytes, this.followSnapshotBytes);
-    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes };
+    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: this.syncSnapshotBytes };
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), {
       share: (r) => shared.shareMembers(r),
-      cacheJsonBelowBytes,
+      cacheJsonBelowBytes: this.syncSnapshotBytes,
     });
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
@@ -317,7 +300,7 @@ export class FileStore implements Store {
         // Changes found in the journal at start go into the snapshots: small ones before open
         // resolves (see stateWrite), large ones soon, off the start path.
         if (this.journal.pending) {
-          if (this.snapshotBytes < Math.max(this.syncSnapshotBytes, this.followSnapshotBytes)) await this.compact();
+          if (this.snapshotBytes < this.syncSnapshotBytes) await this.compact();
           else void this.compact();
         }
       },
@@ -459,7 +442,6 @@ export class FileStore implements Store {
     // Let every write in flight finish (each settles its own caller), then always release fds
     // and the lock: a server shutting down must not leave the directory locked.
     if (this.compactTimer) clearInterval(this.compactTimer);
-    clearTimeout(this.followTimer);
     clearTimeout(this.warmUpTimer);
     await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
     await this.direct.repair(); // a snapshot a failed write left holding a refused change
@@ -612,24 +594,6 @@ export class FileStore implements Store {
       this.journalWrites--;
     }
     if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
-    else if (this.snapshotBytes < this.followSnapshotBytes && this.followDelayMs > 0 && this.state === 'open') this.followSoon();
-  }
-
-  /**
-   * Small state: the snapshots catch up with the journal `followDelayMs` after a change (at most
-   * one compaction that often, so under steady load they stay that close behind too).
-   */
-  private followSoon(): void {
-    if (this.followTimer) return;
-    this.followTimer = setTimeout(() => {
-      this.followTimer = undefined;
-      // After a compaction already running (its journal file may not hold the latest changes).
-      void (async () => {
-        await this.compacting;
-        if (this.state === 'open' && this.journal.pending) await this.compact();
-      })();
-    }, this.followDelayMs);
-    this.followTimer.unref();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
