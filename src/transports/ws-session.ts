@@ -57,9 +57,9 @@ export class Session {
     readonly ws: WebSocket,
     private readonly limits: SessionLimits,
     /** Client address, for per-address rate limits. */
-    readonly address: string | null = null,
-    /** The upgraded TCP (or TLS) socket under `ws`, to batch its writes. */
-    private readonly socket: Duplex | null = null,
+    readonly address: string | null,
+    /** The upgraded TCP (or TLS) socket under `ws`: room events are corked and written to it directly. */
+    private readonly socket: Duplex,
   ) {}
 
   get isOpen(): boolean {
@@ -84,7 +84,6 @@ export class Session {
    */
   private sendEvent(wire: EventWire): void {
     if (!this.isOpen) return;
-    if (!this.socket) return this.sendRaw(wire.payload);
     this.coalesceWrites();
     this.socket.write(wire.frame);
   }
@@ -145,7 +144,7 @@ export class Session {
    * that floods calls gets its answers as they are made, as before.
    */
   private coalesceWrites(): void {
-    if (this.corked || !this.socket) return;
+    if (this.corked) return;
     this.corked = true;
     const socket = this.socket;
     socket.cork();

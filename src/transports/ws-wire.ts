@@ -14,12 +14,12 @@ export function serialise(event: RoomEvent): Buffer {
 }
 
 /**
- * A room event ready for every recipient: its JSON, and the whole WebSocket text frame around it
- * (header and payload in one buffer), built once. A fan-out to N sockets then costs N plain socket
- * writes instead of N framings by `ws` (a header allocated, two writes and a cork each).
+ * A room event ready for every recipient: the whole WebSocket text frame around its JSON (header
+ * and payload in one buffer), built once. A fan-out to N sockets then costs N plain socket writes
+ * instead of N framings by `ws` (a header allocated, two writes and a cork each). Wrapped so it
+ * cannot be mistaken for an unframed payload, which is also a Buffer.
  */
 export interface EventWire {
-  readonly payload: Buffer;
   readonly frame: Buffer;
 }
 
@@ -30,10 +30,9 @@ const { Sender } = wsLibrary as unknown as {
 const TEXT_OPCODE = 1;
 
 export function eventWire(event: RoomEvent): EventWire {
-  const payload = serialise(event);
   // Server frames are never masked (RFC 6455 §5.1); the hub negotiates no compression (rsv1).
-  const frame = Buffer.concat(Sender.frame(payload, { fin: true, opcode: TEXT_OPCODE, mask: false, readOnly: true, rsv1: false }));
-  return { payload, frame };
+  const parts = Sender.frame(serialise(event), { fin: true, opcode: TEXT_OPCODE, mask: false, readOnly: true, rsv1: false });
+  return { frame: Buffer.concat(parts) };
 }
 
 /** client_msg_id belongs to the sender's retries and is never shown to others (SPEC §7). */

@@ -75,6 +75,13 @@ export async function restCall<T = any>(url: string, tool: string, args: unknown
   return { status: res.status, body: (await res.json()) as T };
 }
 
+/** A tool call over REST that must succeed: its data, or an error naming the tool and the answer. */
+export async function restOk(url: string, tool: string, args: unknown, token?: string): Promise<any> {
+  const answer = await restCall(url, tool, args, token);
+  if (!answer.body.ok) throw new Error(`${tool}: ${JSON.stringify(answer.body)}`);
+  return answer.body.data;
+}
+
 /** A person registered on a running server (`url`) and a room they created: both as the server answered. */
 export async function userWithRoom(url: string, userName: string, roomName: string): Promise<{ user: any; room: any }> {
   const user = (await restCall(url, 'register_user', { name: userName })).body.data;

@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { FileStore } from '../../src/storage/index.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
-import { restCall } from '../helpers/process.js';
+import { restOk as ok } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
 
 let running: RunningServer | undefined;
@@ -19,11 +19,6 @@ afterEach(async () => {
   running = undefined;
 });
 
-async function ok(url: string, tool: string, args: unknown, token?: string) {
-  const answer = await restCall(url, tool, args, token);
-  expect(answer.body.ok, JSON.stringify(answer.body)).toBe(true);
-  return answer.body.data;
-}
 
 describe('stored last_active', () => {
   it("is written after the call's own commit, and is stored", async () => {
@@ -68,5 +63,41 @@ describe('stored last_active', () => {
     )!;
     expect(Date.parse(stored.last_active)).toBeGreaterThan(Date.parse(registered.last_active));
     expect(Date.parse(stored.last_active)).toBeGreaterThanOrEqual(before - 1000);
+  });
+
+  it('that fails to be written leaves the call answered and the stored record as it was', async () => {
+    const dataDir = await tempDataDir();
+    let failAgents = false;
+    let refused = 0;
+    const fsOps: Partial<FsOps> = {
+      async open(file, flags) {
+        if (failAgents && path.basename(file).startsWith('agents')) {
+          refused++;
+          throw Object.assign(new Error('injected EIO'), { code: 'EIO' });
+        }
+        return defaultFsOps.open(file, flags);
+      },
+    };
+    running = await startServer(testConfig({ dataDir }), silentLogger, { store: new FileStore({ dataDir, logger: silentLogger, fsOps }) });
+    const url = running.url;
+    const owner = await ok(url, 'register_user', { name: 'Owner' });
+    const { room } = await ok(url, 'create_room', { room_name: 'Busy' }, owner.token);
+    const agent = await ok(url, 'register_agent', { name: 'Unlucky' });
+    const storedAgent = async () =>
+      (JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>).find((a) => a.name === 'Unlucky')!;
+    const registered = await storedAgent();
+
+    failAgents = true;
+    // The call's own change (the room) is written; its caller's last_active write fails after it.
+    const { room: joined } = await ok(url, 'join_room', { room_id: room.room_id }, agent.token);
+    expect(joined.members.map((m: { name: string }) => m.name)).toContain('Unlucky');
+    await expect.poll(() => refused).toBeGreaterThan(0);
+    failAgents = false;
+    // The next write of agents.json is made from memory: the refused value never reached it.
+    await ok(url, 'register_agent', { name: 'Bystander' });
+    expect((await storedAgent()).last_active).toBe(registered.last_active);
+    await running.close();
+    running = undefined;
+    expect((await storedAgent()).last_active).toBe(registered.last_active);
   });
 });

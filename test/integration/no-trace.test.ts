@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { FileStore } from '../../src/storage/index.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
-import { restCall } from '../helpers/process.js';
+import { restCall, restOk as ok } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
 import { TestSocket } from '../helpers/ws.js';
 
@@ -56,11 +56,6 @@ const cases: Array<{ tool: string; call: (w: World) => [args: unknown, token?: s
   { tool: 'import_chat_history', call: (w) => [{ data: w.exported, room_name: 'Imported copy' }, w.guest.token] },
 ];
 
-async function ok(url: string, tool: string, args: unknown, token?: string) {
-  const answer = await restCall(url, tool, args, token);
-  if (!answer.body.ok) throw new Error(`${tool}: ${JSON.stringify(answer.body)}`);
-  return answer.body.data;
-}
 
 /** A room with a person owner, two agents (A holds the turn) and a guest outside it. */
 async function buildWorld(url: string, tool: string): Promise<World> {
