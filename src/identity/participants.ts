@@ -91,6 +91,8 @@ export class Participants {
 
   /** Shared store (PostgreSQL, several nodes): when each token hash was last checked there. */
   private readonly checkedAt = new Map<string, number>();
+  /** The last read-modify-write queued per participant id (see oneAtATime). */
+  private readonly updating = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: Store,
@@ -306,11 +308,13 @@ export class Participants {
   }
 
   /** Stores the participant's last_active (presence); failures are the caller's to log. */
-  async recordLastActive(id: string, lastActive: string): Promise<void> {
-    const found = await this.store.getParticipant(id);
-    if (!found || found.record.last_active >= lastActive) return;
-    found.record.last_active = lastActive;
-    await this.put(found);
+  recordLastActive(id: string, lastActive: string): Promise<void> {
+    return this.oneAtATime(id, async () => {
+      const found = await this.store.getParticipant(id);
+      if (!found || found.record.last_active >= lastActive) return;
+      found.record.last_active = lastActive;
+      await this.put(found);
+    });
   }
 
   /** Listeners learn which token hash stopped working (to close sockets that used it). */
@@ -319,7 +323,11 @@ export class Participants {
     return () => this.tokenRevokedListeners.delete(listener);
   }
 
-  private async issueToken(id: string, replacing: string | null): Promise<string> {
+  private issueToken(id: string, replacing: string | null): Promise<string> {
+    return this.oneAtATime(id, () => this.issueTokenNow(id, replacing));
+  }
+
+  private async issueTokenNow(id: string, replacing: string | null): Promise<string> {
     const found = await this.store.getParticipant(id);
     if (!found) throw new AppError('not_found', 'Participant not found');
     const hashes = found.record.token_hashes;
@@ -336,6 +344,25 @@ export class Participants {
     for (const hash of retired) this.byTokenHash.delete(hash);
     for (const hash of retired) for (const listener of this.tokenRevokedListeners) listener(hash);
     return token;
+  }
+
+  /**
+   * Runs a read-modify-write of one participant's record after the ones already running for
+   * that participant. Each reads the record, changes it and puts it back whole; two interleaved
+   * (read A, read B, put B, put A) would put back A's older copy: a rotated-away token would
+   * come back on disk and in the token index, or a new token vanish.
+   */
+  private oneAtATime<T>(id: string, run: () => Promise<T>): Promise<T> {
+    const result = (this.updating.get(id) ?? Promise.resolve()).then(run);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.updating.set(id, settled);
+    void settled.then(() => {
+      if (this.updating.get(id) === settled) this.updating.delete(id);
+    });
+    return result;
   }
 
   /** Makes the record durable, then indexes it: nothing is visible before the write succeeded. */
