@@ -8,6 +8,7 @@ import { Participants } from '../../src/identity/participants.js';
 import { hashToken } from '../../src/identity/secrets.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
 import type { ParticipantRecord } from '../../src/storage/store.js';
+import { makeAgent } from './storage-helpers.js';
 
 const at = '2026-11-01T00:00:00.000Z';
 const later = '2026-11-01T00:05:00.000Z';
@@ -38,21 +39,7 @@ async function setUp(): Promise<{ store: HeldStore; participants: Participants }
   const store = new HeldStore();
   const record: ParticipantRecord = {
     kind: 'agent',
-    record: {
-      agent_id: 'a1',
-      name: 'alice',
-      introduce: '',
-      rooms: [],
-      status: 'offline',
-      last_active: at,
-      capabilities: [],
-      skip_list: [],
-      language_support: ['en'],
-      preferred_language: 'en',
-      timezone: 'UTC',
-      created_at: at,
-      token_hashes: [hashToken('old-token')],
-    },
+    record: makeAgent('a1', { name: 'alice', last_active: at, token_hashes: [hashToken('old-token')] }),
   };
   await store.putParticipant(record, nameKey('alice'));
   const participants = new Participants(store, { language: 'en', timezone: 'UTC' });
