@@ -17,10 +17,9 @@ export function identityTools(app: App) {
       public: true,
       description,
       input,
-      handler: async (args, ctx) => {
-        await app.limits.consumeRegistration(ctx.address ?? null);
-        return register(args, new Date(app.now()));
-      },
+      // Counted before the arguments are checked: a refused registration counts (SPEC §10).
+      admit: (ctx) => app.limits.consumeRegistration(ctx.address ?? null),
+      handler: (args) => register(args, new Date(app.now())),
     });
 
   return [

@@ -36,6 +36,11 @@ interface ToolBase<S extends z.ZodType> {
    * that fires when the client goes away. Other calls get none (it costs on every call).
    */
   waits?: true;
+  /**
+   * Runs before the arguments are checked, so a call refused for its arguments pays too
+   * (registrations: SPEC §10 counts successful or refused ones per address).
+   */
+  admit?: (ctx: ToolContext) => Promise<void>;
 }
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> =
@@ -153,9 +158,10 @@ export class ToolRegistry {
     const caller = this.resolveCaller(options);
     if (caller) await this.hooks.limitCaller(caller);
     if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');
+    const ctx: ToolContext = { ...options, caller };
+    if (tool.admit) await tool.admit(ctx);
     const parsed = tool.input.safeParse(rawArgs ?? {});
     if (!parsed.success) throw validationError(parsed.error);
-    const ctx: ToolContext = { ...options, caller };
     const run = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
     if (!caller) return run();
     this.hooks.touched(caller);

@@ -23,11 +23,12 @@ const code = (answer: { body: any }) => (answer.body?.ok ? 'ok' : answer.body?.e
 
 describe('registration (SPEC §10)', () => {
   it('counts successful and refused registrations per address; over RATE_LIMIT_REGISTER_PER_HOUR they are rate_limited', async () => {
-    server = await startTestServer({ rateLimitRegisterPerHour: 4 });
+    server = await startTestServer({ rateLimitRegisterPerHour: 5 });
     const from = (tool: string, name: string, address = ATTACKER) => toolFrom(server.url, address, tool, { name });
     expect(code(await from('register_agent', 'Spam1'))).toBe('ok');
     expect(code(await from('register_user', 'Spam2'))).toBe('ok');
     expect(code(await from('register_agent', 'Spam1'))).toBe('name_taken'); // refused, still counted
+    expect(code(await from('register_agent', 'bad name'))).toBe('validation_error'); // refused for its arguments: counted too
     expect(code(await from('register_agent', 'Spam3'))).toBe('ok');
     const over = await from('register_agent', 'Spam4');
     expect([over.status, code(over)]).toEqual([429, 'rate_limited']);
