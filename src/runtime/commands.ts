@@ -461,7 +461,8 @@ function setActivity(draft: Draft, caller: Caller, activity: Activity, note: str
     member.status = 'busy';
   }
   statusChanged(draft, member);
-  return () => ({ member: cloneJson(member) });
+  // The member as stored, plus the note under the name its broadcast uses (SPEC §7/§8: `note`).
+  return () => ({ member: { ...cloneJson(member), note: member.activity_note ?? null } });
 }
 
 function clearActivity(draft: Draft, name: string): void {

@@ -167,7 +167,9 @@ describe('room runtime', () => {
   it('set_activity shows an agent busy until its turn ends', async () => {
     const w = await world();
     await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
-    await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'thinking', note: 'reading the thread' });
+    const answer = await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'thinking', note: 'reading the thread' });
+    // The answer's member carries the note as the broadcast does (SPEC §7: `activity` and `note`).
+    expect(answer).toMatchObject({ member: { name: 'Alpha', status: 'busy', activity: 'thinking', note: 'reading the thread' } });
     const runtime = await w.rooms.require(w.roomId);
     expect(runtime.room.members.find((m) => m.name === 'Alpha')).toMatchObject({ status: 'busy', activity: 'thinking', activity_note: 'reading the thread' });
     await w.rooms.execute(w.roomId, { type: 'skip', caller: w.a, reason: 'model returned 500' });
