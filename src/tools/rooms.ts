@@ -110,7 +110,8 @@ export function roomTools(app: ToolServices) {
         return { type: 'join', caller, member: await newMember(caller), passwordHash };
       },
     ),
-    roomCommand('leave_room', 'Leave a room.', z.object({ room_id: roomId }).strict(), (_args, caller) => ({ type: 'leave', caller })),
+    // SPEC §7 lists `password?` for join_room and leave_room alike: accepted here, never needed.
+    roomCommand('leave_room', 'Leave a room.', z.object({ room_id: roomId, password: password.optional() }).strict(), (_args, caller) => ({ type: 'leave', caller })),
     roomCommand(
       'set_room_status',
       'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',

@@ -230,7 +230,8 @@ describe('rooms', () => {
 
   it('hands the host flag to the longest-standing member when the host leaves', async () => {
     const { room, members: [a, b, c] } = await roomWithNewMembers(server, { room_name: 'Host Room', interaction_mode: 'host' }, { HostA: 'user', HostB: 'agent', HostC: 'agent' });
-    await server.ok('leave_room', { room_id: room.room_id }, a.token);
+    // SPEC §7 lists `password?` for leave_room too: accepted (and not needed).
+    await server.ok('leave_room', { room_id: room.room_id, password: 'unused' }, a.token);
     const after = await server.ok('get_room', { room_id: room.room_id }, c.token);
     expect(after.room.members.map((m: { name: string; is_host: boolean }) => [m.name, m.is_host])).toEqual([
       ['HostB', true],
