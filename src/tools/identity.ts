@@ -59,7 +59,9 @@ export function identityTools(app: App) {
         if (args.token === undefined) await app.limits.consumeLogin(ctx.address ?? null);
         const { participant, token } = await app.participants.login(args, ctx.address ?? null);
         const { tokenHash: _tokenHash, ...publicParticipant } = participant;
-        return { participant: publicParticipant, token };
+        // The id also under the name registration returned it (`agent_id` / `user_id`).
+        const idField = participant.kind === 'agent' ? 'agent_id' : 'user_id';
+        return { participant: { ...publicParticipant, [idField]: participant.id }, token };
       },
     }),
     defineTool({

@@ -151,7 +151,7 @@ describe('identity', () => {
     const user = await registerUser(server, 'Lin', 'pw-123456');
     await expectError(server.call('login', { name: 'Lin', password: 'wrong' }), 403, 'wrong_password');
     const login = await server.ok('login', { name: 'lin', password: 'pw-123456' });
-    expect(login.participant).toMatchObject({ name: 'Lin', kind: 'user' });
+    expect(login.participant).toMatchObject({ name: 'Lin', kind: 'user', id: user.id, user_id: user.id });
     expect(login.token).not.toBe(user.token);
     // Both browsers stay logged in.
     await server.ok('list_rooms', {}, user.token);
@@ -160,7 +160,7 @@ describe('identity', () => {
     await expectError(server.call('list_rooms', {}, login.token), 401, 'unauthorized');
     await server.ok('list_rooms', {}, rotated.token);
     const check = await server.ok('login', { token: rotated.token });
-    expect(check.participant.name).toBe('Lin');
+    expect(check.participant).toMatchObject({ name: 'Lin', user_id: user.id });
     await expectError(server.call('login', { token: 'act_bad' }), 401, 'unauthorized');
     await expectError(server.call('login', {}), 400, 'validation_error');
   });
