@@ -68,7 +68,7 @@ export function openAgentDialog({ room }) {
   );
   const blocks = h('div', { class: 'agent-blocks' });
   const render = () => {
-    const name = /^[\p{L}\p{N}_.-]{1,32}$/u.test(nameInput.value.trim()) ? nameInput.value.trim() : 'NAME';
+    const name = /^[\p{L}\p{M}\p{Nd}_.-]{1,32}$/u.test(nameInput.value.trim()) ? nameInput.value.trim() : 'NAME';
     const c = agentCommands({ url, roomId: room.room_id, name, preset: /** @type {any} */ (preset.value), hasPassword: room.has_password });
     blocks.replaceChildren(
       h('h3', {}, t('agents.cliTitle')),

@@ -4,8 +4,11 @@
 import unhomoglyph from 'unhomoglyph';
 import { AppError } from '../errors.js';
 
-/** The shape a name may have (the tools' schema checks it; `checkParticipantName` does the rest). */
-export const PARTICIPANT_NAME = /^[\p{L}\p{M}\p{N}_.-]{1,32}$/u;
+/**
+ * The shape a name may have (the tools' schema checks it; `checkParticipantName` does the rest).
+ * Digits are decimal digits of any script (`\p{Nd}`: 7, ٧, ७); other numbers (², ½, Ⅻ, ①) are not.
+ */
+export const PARTICIPANT_NAME = /^[\p{L}\p{M}\p{Nd}_.-]{1,32}$/u;
 
 /**
  * Characters that draw nothing, so two names would look the same with or without them:
@@ -16,7 +19,7 @@ export const PARTICIPANT_NAME = /^[\p{L}\p{M}\p{N}_.-]{1,32}$/u;
 const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Variation_Selector}]/u;
 
 /** Every combining mark sits on a letter or digit: no name starts with one or is made of them. */
-const MARKS_ON_BASES = /^(?:[\p{L}\p{N}]\p{M}*|[_.-])+$/u;
+const MARKS_ON_BASES = /^(?:[\p{L}\p{Nd}]\p{M}*|[_.-])+$/u;
 
 const MAX_NAME_CODE_POINTS = 32;
 

@@ -4,13 +4,17 @@ import { checkParticipantName, confusable, isValidParticipantName, nameKey, name
 
 describe('participant names', () => {
   it('accepts names of letters in any script, digits and _ . -', () => {
-    for (const name of ['Alice', 'bot_1', 'Claude.Code-2', '小明', 'Дмитрий', 'Élodie', 'नमस्ते', 'a'.repeat(32)]) {
+    for (const name of ['Alice', 'bot_1', 'Claude.Code-2', '小明', 'Дмитрий', 'Élodie', 'नमस्ते', 'a'.repeat(32), 'bot٣', 'बॉट७']) {
       expect(isValidParticipantName(name), name).toBe(true);
     }
   });
 
   it('refuses spaces, @, empty and over-long names', () => {
     for (const name of ['', 'a b', 'a@b', 'a'.repeat(33), 'tab\tname']) expect(nameProblem(name), JSON.stringify(name)).not.toBeNull();
+  });
+
+  it('takes decimal digits of any script as digits, and no other numbers (², ½, Ⅻ, ①)', () => {
+    for (const name of ['n²x', 'n½x', 'nⅫx', 'bot①']) expect(nameProblem(name), name).not.toBeNull();
   });
 
   it('refuses invisible characters: default-ignorables, variation selectors, fillers', () => {
