@@ -68,6 +68,7 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   const stored = () =>
     JSON.stringify([room.current_round, room.history_rounds.length, room.history_rounds.at(-1), room.processed_through_seq, room.paused_mentions ?? []]);
   const before = stored();
+  const queueBefore = queueOf(room);
   const result = applyAction(
     engineView(room, input, env.turnTimeoutMs),
     {
@@ -125,7 +126,12 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
       }
     }
   }
-  if (result.effects.some((e) => e.type === 'round_start' || e.type === 'round_end')) {
+  // The round's queue moves to clients with round_start/round_end (room_update) and with each
+  // agent_turn. A post that changes it during a turn (an @mention adds agents, SPEC §6.1) issues
+  // neither, so the new queue goes out as a room_update: clients never guess it (SPEC §8).
+  const roundBoundary = result.effects.some((e) => e.type === 'round_start' || e.type === 'round_end');
+  const turnIssued = result.effects.some((e) => e.type === 'agent_turn');
+  if (roundBoundary || (!turnIssued && queueOf(room) !== queueBefore)) {
     events.push({ event: 'room_update', room_id: room.room_id, data: { room: presentRoom(room) } });
   }
   // Records are announced with the processed marks of the room as it is now.
@@ -133,6 +139,12 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
     if (event.event === 'message_new') event.data.message = presentMessage(event.data.message, room);
   }
   return { ok: true, messages, events, effects: result.effects, changed, timer, turnsIssued };
+}
+
+/** What clients show of the running round's queue, comparable as one string. */
+function queueOf(room: RoomRecord): string {
+  const round = room.current_round;
+  return round ? JSON.stringify([round.round_id, round.agent_queue, round.current_agent_index, round.pending_mentions]) : '';
 }
 
 /** The agent_turn event of an engine effect (the queue fields as the engine issued the turn). */

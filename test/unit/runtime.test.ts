@@ -180,6 +180,23 @@ describe('room runtime', () => {
     expect(statuses).toEqual(['busy', 'online']);
   });
 
+  it('sends the queue as a room_update when a post changes it during a turn (no agent_turn carries it)', async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
+    const holder = (await w.rooms.require(w.roomId)).room.current_round;
+    expect(holder).toMatchObject({ agent_queue: ['Alpha', 'Beta'], pending_mentions: [] });
+    w.events.length = 0;
+    // A post that leaves the queue as it is sends no room_update.
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('more detail') });
+    expect(w.events.map((e) => e.event)).toEqual(['message_new']);
+    w.events.length = 0;
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('@Beta please check') });
+    expect(w.events.map((e) => e.event)).toEqual(['message_new', 'room_update']);
+    const sent = (w.events[1]!.data as { room: Room }).room.current_round;
+    const now = (await w.rooms.require(w.roomId)).room.current_round;
+    expect(sent).toMatchObject({ agent_queue: now!.agent_queue, current_agent_index: now!.current_agent_index, pending_mentions: ['Beta'] });
+  });
+
   it('refuses a 201st member with room_full', async () => {
     const w = await world();
     for (let i = 0; i < 197; i++) {
