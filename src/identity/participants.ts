@@ -2,7 +2,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
 import { failureKey, FailureDelay } from '../limits/rate-limits.js';
-import { NameTakenError, type ParticipantRecord, type Store } from '../storage/store.js';
+import { NameTakenError, ParticipantChangedError, type ParticipantRecord, type Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
 import { hashPassword, hashToken, newToken, TokenHashCache, verifyPassword } from './secrets.js';
 import { checkParticipantName, confusableKeys, nameKey } from './names.js';
@@ -37,6 +37,11 @@ const TOKEN_RECHECK_MS = 5000;
 
 /** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
 const MAX_TOKENS = 10;
+/** Attempts of one read-modify-write that another node keeps changing under it. */
+const MAX_REDOS = 5;
+
+/** A record as read, kept apart from the copy about to be changed (fields are replaced, never mutated). */
+const asRead = (found: ParticipantRecord): ParticipantRecord => ({ kind: found.kind, record: { ...found.record } }) as ParticipantRecord;
 
 /**
  * Stored participants' look-alike keys are indexed in the background, this long after start-up
@@ -312,8 +317,9 @@ export class Participants {
     return this.oneAtATime(id, async () => {
       const found = await this.store.getParticipant(id);
       if (!found || found.record.last_active >= lastActive) return;
+      const expected = asRead(found);
       found.record.last_active = lastActive;
-      await this.put(found);
+      await this.put(found, expected);
     });
   }
 
@@ -330,6 +336,7 @@ export class Participants {
   private async issueTokenNow(id: string, replacing: string | null): Promise<string> {
     const found = await this.store.getParticipant(id);
     if (!found) throw new AppError('not_found', 'Participant not found');
+    const expected = asRead(found);
     const hashes = found.record.token_hashes;
     const token = newToken();
     const tokenHash = hashToken(token);
@@ -339,7 +346,7 @@ export class Participants {
       ...kept.slice(0, Math.max(0, kept.length + 1 - MAX_TOKENS)),
     ];
     found.record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
-    await this.put(found);
+    await this.put(found, expected);
     // Only now, with the new token durable, do the retired ones stop working.
     for (const hash of retired) this.byTokenHash.delete(hash);
     for (const hash of retired) for (const listener of this.tokenRevokedListeners) listener(hash);
@@ -353,7 +360,7 @@ export class Participants {
    * come back on disk and in the token index, or a new token vanish.
    */
   private oneAtATime<T>(id: string, run: () => Promise<T>): Promise<T> {
-    const result = (this.updating.get(id) ?? Promise.resolve()).then(run);
+    const result = (this.updating.get(id) ?? Promise.resolve()).then(() => this.redoIfChanged(run));
     const settled = result.then(
       () => undefined,
       () => undefined,
@@ -365,10 +372,27 @@ export class Participants {
     return result;
   }
 
-  /** Makes the record durable, then indexes it: nothing is visible before the write succeeded. */
-  private async put(found: ParticipantRecord): Promise<void> {
+  /**
+   * Runs a read-modify-write again when another process wrote the record between its read and
+   * its put (a shared store: several nodes, SPEC §11); each attempt reads anew.
+   */
+  private async redoIfChanged<T>(run: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (err) {
+        if (!(err instanceof ParticipantChangedError) || attempt >= MAX_REDOS) throw err;
+      }
+    }
+  }
+
+  /**
+   * Makes the record durable, then indexes it: nothing is visible before the write succeeded.
+   * `expected`: the record as read before it was changed (the store's compare-and-set).
+   */
+  private async put(found: ParticipantRecord, expected?: ParticipantRecord): Promise<void> {
     try {
-      await this.store.putParticipant(found, nameKey(found.record.name));
+      await this.store.putParticipant(found, nameKey(found.record.name), expected);
     } catch (err) {
       if (err instanceof NameTakenError) throw new AppError('name_taken', `The name "${found.record.name}" is taken`);
       throw err;

@@ -62,8 +62,8 @@ import { SharedValues } from './shared-values.js';
 import { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, StateJournal, type LogMark, type StateEntry } from './state-journal.js';
 import { DirectStateWriter } from './state-writer.js';
-import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
-import { NameTakenError, StaleRoomError } from './store.js';
+import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
+import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
 export interface FileStoreOptions {
@@ -641,12 +641,17 @@ export class FileStore implements Store {
     for (const record of this.users.records.values()) visit({ kind: 'user', record });
   }
 
-  async putParticipant(participant: ParticipantRecord, key: string): Promise<void> {
+  async putParticipant(participant: ParticipantRecord, key: string, expected?: ParticipantRecord): Promise<void> {
     this.assertOpen();
     const id = participantIdOf(participant);
     if (typeof id !== 'string' || id === '') throw new Error('participant without an id');
     const other = participant.kind === 'agent' ? this.users : this.agents;
     if (other.records.has(id)) throw new Error(`participant ${id} exists as another kind`);
+    if (expected) {
+      const own = participant.kind === 'agent' ? this.agents.records.get(id) : this.users.records.get(id);
+      const current = own && ({ kind: participant.kind, record: own } as ParticipantRecord);
+      if (!sameRecord(current, expected) && !sameRecord(current, participant)) throw new ParticipantChangedError(id);
+    }
     const holder = this.idByKey.get(key);
     const reserved = this.reservedKeys.get(key);
     if ((holder !== undefined && holder !== id) || (reserved !== undefined && reserved.id !== id)) {

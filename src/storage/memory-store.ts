@@ -1,8 +1,8 @@
 // An in-memory Store for unit tests and the reference semantics of the seam (store.ts): every
 // write is "durable" at once, and a write hook lets tests make any write fail without a trace.
 import { cloneJson, cloneRoom } from '../clone.js';
-import { checkCommitSeqs, participantIdOf, summarise } from './store-util.js';
-import { NameTakenError, StaleRoomError } from './store.js';
+import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
+import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 import type { Message, PublicRoomSummary, RoomRecord } from '../types.js';
 
@@ -50,11 +50,13 @@ export class MemoryStore implements Store {
     return undefined;
   }
 
-  async putParticipant(participant: ParticipantRecord, key: string): Promise<void> {
+  async putParticipant(participant: ParticipantRecord, key: string, expected?: ParticipantRecord): Promise<void> {
     const id = participantIdOf(participant);
     for (const [otherId, found] of this.participants) {
       if (otherId !== id && found.nameKey === key) throw new NameTakenError(participant.record.name);
     }
+    const current = this.participants.get(id)?.participant;
+    if (expected && !sameRecord(current, expected) && !sameRecord(current, participant)) throw new ParticipantChangedError(id);
     this.options.beforeWrite?.('participant', id);
     this.participants.set(id, { participant: copy(participant), nameKey: key });
   }

@@ -6,6 +6,14 @@ export function participantIdOf(p: ParticipantRecord): string {
   return p.kind === 'agent' ? p.record.agent_id : p.record.user_id;
 }
 
+/**
+ * Whether a stored participant record is the one given (putParticipant's compare-and-set):
+ * records are plain JSON written by this server, so equal JSON texts mean equal records.
+ */
+export function sameRecord(stored: ParticipantRecord | undefined, given: ParticipantRecord): boolean {
+  return stored !== undefined && stored.kind === given.kind && JSON.stringify(stored.record) === JSON.stringify(given.record);
+}
+
 /** The public fields of a room (SPEC §3: what anyone may see in the room list). */
 export function summarise(room: RoomRecord): PublicRoomSummary {
   return {

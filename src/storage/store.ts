@@ -68,6 +68,16 @@ export class NameTakenError extends Error {
   }
 }
 
+/**
+ * Raised by putParticipant given `expected` when the stored record is no longer that one (another
+ * node wrote the participant since it was read). Nothing was written; read again and redo.
+ */
+export class ParticipantChangedError extends Error {
+  constructor(readonly participantId: string) {
+    super(`participant ${participantId} changed since it was read`);
+  }
+}
+
 /** Raised by commitRoom when the room changed since expectedVersion (another node wrote it). */
 export class StaleRoomError extends Error {
   constructor(readonly roomId: string) {
@@ -90,8 +100,12 @@ export interface Store {
    * Inserts or replaces by id (agent_id / user_id), with `nameKey` as its uniqueness key.
    * Rejects with NameTakenError when another id holds the key. Durable on resolve; on reject
    * the old record (tokens, name) is what every read still returns.
+   * With `expected` (the record as read before changing it) the put is a compare-and-set: it
+   * happens only while the stored record still equals `expected` (or already equals the new
+   * one: a repeated put), else it rejects with ParticipantChangedError. One process serialises
+   * its own writes of a participant; this catches another process's (nodes on one database).
    */
-  putParticipant(participant: ParticipantRecord, nameKey: string): Promise<void>;
+  putParticipant(participant: ParticipantRecord, nameKey: string, expected?: ParticipantRecord): Promise<void>;
   /** Every participant (for start-up presence seeding and small admin views). */
   listParticipants(): Promise<ParticipantRecord[]>;
   /**

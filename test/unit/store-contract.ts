@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import {
   NameTakenError,
+  ParticipantChangedError,
   StaleRoomError,
   type ParticipantRecord,
   type Store,
@@ -208,6 +209,25 @@ export function storeContract(
         for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(NameTakenError);
         expect(await store.findParticipantByNameKey('contested')).toEqual(won[0]);
         expect(await store.listParticipants()).toHaveLength(1);
+      });
+
+      it('puts with an expected record only while the stored one is still it (compare-and-set)', async () => {
+        const read = agent('a1', { token_hashes: ['old'] });
+        await put(read);
+        // Another writer (another node) changes the record after it was read.
+        const rotated = agent('a1', { token_hashes: ['new'] });
+        await store.putParticipant(rotated, keyOf(rotated), read);
+        const stale = agent('a1', { token_hashes: ['old'], last_active: '2026-02-01T00:00:00.000Z' });
+        const err = await store.putParticipant(stale, keyOf(stale), read).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ParticipantChangedError);
+        expect(await store.getParticipant('a1')).toEqual(rotated);
+        expect(await store.findParticipantByTokenHash('old')).toBeUndefined();
+        // A repeat of a put that already landed (its answer lost) succeeds.
+        await store.putParticipant(rotated, keyOf(rotated), read);
+        expect(await store.getParticipant('a1')).toEqual(rotated);
+        // Without an expected record a put replaces whatever is stored.
+        await put(stale);
+        expect(await store.getParticipant('a1')).toEqual(stale);
       });
 
       it('returns copies and keeps no reference to what was put (guarantee 5)', async () => {

@@ -35,7 +35,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
 import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
-import { NameTakenError, StaleRoomError } from '../store.js';
+import { NameTakenError, ParticipantChangedError, StaleRoomError } from '../store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
 import { commitPayload } from './feed.js';
@@ -222,23 +222,30 @@ export class PgStore implements Store {
     return rows[0] && toParticipant(rows[0]);
   }
 
-  async putParticipant(participant: ParticipantRecord, nameKey: string): Promise<void> {
+  async putParticipant(participant: ParticipantRecord, nameKey: string, expected?: ParticipantRecord): Promise<void> {
+    const id = participantIdOf(participant);
+    const text = JSON.stringify(participant.record);
     try {
-      // An upsert of the same values is idempotent: repeating it settles a lost answer.
-      await this.retryInDoubt(() => this.pool.query(
+      // An upsert of the same values is idempotent: repeating it settles a lost answer. With
+      // `expected`, the update applies only while the row holds that record (a json column keeps
+      // the text it was given, so comparing texts compares records) or already holds this one.
+      const { rowCount } = await this.retryInDoubt(() => this.pool.query(
         `INSERT INTO participants (id, kind, name, name_key, token_hashes, record) VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (id) DO UPDATE
            SET kind = EXCLUDED.kind, name = EXCLUDED.name, name_key = EXCLUDED.name_key,
-               token_hashes = EXCLUDED.token_hashes, record = EXCLUDED.record`,
+               token_hashes = EXCLUDED.token_hashes, record = EXCLUDED.record
+           WHERE $7::text IS NULL OR participants.record::text IN ($7::text, $6::text)`,
         [
-          participantIdOf(participant),
+          id,
           participant.kind,
           column(participant.record.name),
           column(nameKey),
           participant.record.token_hashes.map(column),
-          JSON.stringify(participant.record),
+          text,
+          expected ? JSON.stringify(expected.record) : null,
         ],
       ));
+      if (rowCount === 0) throw new ParticipantChangedError(id);
     } catch (err) {
       if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'participants_name_key_unique') {
         throw new NameTakenError(participant.record.name);
