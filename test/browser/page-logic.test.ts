@@ -42,6 +42,23 @@ describe('room reducer', () => {
     expect(visibleQueue(s.room.current_round)).toEqual({ names: ['Alpha', 'Gamma'], current: 1 });
   });
 
+  it('takes a queue changed during a turn from room_update (an @mention while Alpha answers), keeping the turn', () => {
+    let s = reduceRoom(initialRoomState(), { type: 'room', room: room() });
+    s = reduceRoom(s, { type: 'event', event: 'round_start', data: { round_id: 'R1', agent_queue: ['Alpha', 'Beta', 'Gamma'] } });
+    const deadline = '2030-01-01T00:00:00.000Z';
+    s = reduceRoom(s, {
+      type: 'event',
+      event: 'agent_turn',
+      data: { round_id: 'R1', agent_name: 'Alpha', can_skip: true, reason: 'rotation', deadline, timeout_ms: 5000, agent_queue: ['Alpha', 'Beta', 'Gamma'], current_agent_index: 0, pending_mentions: [] },
+    });
+    // The server's room_update after a person's "@Gamma": the room as stored, its turn included.
+    const turn = { agent: 'Alpha', can_skip: true, reason: 'rotation', deadline, posted: 0 };
+    const current_round = { round_id: 'R1', kind: 'rotation', agent_queue: ['Alpha', 'Gamma', 'Beta'], current_agent_index: 0, pending_mentions: ['Gamma'], completed: false, turn };
+    s = reduceRoom(s, { type: 'event', event: 'room_update', data: { room: { ...room(), current_round } } });
+    expect(s.room.current_round.turn).toMatchObject({ agent: 'Alpha', deadline });
+    expect(visibleQueue(s.room.current_round)).toEqual({ names: ['Alpha', 'Gamma'], current: 0 });
+  });
+
   it('without agent_queue follows the stored queue, and marks the state stale when the turn lands elsewhere', () => {
     let s = reduceRoom(initialRoomState(), { type: 'room', room: room() });
     s = reduceRoom(s, { type: 'event', event: 'round_start', data: { round_id: 'R1', agent_queue: ['Alpha', 'Beta', 'Gamma'] } });
