@@ -246,8 +246,11 @@ function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged
   }
   draft.messages.push(...step.messages);
   draft.lastSeq += step.messages.length;
-  if (roomChanged) draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoom(draft.room) } });
-  draft.events.push(...step.events);
+  if (roomChanged) {
+    // One room_update, with the room as the step left it, covers the step's own as well.
+    draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoom(draft.room) } });
+    draft.events.push(...step.events.filter((e) => e.event !== 'room_update'));
+  } else draft.events.push(...step.events);
   draft.roomChanged ||= step.changed || roomChanged;
   if (step.timer !== undefined) draft.timer = step.timer;
   draft.turnsIssued.push(...step.turnsIssued);

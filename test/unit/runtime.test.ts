@@ -197,6 +197,18 @@ describe('room runtime', () => {
     expect(sent).toMatchObject({ agent_queue: now!.agent_queue, current_agent_index: now!.current_agent_index, pending_mentions: ['Beta'] });
   });
 
+  it('an agent joining during a round: one room_update, with the queue that now includes it', async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
+    w.events.length = 0;
+    const g = caller('Gamma', 'ai_agent');
+    w.presence.touch(g.id);
+    await w.rooms.execute(w.roomId, { type: 'join', caller: g, member: member(g, w.clock), passwordHash: null });
+    const updates = w.events.filter((e) => e.event === 'room_update');
+    expect(updates).toHaveLength(1);
+    expect((updates[0]!.data as { room: Room }).room.current_round?.agent_queue).toContain('Gamma');
+  });
+
   it('refuses a 201st member with room_full', async () => {
     const w = await world();
     for (let i = 0; i < 197; i++) {
