@@ -19,6 +19,23 @@ afterEach(async () => {
   running = undefined;
 });
 
+/**
+ * A server on a file store with `fsOps`, a person's room, and an agent `agentName` registered
+ * but not yet in it.
+ */
+async function roomAndAgent(dataDir: string, fsOps: Partial<FsOps>, agentName: string) {
+  running = await startServer(testConfig({ dataDir }), silentLogger, { store: new FileStore({ dataDir, logger: silentLogger, fsOps }) });
+  const owner = await ok(running.url, 'register_user', { name: 'Owner' });
+  const { room } = await ok(running.url, 'create_room', { room_name: 'Busy' }, owner.token);
+  const agent = await ok(running.url, 'register_agent', { name: agentName });
+  return { server: running, url: running.url, room, agent };
+}
+
+/** The agent's record as agents.json holds it now. */
+async function storedAgent(dataDir: string, name: string): Promise<{ name: string; last_active: string }> {
+  const agents = JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>;
+  return agents.find((a) => a.name === name)!;
+}
 
 describe('stored last_active', () => {
   it("is written after the call's own commit, and is stored", async () => {
@@ -37,14 +54,8 @@ describe('stored last_active', () => {
         return defaultFsOps.write(handle, data);
       },
     };
-    running = await startServer(testConfig({ dataDir }), silentLogger, { store: new FileStore({ dataDir, logger: silentLogger, fsOps }) });
-    const url = running.url;
-    const owner = await ok(url, 'register_user', { name: 'Owner' });
-    const { room } = await ok(url, 'create_room', { room_name: 'Busy' }, owner.token);
-    const agent = await ok(url, 'register_agent', { name: 'Latecomer' });
-    const registered = (JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>).find(
-      (a) => a.name === 'Latecomer',
-    )!;
+    const { server, url, room, agent } = await roomAndAgent(dataDir, fsOps, 'Latecomer');
+    const registered = await storedAgent(dataDir, 'Latecomer');
 
     const from = writes.length;
     const before = Date.now();
@@ -56,11 +67,9 @@ describe('stored last_active', () => {
     expect(agentWrite()).toBeGreaterThan(roomWrite);
 
     // Stored: a restart reads the new value.
-    await running.close();
+    await server.close();
     running = undefined;
-    const stored = (JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>).find(
-      (a) => a.name === 'Latecomer',
-    )!;
+    const stored = await storedAgent(dataDir, 'Latecomer');
     expect(Date.parse(stored.last_active)).toBeGreaterThan(Date.parse(registered.last_active));
     expect(Date.parse(stored.last_active)).toBeGreaterThanOrEqual(before - 1000);
   });
@@ -78,14 +87,8 @@ describe('stored last_active', () => {
         return defaultFsOps.open(file, flags);
       },
     };
-    running = await startServer(testConfig({ dataDir }), silentLogger, { store: new FileStore({ dataDir, logger: silentLogger, fsOps }) });
-    const url = running.url;
-    const owner = await ok(url, 'register_user', { name: 'Owner' });
-    const { room } = await ok(url, 'create_room', { room_name: 'Busy' }, owner.token);
-    const agent = await ok(url, 'register_agent', { name: 'Unlucky' });
-    const storedAgent = async () =>
-      (JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>).find((a) => a.name === 'Unlucky')!;
-    const registered = await storedAgent();
+    const { server, url, room, agent } = await roomAndAgent(dataDir, fsOps, 'Unlucky');
+    const registered = await storedAgent(dataDir, 'Unlucky');
 
     failAgents = true;
     // The call's own change (the room) is written; its caller's last_active write fails after it.
@@ -95,9 +98,9 @@ describe('stored last_active', () => {
     failAgents = false;
     // The next write of agents.json is made from memory: the refused value never reached it.
     await ok(url, 'register_agent', { name: 'Bystander' });
-    expect((await storedAgent()).last_active).toBe(registered.last_active);
-    await running.close();
+    expect((await storedAgent(dataDir, 'Unlucky')).last_active).toBe(registered.last_active);
+    await server.close();
     running = undefined;
-    expect((await storedAgent()).last_active).toBe(registered.last_active);
+    expect((await storedAgent(dataDir, 'Unlucky')).last_active).toBe(registered.last_active);
   });
 });

@@ -56,7 +56,6 @@ const cases: Array<{ tool: string; call: (w: World) => [args: unknown, token?: s
   { tool: 'import_chat_history', call: (w) => [{ data: w.exported, room_name: 'Imported copy' }, w.guest.token] },
 ];
 
-
 /** A room with a person owner, two agents (A holds the turn) and a guest outside it. */
 async function buildWorld(url: string, tool: string): Promise<World> {
   const forStartRound = tool === 'start_round';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { testConfig, type Config } from '../../src/config.js';
 import { silentLogger } from '../../src/logger.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
-import { restCall, spawnServer, type ServerProcess } from '../helpers/process.js';
+import { spawnServer, type ServerProcess } from '../helpers/process.js';
 import type { PgServer } from './pg-server.js';
 
 export const LINK_SECRET = 'shared-link-secret-for-the-test-cluster';
@@ -54,8 +54,4 @@ export async function kill(node: ServerProcess): Promise<void> {
 }
 
 /** A tool call that must succeed; resolves with its data. */
-export async function ok(url: string, tool: string, args: unknown, token?: string) {
-  const answer = await restCall(url, tool, args, token);
-  if (!answer.body.ok) throw new Error(`${tool}: ${JSON.stringify(answer.body)}`);
-  return answer.body.data;
-}
+export { restOk as ok } from '../helpers/process.js';
