@@ -116,7 +116,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       connectionString: rawStore.connectionString,
       onChange: (change) =>
         rooms.remoteChange(change.roomId, change.version, change.carried && { version: change.version, lastSeq: change.lastSeq, ...change.carried }),
-      onResync: () => rooms.refreshAll(),
+      onResync: () => {
+        rooms.refreshAll();
+        participants.recheckAll(); // token revocations may have been missed too
+      },
+      onTokensRevoked: (hashes) => participants.revokedElsewhere(hashes),
       onError: (err) => logger.warn({ err }, 'room feed connection lost; reconnecting'),
       poll: { pool: rawStore.connectionPool, everyMs: 2000, rooms: () => rooms.loadedIds() },
     });

@@ -121,7 +121,46 @@ export class Participants {
 
   async prime(token: string | undefined | null): Promise<void> {
     if (!this.shared || !token) return;
-    const tokenHash = hashToken(token);
+    await this.recheck(hashToken(token));
+  }
+
+  /**
+   * `authenticate` for a token that may come from another node (`prime` first). Every path that
+   * takes a token outside the registry's own calls (MCP headers, `login {token}`, file
+   * downloads and uploads) goes through here, so a token works on every node (SPEC §11).
+   */
+  async authenticateAnywhere(token: string | undefined | null): Promise<Caller | undefined> {
+    await this.prime(token);
+    return this.authenticate(token);
+  }
+
+  /**
+   * With a shared store, whether a token hash an open session authenticated with still works,
+   * checked there at most every TOKEN_RECHECK_MS (a WebSocket's calls: a revocation whose
+   * notification was lost still closes the socket at its next call). Always true otherwise.
+   */
+  async stillValid(tokenHash: string): Promise<boolean> {
+    if (this.shared) await this.recheck(tokenHash);
+    return this.byTokenHash.has(tokenHash);
+  }
+
+  /**
+   * Tokens revoked by another node (its announcement through the store): they stop working here
+   * at once, and their sockets are closed, as on the node that revoked them.
+   */
+  revokedElsewhere(tokenHashes: readonly string[]): void {
+    this.retire(tokenHashes.filter((hash) => this.byTokenHash.has(hash)));
+  }
+
+  /**
+   * Announcements may have been missed (the node's listening connection dropped): every known
+   * token is checked in the store again at its next use.
+   */
+  recheckAll(): void {
+    this.checkedAt.clear();
+  }
+
+  private async recheck(tokenHash: string): Promise<void> {
     const known = this.byTokenHash.get(tokenHash);
     if (known && this.now() - (this.checkedAt.get(tokenHash) ?? 0) < TOKEN_RECHECK_MS) return;
     const found = await this.store.findParticipantByTokenHash(tokenHash);
@@ -129,9 +168,15 @@ export class Participants {
       this.index(found);
       for (const hash of found.record.token_hashes) this.checkedAt.set(hash, this.now());
     } else if (known) {
-      this.byTokenHash.delete(tokenHash);
       this.checkedAt.delete(tokenHash);
+      this.retire([tokenHash]);
     }
+  }
+
+  /** The tokens stop working here: out of the index, and their listeners (sockets) told. */
+  private retire(tokenHashes: readonly string[]): void {
+    for (const hash of tokenHashes) this.byTokenHash.delete(hash);
+    for (const hash of tokenHashes) for (const listener of this.tokenRevokedListeners) listener(hash);
   }
 
   /** Builds the indexes from the stored participants (start-up: `Store.listParticipants`). */
@@ -285,7 +330,7 @@ export class Participants {
     address: string | null = null,
   ): Promise<{ participant: Caller; token: string }> {
     if (input.token !== undefined) {
-      const participant = this.authenticate(input.token);
+      const participant = await this.authenticateAnywhere(input.token);
       if (!participant) throw new AppError('unauthorized', 'Unknown token');
       return { participant, token: input.token };
     }
@@ -294,8 +339,11 @@ export class Participants {
     }
     const key = failureKey(nameKey(input.name), address);
     await this.loginFailures.beforeAttempt(key);
+    // With a shared store the person may have registered on another node: the store knows.
     const participant = this.byNameKey.get(nameKey(input.name));
-    const found = participant?.kind === 'user' ? await this.store.getParticipant(participant.id) : undefined;
+    const found = participant
+      ? participant.kind === 'user' ? await this.store.getParticipant(participant.id) : undefined
+      : this.shared ? await this.store.findParticipantByNameKey(nameKey(input.name)) : undefined;
     const user = found?.kind === 'user' ? found.record : undefined;
     const ok = user?.password_hash ? await verifyPassword(input.password, user.password_hash) : false;
     if (!user || !ok) {
@@ -347,9 +395,10 @@ export class Participants {
     ];
     found.record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
     await this.put(found, expected);
-    // Only now, with the new token durable, do the retired ones stop working.
-    for (const hash of retired) this.byTokenHash.delete(hash);
-    for (const hash of retired) for (const listener of this.tokenRevokedListeners) listener(hash);
+    // Only now, with the new token durable, do the retired ones stop working: here, and on the
+    // other nodes once they hear of it (a lost announcement is caught by their re-checks).
+    this.retire(retired);
+    if (retired.length > 0) await this.store.announceTokensRevoked?.(retired).catch(() => undefined);
     return token;
   }
 

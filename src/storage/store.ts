@@ -106,6 +106,12 @@ export interface Store {
    * its own writes of a participant; this catches another process's (nodes on one database).
    */
   putParticipant(participant: ParticipantRecord, nameKey: string, expected?: ParticipantRecord): Promise<void>;
+  /**
+   * Optional, for stores several processes share: tells the others that these token hashes were
+   * revoked (a rotation, a retired login), after the put that revoked them. Best effort: a
+   * process that misses it finds out when it checks the token in the store again.
+   */
+  announceTokensRevoked?(tokenHashes: readonly string[]): Promise<void>;
   /** Every participant (for start-up presence seeding and small admin views). */
   listParticipants(): Promise<ParticipantRecord[]>;
   /**

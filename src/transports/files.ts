@@ -101,9 +101,12 @@ async function detectType(file: string): Promise<string> {
   }
 }
 
-function caller(app: App, req: Request): Caller {
-  const found = app.registry.resolveCaller({ token: bearerToken(req.get('authorization')) });
-  if (!found) throw new AppError('unauthorized', 'This needs a token (Authorization: Bearer <token>)');
+/** The request's caller; its token may come from another node (a shared store, SPEC §11). */
+async function caller(app: App, req: Request): Promise<Caller> {
+  const token = bearerToken(req.get('authorization'));
+  if (!token) throw new AppError('unauthorized', 'This needs a token (Authorization: Bearer <token>)');
+  const found = await app.participants.authenticateAnywhere(token);
+  if (!found) throw new AppError('unauthorized', 'Unknown or revoked token');
   app.presence.touch(found.id);
   return found;
 }
@@ -136,7 +139,7 @@ export function fileRoutes(app: App, api: express.Router, io: UploadIo = default
 
   api.post('/rooms/:room_id/uploads', limited, async (req: Request, res: Response) => {
     try {
-      const who = caller(app, req);
+      const who = await caller(app, req);
       const roomId = validRoomId(String(req.params.room_id));
       const room = await app.reads.memberRoom(roomId, who);
       if (room.archived) throw new AppError('forbidden', 'This room is archived and read-only');
@@ -206,10 +209,10 @@ export function fileRoutes(app: App, api: express.Router, io: UploadIo = default
 /** Counts a request against the rate limits; an unknown token counts only for its address. */
 function rateLimited(app: App): express.RequestHandler {
   return (req, res, next) => {
-    const participant = app.participants.authenticate(bearerToken(req.get('authorization')));
     app.limits
       .consumeAddress(req.socket.remoteAddress ?? null)
-      .then(() => app.limits.consumeParticipant(participant?.id ?? null))
+      .then(() => app.participants.authenticateAnywhere(bearerToken(req.get('authorization'))))
+      .then((participant) => app.limits.consumeParticipant(participant?.id ?? null))
       .then(() => next(), (err: unknown) => sendError(res, err, app));
   };
 }
@@ -220,7 +223,7 @@ export async function authorizeDownload(app: App, req: Request, roomId: string, 
   if (req.query.sig !== undefined && !bearerToken(req.get('authorization'))) {
     throw new AppError('forbidden', 'This link has expired or is not valid');
   }
-  const who = caller(app, req);
+  const who = await caller(app, req);
   await app.reads.memberRoom(roomId, who);
 }
 

@@ -159,7 +159,7 @@ export class McpSession {
     let dispatched = false;
     try {
       const tool = this.app.registry.get(name);
-      const caller = this.identify(name, bearerToken(headerValue(extra, 'authorization')));
+      const caller = await this.identify(name, bearerToken(headerValue(extra, 'authorization')));
       if (tool?.public && BINDING_TOOLS.has(name)) claimed = this.checkIdentification(name, args);
       if (tool && !tool.public && !caller) {
         throw new AppError(
@@ -219,11 +219,14 @@ export class McpSession {
     }
   }
 
-  /** The caller of this call, binding the session to a valid header token. */
-  private identify(toolName: string, headerToken: string | null): Caller | null {
+  /**
+   * The caller of this call, binding the session to a valid header token. Tokens are looked up
+   * in a shared store when this node does not know them (issued on another node, SPEC §11).
+   */
+  private async identify(toolName: string, headerToken: string | null): Promise<Caller | null> {
     const participants = this.app.participants;
     if (headerToken) {
-      const fromHeader = participants.authenticate(headerToken);
+      const fromHeader = await participants.authenticateAnywhere(headerToken);
       if (!fromHeader) throw new AppError('unauthorized', 'The token in the Authorization header is unknown or was rotated');
       if (this.boundId !== null && fromHeader.id !== this.boundId) {
         throw new AppError(
@@ -238,7 +241,7 @@ export class McpSession {
       return fromHeader;
     }
     if (this.token === null) return null;
-    const bound = participants.authenticate(this.token);
+    const bound = await participants.authenticateAnywhere(this.token);
     if (bound) return bound;
     // The session's token was rotated or revoked elsewhere: only a login as the same participant helps.
     if (toolName === 'login') return null;

@@ -12,7 +12,7 @@ import type https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { App } from '../app.js';
-import { toWireError } from '../errors.js';
+import { AppError, toWireError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../events/bus.js';
 import { agentTurnData } from '../protocol/events.js';
 import { presentMessage } from '../rooms/present.js';
@@ -399,6 +399,11 @@ export class WsHub {
     session.calls.add(controller);
     const requestId = `ws-${session.id}-${String(frame.id)}`;
     try {
+      // Several nodes: a revocation whose announcement never reached this node is caught here
+      // (checked in the store at most every few seconds); the socket then closes like any revoked one.
+      const participants = this.app.participants;
+      const tokenHash = session.caller?.tokenHash;
+      if (participants.isShared && tokenHash && !(await participants.stillValid(tokenHash))) throw new AppError('unauthorized', 'Unknown or revoked token');
       const data = await this.app.registry.call(frame.tool, frame.args ?? {}, {
         caller: session.caller,
         transport: 'ws',

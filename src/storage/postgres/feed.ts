@@ -16,6 +16,10 @@
 //                                   onResync: () => rooms.refreshAll() });
 //       await feed.start(); … await feed.stop();
 //
+// The same connection LISTENs on `token_revocations` (`onTokensRevoked`): the hashes of tokens
+// another node revoked, so sockets and sessions holding them close on every node at once
+// (SPEC §3/§11); after a reconnect every token is checked in the store again at its next use.
+//
 // Notifications may be lost, coalesced, or arrive for commits a node already read: the node
 // (RoomRuntime's reload) turns them into an exact stream by reading what committed since its
 // copy from the tables, in one snapshot (`PgStore.readChangesSince`), and ignoring versions it
@@ -24,6 +28,8 @@ import pg from 'pg';
 import type { Message, RoomRecord } from '../../types.js';
 
 export const ROOM_CHANNEL = 'room_changes';
+/** Token hashes another node revoked (`PgStore.announceTokensRevoked`): a JSON array. */
+export const TOKEN_CHANNEL = 'token_revocations';
 
 export interface RoomChange {
   roomId: string;
@@ -63,6 +69,16 @@ export function commitPayload(roomId: string, version: number, lastSeq: number, 
   return carried.length * 3 <= MAX_PAYLOAD_BYTES || Buffer.byteLength(carried) <= MAX_PAYLOAD_BYTES ? carried : plain;
 }
 
+/** Parses a `token_revocations` payload: a JSON array of hex hashes (anything else: none). */
+export function parseTokenHashes(payload: string): string[] {
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    return Array.isArray(parsed) ? parsed.filter((h): h is string => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h)) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** Parses a `room_changes` payload; room ids may contain ':', the two numbers never do. */
 export function parseRoomChange(payload: string): RoomChange | undefined {
   if (payload.startsWith('{"r":')) {
@@ -83,6 +99,8 @@ export interface RoomFeedOptions {
   onChange: (change: RoomChange) => void;
   /** After a reconnect: notifications may have been missed; re-read from the tables. */
   onResync?: () => void;
+  /** Token hashes another node revoked (the `token_revocations` channel; listened to only when set). */
+  onTokensRevoked?: (tokenHashes: string[]) => void;
   /** Told about connection errors the feed recovers from by reconnecting. */
   onError?: (err: Error) => void;
   /**
@@ -137,7 +155,13 @@ export class RoomFeed {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.options.connectionString, application_name: 'agent-chatroom-feed' });
     client.on('notification', (msg) => {
-      if (msg.channel !== ROOM_CHANNEL || msg.payload === undefined) return;
+      if (msg.payload === undefined) return;
+      if (msg.channel === TOKEN_CHANNEL) {
+        const hashes = parseTokenHashes(msg.payload);
+        if (hashes.length > 0) this.options.onTokensRevoked?.(hashes);
+        return;
+      }
+      if (msg.channel !== ROOM_CHANNEL) return;
       const change = parseRoomChange(msg.payload);
       if (change) this.options.onChange(change);
     });
@@ -155,6 +179,7 @@ export class RoomFeed {
     try {
       await client.connect();
       await client.query(`LISTEN ${ROOM_CHANNEL}`);
+      if (this.options.onTokensRevoked) await client.query(`LISTEN ${TOKEN_CHANNEL}`);
     } catch (err) {
       lost = true;
       client.end().catch(() => undefined);

@@ -38,6 +38,7 @@ import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from '../store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
+import { TOKEN_CHANNEL } from './feed.js';
 import { commitPayload } from './feed.js';
 import { migrate } from './migrations.js';
 import { CommitNotifier } from './notifier.js';
@@ -252,6 +253,11 @@ export class PgStore implements Store {
       }
       throw err;
     }
+  }
+
+  /** NOTIFY `token_revocations` with the hashes (a JSON array); RoomFeed is the listening side. */
+  async announceTokensRevoked(tokenHashes: readonly string[]): Promise<void> {
+    await this.pool.query(`SELECT pg_notify('${TOKEN_CHANNEL}', $1)`, [JSON.stringify(tokenHashes)]);
   }
 
   async listParticipants(): Promise<ParticipantRecord[]> {

@@ -1,0 +1,143 @@
+// Tokens and passwords on several nodes (SPEC §3, §11: every guarantee unchanged whichever node a
+// client talks to). A token issued on node A works at its first use on node B through every path
+// that takes a token (MCP header, `login {token}`, uploads and downloads), a person registered on
+// A logs in with the password on B, and a token rotated on A stops working on B at once: B's
+// sockets that hold it close with 4401, its MCP sessions and REST calls are refused.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningServer } from '../../src/server.js';
+import { restCall } from '../helpers/process.js';
+import { connectMcp } from '../helpers/mcp.js';
+import { eventually, TestSocket } from '../helpers/ws.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+let pgServer: PgServer | undefined;
+const nodes: RunningServer[] = [];
+
+async function twoNodes(): Promise<[RunningServer, RunningServer, string]> {
+  const site = await newSite(pgServer!);
+  const a = await startNode(site);
+  nodes.push(a);
+  const b = await startNode(site);
+  nodes.push(b);
+  return [a, b, site.databaseUrl];
+}
+
+const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
+
+async function upload(node: RunningServer, roomId: string, token: string): Promise<Response> {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(Buffer.from('notes'))]), 'notes.txt');
+  return fetch(`${node.url}/api/v1/rooms/${roomId}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+}
+
+if (enabled) {
+  beforeAll(async () => {
+    pgServer = await startPgServer();
+  });
+  afterAll(async () => {
+    for (const node of nodes) await node.close().catch(() => undefined);
+    await pgServer?.stop();
+  });
+}
+
+describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
+  it('a token issued on node A works at its first use on node B: MCP header, login {token}, upload, download', async () => {
+    const [a, b] = await twoNodes();
+    const person = await ok(a.url, 'register_user', { name: 'Writer' });
+    const agent = await ok(a.url, 'register_agent', { name: 'Helper' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Notes' }, person.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+
+    // Each check is the token's first use on B (nothing else on B has seen it).
+    const uploaded = await upload(b, room.room_id, person.token);
+    expect(uploaded.status).toBe(201);
+    const { file_url } = ((await uploaded.json()) as { data: { file_url: string } }).data;
+
+    const mcp = await connectMcp(b.url, { token: agent.token });
+    try {
+      const rooms = await mcp.ok<{ rooms: Array<{ room_id: string }> }>('list_rooms');
+      expect(rooms.rooms.map((r) => r.room_id)).toContain(room.room_id);
+    } finally {
+      await mcp.close();
+    }
+
+    const other = await ok(a.url, 'register_agent', { name: 'Second' });
+    const login = await restCall(b.url, 'login', { token: other.token });
+    expect(login.status).toBe(200);
+    expect(login.body.data.participant.name).toBe('Second');
+
+    const reader = await ok(a.url, 'register_agent', { name: 'Reader' });
+    await ok(a.url, 'join_room', { room_id: room.room_id }, reader.token);
+    const download = await fetch(`${b.url}${file_url}`, { headers: { authorization: `Bearer ${reader.token}` } });
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe('notes');
+  });
+
+  it('a person registered on node A logs in with the password on node B', async () => {
+    const [a, b] = await twoNodes();
+    await ok(a.url, 'register_user', { name: 'Pat', password: 'correct horse battery' });
+    const login = await restCall(b.url, 'login', { name: 'Pat', password: 'correct horse battery' });
+    expect(login.status).toBe(200);
+    expect(login.body.data.participant.name).toBe('Pat');
+    const wrong = await restCall(b.url, 'login', { name: 'Pat', password: 'wrong password!' });
+    expect(wrong.body.error.code).toBe('wrong_password');
+    const nobody = await restCall(b.url, 'login', { name: 'Nobody', password: 'correct horse battery' });
+    expect(nobody.body.error.code).toBe('wrong_password');
+  });
+
+  it('a token rotated on node A stops working on node B: its socket closes with 4401, MCP and REST refuse it', async () => {
+    const [a, b] = await twoNodes();
+    const person = await ok(a.url, 'register_user', { name: 'Owner' });
+    const agent = await ok(a.url, 'register_agent', { name: 'Rotor' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Rotation' }, person.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+
+    // B knows the old token through every kind of client before the rotation.
+    const socket = await TestSocket.connect(wsUrl(b), agent.token);
+    const mcp = await connectMcp(b.url, { token: agent.token });
+    await mcp.ok('list_rooms');
+    await ok(b.url, 'get_room', { room_id: room.room_id }, agent.token);
+
+    const rotated = await ok(a.url, 'rotate_token', {}, agent.token);
+    try {
+      const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 2000))]);
+      expect(closed?.code).toBe(4401);
+      await eventually(async () => (await restCall(b.url, 'get_room', { room_id: room.room_id }, agent.token)).status === 401, 1000, 'REST on B refuses the old token');
+      const refused = await mcp.err('list_rooms');
+      expect(refused.code).toBe('unauthorized');
+      // The new token works on B.
+      await ok(b.url, 'get_room', { room_id: room.room_id }, rotated.token);
+    } finally {
+      await mcp.close();
+      await socket.close().catch(() => undefined);
+    }
+  });
+
+  it('a rotation whose announcement a node missed (its listening connection was down) still closes that node\'s socket at its next call', async () => {
+    const [a, b, databaseUrl] = await twoNodes();
+    const person = await ok(a.url, 'register_user', { name: 'Keeper' });
+    const agent = await ok(a.url, 'register_agent', { name: 'Missed' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Missed' }, person.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+    const socket = await TestSocket.connect(wsUrl(b), agent.token);
+    expect((await socket.call('get_room', { room_id: room.room_id })).ok).toBe(true);
+
+    // The nodes' LISTEN connections drop; the rotation's announcement goes out while they are away.
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-chatroom-feed' AND datname = current_database()");
+    } finally {
+      await admin.end();
+    }
+    await ok(a.url, 'rotate_token', {}, agent.token);
+
+    // B's feed reconnects by itself; the socket's next call is checked in the store.
+    await eventually(async () => socket.ws.readyState !== socket.ws.OPEN || !(await socket.call('get_room', { room_id: room.room_id })).ok, 3000, 'a call with the old token is refused');
+    const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 2000))]);
+    expect(closed?.code).toBe(4401);
+  });
+});
