@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LinkSigner } from './identity/links.js';
-import { nameKey } from './identity/names.js';
+import { confusableKeys, nameKey } from './identity/names.js';
 import { Participants } from './identity/participants.js';
 import { seedParticipants } from './identity/seed.js';
 import { Presence, PRESENCE_WINDOW_MS, realTimers, SOCKET_GRACE_MS, type Timers } from './identity/presence.js';
@@ -145,6 +145,7 @@ function openStore(config: Config, logger: Logger): Store {
       connectionString: config.store.databaseUrl,
       poolSize: config.store.poolSize,
       onPoolError: (err) => logger.warn({ err }, 'PostgreSQL connection error (the pool reconnects)'),
+      lookAlikeKeysOf: confusableKeys,
     });
   }
   return createStore(config.dataDir, logger, { nameKeyOf: nameKey, cacheMessages: config.cacheMessages, indexCacheBytes: config.indexCacheBytes, warmUpDelayMs: WARM_UP_DELAY_MS });

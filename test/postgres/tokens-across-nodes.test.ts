@@ -1,12 +1,16 @@
 // Tokens and passwords on several nodes (SPEC §3, §11: every guarantee unchanged whichever node a
 // client talks to). A token issued on node A works at its first use on node B through every path
 // that takes a token (MCP header, `login {token}`, uploads and downloads), a person registered on
-// A logs in with the password on B, and a token rotated on A stops working on B at once: B's
-// sockets that hold it close with 4401, its MCP sessions and REST calls are refused.
+// A logs in with the password on B, a token rotated on A stops working on B at once (B's
+// sockets that hold it close with 4401, its MCP sessions and REST calls are refused), and a name
+// that looks like one registered on A (a confusable skeleton, UTS #39) is name_taken on B.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
+import { nameKey } from '../../src/identity/names.js';
+import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { restCall } from '../helpers/process.js';
+import { makeAgent } from '../unit/storage-helpers.js';
 import { connectMcp } from '../helpers/mcp.js';
 import { eventually, TestSocket } from '../helpers/ws.js';
 import { newSite, ok, startNode } from './cluster-nodes.js';
@@ -139,5 +143,37 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
     await eventually(async () => socket.ws.readyState !== socket.ws.OPEN || !(await socket.call('get_room', { room_id: room.room_id })).ok, 3000, 'a call with the old token is refused');
     const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 2000))]);
     expect(closed?.code).toBe(4401);
+  });
+
+  it('a name that looks like one registered on another node is name_taken, also when both register at once', async () => {
+    const [a, b] = await twoNodes();
+    await ok(a.url, 'register_agent', { name: 'Dave' });
+    const lookAlike = await restCall(b.url, 'register_agent', { name: 'D\u0430ve' }); // Cyrillic а
+    expect(lookAlike.body.error?.code).toBe('name_taken');
+
+    for (let i = 0; i < 8; i++) {
+      const [latin, cyrillic] = await Promise.all([
+        restCall(a.url, 'register_agent', { name: `Alice${i}` }),
+        restCall(b.url, 'register_user', { name: `\u0410lice${i}` }), // Cyrillic А
+      ]);
+      const outcomes = [latin, cyrillic].map((r) => (r.status === 200 ? 'ok' : r.body.error.code)).sort();
+      expect(outcomes, `pair ${i}`).toEqual(['name_taken', 'ok']);
+    }
+  });
+
+  it('participants stored before look-alike keys were kept get them when a node starts: an old name blocks its look-alike on every node', async () => {
+    const site = await newSite(pgServer!);
+    // Node B runs before the name exists, so only the database can tell it about it.
+    const b = await startNode(site);
+    nodes.push(b);
+    // A store of the version before (no look-alike keys) writes the participant.
+    const old = new PgStore({ connectionString: site.databaseUrl, poolSize: 2 });
+    await old.open();
+    await old.putParticipant({ kind: 'agent', record: makeAgent('old-agent', { name: 'Carol' }) }, nameKey('Carol'));
+    await old.close();
+    // Node A starts (an upgraded node): it stores the missing keys.
+    nodes.push(await startNode(site));
+    const lookAlike = await restCall(b.url, 'register_agent', { name: 'C\u0430rol' });
+    expect(lookAlike.body.error?.code).toBe('name_taken');
   });
 });

@@ -58,6 +58,12 @@ export interface PgStoreOptions {
    * crash, but serialises commits on the WAL flush: see 001_initial.sql).
    */
   notify?: 'after-commit' | 'in-commit';
+  /**
+   * The look-alike keys of a name (confusable skeletons, SPEC §3), stored with each new
+   * participant so that no two nodes register look-alike names (the server passes the identity
+   * layer's function; without it only `nameKey` is unique).
+   */
+  lookAlikeKeysOf?: (name: string) => string[];
 }
 
 /** SQLSTATEs raised by chatroom_commit_room. */
@@ -191,7 +197,35 @@ export class PgStore implements Store {
   async open(): Promise<void> {
     if (this.opened) return;
     await migrate(this.pool);
+    await this.addMissingLookAlikes();
     this.opened = true;
+  }
+
+  /**
+   * Participants stored without look-alike rows (before migration 002, or by a store without
+   * `lookAlikeKeysOf`) get them from their names. A key another participant already holds is
+   * left to that one: two look-alike names stored earlier both stay.
+   */
+  private async addMissingLookAlikes(): Promise<void> {
+    const keysOf = this.options.lookAlikeKeysOf;
+    if (!keysOf) return;
+    const { rows } = await this.pool.query<{ id: string; name: string }>(
+      'SELECT id, name FROM participants p WHERE NOT EXISTS (SELECT 1 FROM participant_look_alikes l WHERE l.participant_id = p.id) ORDER BY position',
+    );
+    for (let i = 0; i < rows.length; i += 1000) {
+      const keys: string[] = [];
+      const ids: string[] = [];
+      for (const { id, name } of rows.slice(i, i + 1000)) {
+        for (const key of keysOf(name)) {
+          keys.push(column(key));
+          ids.push(id);
+        }
+      }
+      await this.pool.query(
+        'INSERT INTO participant_look_alikes (key, participant_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO NOTHING',
+        [keys, ids],
+      );
+    }
   }
 
   async close(): Promise<void> {
@@ -226,29 +260,45 @@ export class PgStore implements Store {
   async putParticipant(participant: ParticipantRecord, nameKey: string, expected?: ParticipantRecord): Promise<void> {
     const id = participantIdOf(participant);
     const text = JSON.stringify(participant.record);
+    // A new participant (no `expected`: a registration) claims its look-alike keys in the same
+    // statement; a later put of the record (tokens, last_active) keeps them.
+    const lookAlikes = expected ? [] : (this.options.lookAlikeKeysOf?.(participant.record.name) ?? []).map(column);
+    const upsert = `INSERT INTO participants (id, kind, name, name_key, token_hashes, record) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (id) DO UPDATE
+           SET kind = EXCLUDED.kind, name = EXCLUDED.name, name_key = EXCLUDED.name_key,
+               token_hashes = EXCLUDED.token_hashes, record = EXCLUDED.record
+           WHERE $7::text IS NULL OR participants.record::text IN ($7::text, $6::text)`;
+    const values = [
+      id,
+      participant.kind,
+      column(participant.record.name),
+      column(nameKey),
+      participant.record.token_hashes.map(column),
+      text,
+      expected ? JSON.stringify(expected.record) : null,
+    ];
     try {
       // An upsert of the same values is idempotent: repeating it settles a lost answer. With
       // `expected`, the update applies only while the row holds that record (a json column keeps
       // the text it was given, so comparing texts compares records) or already holds this one.
-      const { rowCount } = await this.retryInDoubt(() => this.pool.query(
-        `INSERT INTO participants (id, kind, name, name_key, token_hashes, record) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (id) DO UPDATE
-           SET kind = EXCLUDED.kind, name = EXCLUDED.name, name_key = EXCLUDED.name_key,
-               token_hashes = EXCLUDED.token_hashes, record = EXCLUDED.record
-           WHERE $7::text IS NULL OR participants.record::text IN ($7::text, $6::text)`,
-        [
-          id,
-          participant.kind,
-          column(participant.record.name),
-          column(nameKey),
-          participant.record.token_hashes.map(column),
-          text,
-          expected ? JSON.stringify(expected.record) : null,
-        ],
-      ));
+      if (lookAlikes.length > 0) {
+        await this.retryInDoubt(() => this.pool.query(
+          `WITH up AS (${upsert} RETURNING id)
+           INSERT INTO participant_look_alikes (key, participant_id) SELECT k, up.id FROM up CROSS JOIN unnest($8::text[]) AS k`,
+          [...values, lookAlikes],
+        ));
+        return;
+      }
+      const { rowCount } = await this.retryInDoubt(() => this.pool.query(upsert, values));
       if (rowCount === 0) throw new ParticipantChangedError(id);
     } catch (err) {
       if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'participants_name_key_unique') {
+        throw new NameTakenError(participant.record.name);
+      }
+      if (isServerError(err) && err.code === UNIQUE_VIOLATION && err.constraint === 'participant_look_alikes_pkey') {
+        // Keys held by this participant already: an earlier attempt of this same put committed.
+        const { rowCount } = await this.pool.query('SELECT 1 FROM participant_look_alikes WHERE key = ANY($1::text[]) AND participant_id <> $2', [lookAlikes, id]);
+        if (rowCount === 0) return;
         throw new NameTakenError(participant.record.name);
       }
       throw err;
