@@ -1,5 +1,5 @@
 // The data model of SPEC §4: field names are exact, as stored and as returned.
-import type { CurrentRound } from './rounds/types.js';
+import type { CurrentRound, RoundEndReason } from './rounds/types.js';
 
 export type Role = 'ai_agent' | 'user' | 'system';
 export type ParticipantKind = 'agent' | 'user';
@@ -99,9 +99,23 @@ export interface RoomRecord {
    * resume (SPEC §6.1.9; the turn engine's RoundState.paused_mentions). Absent = none.
    */
   paused_mentions?: string[];
+  /**
+   * The last rounds that ended (at most RECENT_ROUND_ENDS of src/runtime/engine-step.ts, oldest
+   * first), each with the reason its `round_end` gave. `current_round` keeps only the last round,
+   * and a round ended by a commit that also started the next one is gone from it: a node that
+   * did not make the commit reads the reason here (change-events.ts, SPEC §11). Internal
+   * bookkeeping, not shown to clients. Absent (rooms stored before it) = none.
+   */
+  recent_round_ends?: RoundEnd[];
 }
 
-export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq'> & {
+/** How one round ended: its id and the reason of its `round_end` (SPEC §8). */
+export interface RoundEnd {
+  round_id: string;
+  reason: RoundEndReason;
+}
+
+export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq' | 'recent_round_ends'> & {
   has_password: boolean;
 };
 

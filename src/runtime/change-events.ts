@@ -1,14 +1,16 @@
 // The events that tell subscribers how a room changed between two committed states, for changes
 // this process did not compute itself (another node committed them, SPEC §11). The node that
 // commits publishes the events it computed; the others read the new state and the new messages
-// from the store and publish what this diff finds: messages in seq order, membership and
-// status changes, round start and end, the turn (built by the one agent_turn builder), and the
-// room itself. `loadChanges` reads what the diff needs from the store in one snapshot: the new
-// state, the new messages, and the older ones another node rewrote (edits, deletions), which
-// become `message_update`.
+// from the store and publish what this diff finds: membership and status changes, messages in
+// seq order, round end and start (the reason from the stored state, a new round's records after
+// its start, as the committing node sends them), the turn (built by the one agent_turn
+// builder), and the room itself. `loadChanges` reads what the diff needs from the store in one
+// snapshot: the new state, the new messages, and the older ones another node rewrote (edits,
+// deletions), which become `message_update`.
 import { cloneJson } from '../clone.js';
 import { agentTurnData, type AccessEvent, type RoomEvent } from '../protocol/events.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
+import type { CurrentRound, RoundEndReason } from '../rounds/types.js';
 import type { LoadedRoom, Store } from '../storage/store.js';
 import type { Message, RoomRecord } from '../types.js';
 import { memberStatus } from './commands.js';
@@ -127,26 +129,31 @@ export function changeEvents(
     events.push({ event: 'member_leave', room_id: roomId, data: { member: { ...cloneJson(member), is_host: false } } });
   }
 
-  for (const message of added) events.push({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, after) } });
+  const oldRound = before.current_round;
+  const newRound = after.current_round;
+  const started = before !== after && newRound && newRound.round_id !== oldRound?.round_id ? newRound : null;
+  // The committing node announces a round's records (offline passes, the guard's message) after
+  // its round_start (engine-step.ts): the new messages are cut there.
+  const cut = started ? firstOfRound(added, started) : added.length;
+  const messageNew = (message: Message): RoomEvent => ({ event: 'message_new', room_id: roomId, data: { message: presentMessage(message, after) } });
+  for (const message of added.slice(0, cut)) events.push(messageNew(message));
   for (const message of updated) events.push({ event: 'message_update', room_id: roomId, data: { message: presentMessage(message, after) } });
   // Only messages changed (a carried commit that kept the state): nothing else to compare.
   if (before === after) return { access, events, turnsIssued };
 
-  const oldRound = before.current_round;
-  const newRound = after.current_round;
   const oldRunning = oldRound && !oldRound.completed ? oldRound : null;
   if (oldRunning && (newRound?.round_id !== oldRunning.round_id || newRound.completed)) {
-    const reason = newRound?.round_id === oldRunning.round_id && newRound.completed ? newRound.end_reason : 'superseded';
-    events.push({ event: 'round_end', room_id: roomId, data: { round_id: oldRunning.round_id, reason } });
+    events.push({ event: 'round_end', room_id: roomId, data: { round_id: oldRunning.round_id, reason: endReason(oldRunning.round_id, after) } });
   }
-  if (newRound && newRound.round_id !== oldRound?.round_id) {
+  if (started) {
     events.push({
       event: 'round_start',
       room_id: roomId,
-      data: { round_id: newRound.round_id, agent_queue: [...newRound.agent_queue], mode: after.interaction_mode, kind: newRound.kind },
+      data: { round_id: started.round_id, agent_queue: [...started.agent_queue], mode: after.interaction_mode, kind: started.kind },
     });
-    if (newRound.completed) events.push({ event: 'round_end', room_id: roomId, data: { round_id: newRound.round_id, reason: newRound.end_reason } });
   }
+  for (const message of added.slice(cut)) events.push(messageNew(message));
+  if (started?.completed) events.push({ event: 'round_end', room_id: roomId, data: { round_id: started.round_id, reason: started.end_reason } });
   const oldTurn = agentTurnData(before, turnTimeoutMs);
   const newTurn = agentTurnData(after, turnTimeoutMs);
   if (newTurn && JSON.stringify(newTurn) !== JSON.stringify(oldTurn)) {
@@ -157,4 +164,36 @@ export function changeEvents(
     events.push({ event: 'room_update', room_id: roomId, data: { room: presentRoom(after) } });
   }
   return { access, events, turnsIssued };
+}
+
+/**
+ * Why the round `roundId` ended, as its round_end on the committing node said: from
+ * `current_round` when it is still that round, else from the room's `recent_round_ends` (the
+ * commit also started the next round: a follow-up after `completed`, a host round after
+ * `superseded`, …). A round found in neither (a room stored before `recent_round_ends`, or a
+ * node more rounds behind than the list keeps) is reported `superseded`: another round took its
+ * place.
+ */
+function endReason(roundId: string, after: RoomRecord): RoundEndReason {
+  const current = after.current_round;
+  if (current?.round_id === roundId && current.completed) return current.end_reason;
+  const recent = (after.recent_round_ends ?? []).findLast((e) => e.round_id === roundId);
+  return recent?.reason ?? 'superseded';
+}
+
+/**
+ * Where the messages of the newly started `round` begin among `added` (seq order): its first
+ * message, unless that is the agent's own post that opened the round in an idle room (SPEC
+ * §6.1.4: the post is numbered, and announced, before the round it starts; it heads the queue
+ * and carries the round's start time), whose next message is taken instead. `added.length`
+ * when the round has none.
+ */
+function firstOfRound(added: readonly Message[], round: CurrentRound): number {
+  const first = added.findIndex((m) => m.round_id === round.round_id);
+  if (first < 0) return added.length;
+  const m = added[first]!;
+  const opener = m.role === 'ai_agent' && m.skip_reason === null && m.sender === round.agent_queue[0] && m.timestamp === round.start_time;
+  if (!opener) return first;
+  const next = added.findIndex((x, i) => i > first && x.round_id === round.round_id);
+  return next < 0 ? added.length : next;
 }

@@ -9,6 +9,14 @@ import type { EngineAction, EngineEffect, RoomView } from '../rounds/types.js';
 import type { Message, RoomRecord } from '../types.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 
+/**
+ * How many ended rounds a room remembers with their reasons (`recent_round_ends`). One action
+ * ends at most two (a host round superseded, then the next one ending at once); a few more
+ * cover a batch of commands, or a node a few commits behind. The entries ride in every stored
+ * state (and in the notifications that carry it), so the list stays short.
+ */
+export const RECENT_ROUND_ENDS = 4;
+
 export interface StepEnv {
   now: number;
   /** Names of the room's agents that are online now. */
@@ -64,7 +72,8 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   const { room } = input;
   const newId = env.newId ?? uuidv4;
   // What the engine may change, cheaply comparable: `history_rounds` only ever grows at its end
-  // (engine.ts), so its length and last id stand for it; the rest is small.
+  // (engine.ts), so its length and last id stand for it; the rest is small. (`recent_round_ends`
+  // changes only with a round's end, which grows `history_rounds`.)
   const stored = () =>
     JSON.stringify([room.current_round, room.history_rounds.length, room.history_rounds.at(-1), room.processed_through_seq, room.paused_mentions ?? []]);
   const before = stored();
@@ -86,6 +95,10 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   room.processed_through_seq = result.state.processed_through_seq;
   if (result.state.paused_mentions.length > 0) room.paused_mentions = result.state.paused_mentions;
   else delete room.paused_mentions;
+  // The reasons of the rounds this step ended, for nodes that rebuild its events from the
+  // stored state (change-events.ts): the ended round may be replaced at once by the next one.
+  const ended = result.effects.flatMap((e) => (e.type === 'round_end' ? [{ round_id: e.round_id, reason: e.reason }] : []));
+  if (ended.length > 0) room.recent_round_ends = [...(room.recent_round_ends ?? []), ...ended].slice(-RECENT_ROUND_ENDS);
   const changed = stored() !== before;
 
   const messages: Message[] = [];

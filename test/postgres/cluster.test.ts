@@ -100,6 +100,17 @@ describe.skipIf(!enabled)('the server on PostgreSQL', () => {
       await watcher.waitForEvent('message_new', (d) => d.message.seq === last, 15_000);
       expect(watcher.messageSeqs(room.room_id)).toEqual(seqs);
     }
+    // Bot2's answer (committed on node C) ended the first round and started the follow-up round
+    // in one commit: every node's subscriber got the same round events, the end as `completed`
+    // (the nodes that did not commit it rebuild it from the stored state).
+    const rounds = (watcher: TestSocket) =>
+      watcher
+        .events(room.room_id)
+        .filter((f) => f.event === 'round_start' || f.event === 'round_end')
+        .map((f: any) => `${f.event}:${f.data.round_id}${f.event === 'round_end' ? `:${f.data.reason}` : ''}`);
+    const [first, second] = rounds(watchers[2]!).filter((l) => l.startsWith('round_start'));
+    expect(rounds(watchers[2]!)).toEqual([first, `${first!.replace('round_start', 'round_end')}:completed`, second]);
+    for (const watcher of watchers) expect(rounds(watcher)).toEqual(rounds(watchers[2]!));
     for (const socket of [...watchers, bot1Socket, bot2Socket]) await socket.close();
   });
 

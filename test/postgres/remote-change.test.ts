@@ -63,6 +63,23 @@ async function commitOn(rooms: Rooms, store: MemoryStore, roomId: string, comman
   return { version: after.version, lastSeq: after.lastSeq, messages, ...(changed ? { room: after.room } : {}) };
 }
 
+/** The room's round and turn events and new messages as lines (round ids cut short). */
+const roundLines = (events: RoomEvent[]): string[] =>
+  events.flatMap((e) => {
+    switch (e.event) {
+      case 'message_new':
+        return [`msg#${e.data.message.seq}${e.data.message.skip_reason ? `:${e.data.message.skip_reason}` : ''}`];
+      case 'round_start':
+        return [`round_start:${e.data.round_id.slice(0, 8)}`];
+      case 'round_end':
+        return [`round_end:${e.data.round_id.slice(0, 8)}:${e.data.reason}`];
+      case 'agent_turn':
+        return [`turn:${e.data.agent_name}`];
+      default:
+        return [];
+    }
+  });
+
 const texts = (events: RoomEvent[]): string[] =>
   events.flatMap((e) => (e.event === 'message_new' ? [`${e.data.message.seq}:${e.data.message.text_content}`] : []));
 
@@ -146,5 +163,46 @@ describe('a node taking another node\'s commit from its notification', () => {
     const next = await commitOn(a.rooms, shared, room_id, { type: 'post', caller: ann, input: { text_content: 'hello Bob' } });
     b.rooms.remoteChange(room_id, next.version, next);
     await expect.poll(() => texts(b.events)).toContain(`${next.lastSeq}:hello Bob`);
+  });
+
+  it('sends the round_end reasons and the order of the committing node: a follow-up round after `completed`, a host round after `superseded`', async () => {
+    const clock = new ManualClock();
+    const shared = new MemoryStore();
+    const [ann, gamma, alpha, beta] = [caller('Ann', 'user'), caller('Gamma', 'ai_agent'), caller('Alpha', 'ai_agent'), caller('Beta', 'ai_agent')];
+    // Gamma, first in join order, is offline: each round starts with its offline record.
+    const a = node(shared, clock, [ann, alpha, beta]);
+    const b = node(shared, clock, [ann]);
+    // Node c gets every notification in the plain form: it reads the store.
+    const c = node(shared, clock, [ann]);
+    const { room_id } = await a.rooms.create(ann, { room_name: 'Rounds everywhere' }, member(ann, clock));
+    await b.rooms.runtime(room_id);
+    await c.rooms.runtime(room_id);
+    const step = async (command: Parameters<Rooms['execute']>[1]) => {
+      const change = await commitOn(a.rooms, shared, room_id, command);
+      b.rooms.remoteChange(room_id, change.version, change);
+      c.rooms.remoteChange(room_id, change.version);
+      await expect.poll(async () => (await b.rooms.runtime(room_id))!.committedSeq).toBe(change.lastSeq);
+      await expect.poll(async () => (await c.rooms.runtime(room_id))!.committedSeq).toBe(change.lastSeq);
+    };
+    await step({ type: 'join', caller: gamma, member: { ...member(gamma, clock), status: 'offline' }, passwordHash: null });
+    await step({ type: 'join', caller: alpha, member: member(alpha, clock), passwordHash: null });
+    await step({ type: 'join', caller: beta, member: member(beta, clock), passwordHash: null });
+    await step({ type: 'post', caller: ann, input: { text_content: 'Plan the release.' } });
+    await step({ type: 'post', caller: alpha, input: { text_content: 'Alpha: tests first.' } });
+    // Beta's answer ends the round (completed) and starts the follow-up in one commit.
+    await step({ type: 'post', caller: beta, input: { text_content: 'Beta: then docs.' } });
+    // Host mode: the host's mention supersedes the running round.
+    await step({ type: 'update_settings', caller: ann, change: { interaction_mode: 'host' } });
+    await step({ type: 'post', caller: ann, input: { text_content: '@Alpha go' } });
+    await step({ type: 'post', caller: ann, input: { text_content: '@Beta instead' } });
+
+    const committed = roundLines(a.events);
+    const reasons = committed.filter((l) => l.startsWith('round_end')).map((l) => l.split(':')[2]);
+    expect(reasons).toEqual(['completed', 'superseded', 'superseded']);
+    // After the follow-up's round_start comes Gamma's offline record of the new round.
+    const followUp = committed.findIndex((l, i) => i > 0 && committed[i - 1]!.endsWith(':completed'));
+    expect(committed.slice(followUp, followUp + 3)).toEqual([expect.stringMatching(/^round_start:/), expect.stringMatching(/^msg#\d+:offline$/), 'turn:Alpha']);
+    expect(roundLines(b.events)).toEqual(committed);
+    expect(roundLines(c.events)).toEqual(committed);
   });
 });

@@ -335,7 +335,16 @@ export function storeContract(
         const v0 = await store.createRoom(room);
         const m1 = makeMessage(roomId, 1);
         const m2 = makeMessage(roomId, 2);
-        const changed = { ...room, room_description: 'changed', processed_through_seq: 2 };
+        // The optional fields a room record may have come back as they went in (a room without
+        // them, as stored before they existed, loads without them: `room` above).
+        const changed: RoomRecord = {
+          ...room,
+          room_description: 'changed',
+          processed_through_seq: 2,
+          paused_mentions: ['a'],
+          recent_round_ends: [{ round_id: 'r-1', reason: 'completed' }, { round_id: 'r-2', reason: 'superseded' }],
+        };
+        expect((await store.loadRoom(roomId))!.room).toEqual(room);
         const v1 = await store.commitRoom(roomId, { room: changed, messages: [m1, m2], expectedVersion: v0 });
         expect(v1).not.toBe(v0);
         expect(await store.loadRoom(roomId)).toEqual({ room: changed, lastSeq: 2, version: v1 });
@@ -355,6 +364,10 @@ export function storeContract(
         expect((stale as StaleRoomError).roomId).toBe(roomId);
         expect((await store.loadRoom(roomId))?.lastSeq).toBe(3);
         await expect(store.commitRoom('no-such-room', { messages: [], expectedVersion: 1 })).rejects.toThrow();
+        if (h.reopen) {
+          await reopen();
+          expect((await store.loadRoom(roomId))?.room).toEqual(again);
+        }
       });
 
       it('keeps seqs gapless: a gap, a wrong room or a moved seq is refused and leaves no trace', async () => {
