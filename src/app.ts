@@ -58,7 +58,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     now,
   );
   const presence = new Presence(now, timers, options.presenceWindowMs ?? PRESENCE_WINDOW_MS, options.socketGraceMs ?? SOCKET_GRACE_MS);
-  await seedParticipants(store, participants, presence, shared);
+  await seedParticipants(store, participants, presence);
   const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
   const rooms = new Rooms({
     store,

@@ -5,12 +5,15 @@ import type { ParticipantRecord, Store } from '../storage/store.js';
 import type { Participants } from './participants.js';
 import type { Presence } from './presence.js';
 
-export async function seedParticipants(store: Store, participants: Participants, presence: Presence, shared: boolean): Promise<void> {
+export async function seedParticipants(store: Store, participants: Participants, presence: Presence): Promise<void> {
   const visit = (found: Readonly<ParticipantRecord>): void => {
     const participant = participants.loadOne(found);
-    // With a shared store each node knows the presence of its own clients only (a node that
-    // seeded everyone from last_active would mark agents offline that another node serves).
-    if (!shared) presence.seed(participant.id, Date.parse(found.record.last_active));
+    // SPEC §6: after a restart presence starts from the stored last_active, with a shared store
+    // too (an agent that does not come back goes offline 90 s after it, not when the dead node's
+    // presence rows are swept). A seed emits nothing and is not published as served by this
+    // node; its expiry stores `offline` only when no other live node serves the participant
+    // (Rooms.applyPresence asks), so an agent connected elsewhere is never marked offline by it.
+    presence.seed(participant.id, Date.parse(found.record.last_active));
   };
   if (store.readParticipants) await store.readParticipants(visit);
   else for (const found of await store.listParticipants()) visit(found);

@@ -1,0 +1,54 @@
+// Presence after a restart on PostgreSQL (SPEC §6, §11: one node on PostgreSQL behaves as the
+// file store). An agent that does not come back after its node restarts shows `offline` when
+// the presence window has passed since its stored last_active — not when the dead node's
+// presence rows are swept, which happens after the short socket grace.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningServer } from '../../src/server.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+let pgServer: PgServer | undefined;
+const nodes: RunningServer[] = [];
+const WINDOW_MS = 5000;
+const GRACE_MS = 300;
+
+if (enabled) {
+  beforeAll(async () => {
+    pgServer = await startPgServer();
+  });
+  afterAll(async () => {
+    for (const node of nodes) await node.close().catch(() => undefined);
+    await pgServer?.stop();
+  });
+}
+
+const statusOf = async (node: RunningServer, roomId: string, token: string, name: string): Promise<string> => {
+  const { room } = await ok(node.url, 'get_room', { room_id: roomId }, token);
+  return room.members.find((m: { name: string }) => m.name === name).status;
+};
+
+describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
+  it('an agent that does not come back goes offline a presence window after its last call', async () => {
+    const site = await newSite(pgServer!);
+    const options = { presenceWindowMs: WINDOW_MS, socketGraceMs: GRACE_MS };
+    const first = await startNode(site, {}, options);
+    nodes.push(first);
+    const person = await ok(first.url, 'register_user', { name: 'Watcher' });
+    const agent = await ok(first.url, 'register_agent', { name: 'Gone' });
+    const { room } = await ok(first.url, 'create_room', { room_name: 'Restart' }, person.token);
+    await ok(first.url, 'join_room', { room_id: room.room_id }, agent.token);
+    const lastCall = Date.now();
+    await ok(first.url, 'get_room', { room_id: room.room_id }, agent.token);
+    await expect.poll(() => statusOf(first, room.room_id, person.token, 'Gone')).toBe('online');
+    await first.close();
+
+    const second = await startNode(site, {}, options);
+    nodes.push(second);
+    // Well past the grace (the first node's presence rows are swept by then), well before the window.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastCall + WINDOW_MS - 2000 - Date.now())));
+    expect(await statusOf(second, room.room_id, person.token, 'Gone')).toBe('online');
+    await expect.poll(() => statusOf(second, room.room_id, person.token, 'Gone'), { timeout: 4000, interval: 100 }).toBe('offline');
+    expect(Date.now() - lastCall).toBeGreaterThanOrEqual(WINDOW_MS - 100);
+  });
+});
