@@ -40,7 +40,7 @@ async function measure(dir: string): Promise<Record<string, number>> {
   step('store_open');
   const participants = new Participants(store, { language: 'en', timezone: 'UTC' });
   const presence = new Presence(Date.now);
-  await seedParticipants(store, participants, presence, false);
+  await seedParticipants(store, participants, presence);
   step('identity_and_presence');
   await participants.lookAlikesIndexed();
   step('look_alike_index');
