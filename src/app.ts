@@ -18,7 +18,7 @@ import { RoomReads } from './runtime/reads.js';
 import { Rooms } from './runtime/rooms.js';
 import { TurnWaits } from './runtime/waits.js';
 import { createStore } from './storage/index.js';
-import { NodePresence, PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
+import { DeadlineWatcher, NodePresence, PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
 import type { Store } from './storage/store.js';
 import { buildRegistry, type ToolServices } from './tools/index.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -59,7 +59,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   );
   const presence = new Presence(now, timers, options.presenceWindowMs ?? PRESENCE_WINDOW_MS, options.socketGraceMs ?? SOCKET_GRACE_MS);
   await seedParticipants(store, participants, presence);
-  const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
+  // This node among the nodes sharing the database (random per start): heartbeats, deadline claims.
+  const nodeId = randomUUID();
+  const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, nodeId, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
   const rooms = new Rooms({
     store,
     bus,
@@ -132,6 +134,17 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     };
   }
   await rooms.restoreAll({ shared });
+  if (rawStore instanceof PgStore) {
+    // After the restore (a deadline that passed while no node ran the room is renewed there, not
+    // fired): from now on this node also fires the due deadlines of rooms no live node holds.
+    const watcher = deadlineWatcherOf(rawStore, nodeId, rooms, logger);
+    watcher.start();
+    const close = app.close;
+    app.close = async () => {
+      await watcher.stop();
+      await close();
+    };
+  }
   return app;
 }
 
@@ -152,10 +165,10 @@ function openStore(config: Config, logger: Logger): Store {
 }
 
 /** This node's heartbeat and the presence it serves, stored for the other nodes (SPEC §11). */
-function nodePresenceOf(store: PgStore, presence: Presence, graceMs: number, logger: Logger): NodePresence {
+function nodePresenceOf(store: PgStore, nodeId: string, presence: Presence, graceMs: number, logger: Logger): NodePresence {
   const node = new NodePresence({
     pool: store.connectionPool,
-    nodeId: randomUUID(),
+    nodeId,
     deadAfterMs: graceMs,
     heartbeatMs: Math.min(2_000, Math.max(100, Math.floor(graceMs / 4))),
     onError: (err) => logger.warn({ err }, 'could not store node presence'),
@@ -163,6 +176,39 @@ function nodePresenceOf(store: PgStore, presence: Presence, graceMs: number, log
   presence.onChange((change) => node.setOnline(change.participantId, change.online));
   return node;
 }
+
+/**
+ * Stored deadlines no live node fired (SPEC §11: each deadline fires once, on some live node).
+ * A node fires the deadlines of the rooms it holds by their own timers; it loads a room it does
+ * not hold when a notification announces a running turn. When that notification is lost (its
+ * node died between COMMIT and NOTIFY, a LISTEN connection blipped) and the node holding the
+ * room dies, no timer is left: every node polls the `deadlines` table (kept in step by each
+ * commit) for rows passed by more than the grace, claims them with a lease (one node at a time,
+ * another after the lease if it dies) and loads the room (`Rooms.fireDue`), which arms its
+ * timer from the stored state: the ordinary timeout fires it. A deadline whose node is dead
+ * fires within grace + poll ≈ 1.5 s of it; within another lease (2 s) if the claiming node dies
+ * too. The firing commit replaces or deletes the row.
+ */
+function deadlineWatcherOf(store: PgStore, nodeId: string, rooms: Rooms, logger: Logger): DeadlineWatcher {
+  return new DeadlineWatcher(
+    store.connectionPool,
+    nodeId,
+    (due) => rooms.fireDue(due.roomId),
+    {
+      pollMs: DEADLINE_POLL_MS,
+      graceMs: DEADLINE_GRACE_MS,
+      leaseMs: DEADLINE_LEASE_MS,
+      onError: (err) => logger.warn({ err }, 'could not fire a stored turn deadline'),
+    },
+  );
+}
+
+/** How often each node looks for stored deadlines no node fired. */
+const DEADLINE_POLL_MS = 500;
+/** The node holding a room fires its deadline by its own timer first; the others wait this long. */
+const DEADLINE_GRACE_MS = 1000;
+/** A claim keeps the other nodes away this long (then another node takes the deadline). */
+const DEADLINE_LEASE_MS = 2000;
 
 /** Turn and round counters (GET /api/v1/metrics), fed from the published events. */
 function countTurns(bus: EventBus, metrics: Metrics): void {

@@ -207,6 +207,26 @@ export class Rooms {
     return runningTurn(room) !== null || room.members.some((m) => this.opts.presence.isOnline(m.participant_id));
   }
 
+  /**
+   * Shared store: a stored turn deadline is past due, and maybe no live node holds its room (the
+   * node that did died, and the notification that would have made this one load it was lost).
+   * Loading the room arms its timer from the stored state; a room loaded already is brought up
+   * to date and its timer armed again if it is not (it fired into a timeout that failed). The
+   * timer fires through the ordinary `timeout` command, which does nothing if the turn moved on;
+   * when another node fires the same deadline at the same time only one commit lands (the
+   * version check), the other reloads and finds the turn moved.
+   */
+  async fireDue(roomId: string): Promise<void> {
+    if (this.stopped) return;
+    const loaded = this.runtimes.get(roomId);
+    if (!loaded) {
+      await this.runtime(roomId);
+      return;
+    }
+    await loaded.refresh();
+    loaded.armFromState();
+  }
+
   /** After the feed reconnected: notifications may have been missed. */
   refreshAll(): void {
     for (const runtime of this.runtimes.values()) {

@@ -4,22 +4,23 @@
 // timer. PgStore keeps it in step with the room state inside each commit (from
 // `turnDeadlineOf(room)`), so there is nothing to call when a turn starts, is extended or ends.
 //
-// Firing: every node runs a DeadlineWatcher. It polls (default every 500 ms) for due rows and
-// claims them with a short lease (`claimDueDeadlines`: UPDATE … FOR UPDATE SKIP LOCKED …
-// RETURNING), so each due deadline goes to exactly one node at a time. The node then fires it:
-// load the room, check `turnDeadlineOf(room)?.turnKey === claim.turnKey` (the turn may have
-// moved on since), run the timeout through the room runtime and commit; that commit replaces or
-// deletes the row. If firing turns out to be a no-op, `completeDeadline` removes the row (only
-// while it still has that key). If the node dies after claiming, the lease runs out (default
-// 3 s) and another node claims it: a deadline that passes while its node is dead fires within
-// poll + lease ≈ 3.5 s. A claim is no lock on the room: the firing commit still goes through
-// `expectedVersion`, so a racing commit from elsewhere makes it stale, never double.
+// Firing: every node runs a DeadlineWatcher (src/app.ts). It polls (every 500 ms) for rows due by
+// more than a grace (1 s: the node holding the room fires it by its own timer first, so the
+// watcher only picks up deadlines no live node holds: the node that held the room died, and the
+// notification that would have made another node load it was lost) and claims them with a
+// short lease (`claimDueDeadlines`: UPDATE … FOR UPDATE SKIP LOCKED … RETURNING), so each due
+// deadline goes to one node at a time. The node then loads the room (`Rooms.fireDue`), whose
+// runtime arms its timer from the stored state and fires the ordinary `timeout` command (which
+// does nothing if the turn moved on); that commit replaces or deletes the row. If the node dies
+// after claiming, the lease runs out (2 s there) and another node claims it. A claim is no lock
+// on the room: the firing commit still goes through `expectedVersion`, so a racing commit from
+// elsewhere makes it stale, never double. `completeDeadline` removes a row by its key, for a
+// caller that finds firing it a no-op.
 //
 // The database's clock (now()) decides what is due, so nodes with skewed clocks agree.
 //
-//   const watcher = new DeadlineWatcher(store.connectionPool, nodeId, async (due) => {
-//     await runtime.fireDeadline(due.roomId, due.turnKey); // commits, or completeDeadline(...)
-//   });
+//   const watcher = new DeadlineWatcher(store.connectionPool, nodeId, (due) => rooms.fireDue(due.roomId),
+//     { graceMs: 1000, leaseMs: 2000 });
 //   watcher.start(); … await watcher.stop();
 import type pg from 'pg';
 import type { RoomRecord } from '../../types.js';
@@ -52,9 +53,15 @@ export interface ClaimOptions {
   leaseMs?: number;
   /** At most this many per call (default 100). */
   limit?: number;
+  /**
+   * Only deadlines passed for at least this long (default 0): the node holding the room fires
+   * it by its own timer at the deadline, so a watcher that waits a little only picks up the
+   * deadlines no live node holds.
+   */
+  graceMs?: number;
 }
 
-/** Claims up to `limit` due, unclaimed (or lease-expired) deadlines for `nodeId`, oldest first. */
+/** Claims up to `limit` due (by `graceMs`), unclaimed (or lease-expired) deadlines for `nodeId`, oldest first. */
 export async function claimDueDeadlines(pool: pg.Pool, nodeId: string, options: ClaimOptions = {}): Promise<DueDeadline[]> {
   // The due/lease conditions stand in the outer WHERE too: a node whose subquery picked a row
   // just before another node claimed it re-checks them on the claimed row and skips it.
@@ -62,13 +69,13 @@ export async function claimDueDeadlines(pool: pg.Pool, nodeId: string, options: 
     `UPDATE deadlines SET claimed_by = $1, lease_until = now() + $2 * interval '1 millisecond'
      WHERE room_id IN (
        SELECT room_id FROM deadlines
-       WHERE deadline <= now() AND (lease_until IS NULL OR lease_until <= now())
+       WHERE deadline <= now() - $4 * interval '1 millisecond' AND (lease_until IS NULL OR lease_until <= now())
        ORDER BY deadline LIMIT $3
        FOR UPDATE SKIP LOCKED
      )
-     AND deadline <= now() AND (lease_until IS NULL OR lease_until <= now())
+     AND deadline <= now() - $4 * interval '1 millisecond' AND (lease_until IS NULL OR lease_until <= now())
      RETURNING room_id, deadline, turn_key`,
-    [nodeId, options.leaseMs ?? 3_000, options.limit ?? 100],
+    [nodeId, options.leaseMs ?? 3_000, options.limit ?? 100, options.graceMs ?? 0],
   );
   return rows
     .map((r) => ({ roomId: r.room_id, deadline: r.deadline, turnKey: r.turn_key }))

@@ -13,8 +13,8 @@
 //    it has seen are ignored, so its own commits coming back change nothing). `onResync` →
 //    `Rooms.refreshAll()`; `poll: { pool, everyMs: 2000, rooms }` covers a notification lost
 //    with a dead node.
-// 5. Deadlines: one `DeadlineWatcher` per node; its handler fires the room's turn timeout if
-//    `turnDeadlineOf(room)?.turnKey` still equals the claim's, else `completeDeadline`. The
+// 5. Deadlines: one `DeadlineWatcher` per node (claiming rows due for more than a 1 s grace);
+//    its handler loads the room (`Rooms.fireDue`), whose timer fires the ordinary timeout. The
 //    commit that fires it updates the stored row by itself.
 // 6. Rate limits: build the limiters with `postgresLimiters(store.connectionPool)`.
 export { PgStore, type PgStoreOptions } from './pg-store.js';
