@@ -80,9 +80,17 @@ export class Rooms {
     return runtime;
   }
 
-  /** The committed room (never mutate it). */
+  /**
+   * The committed room (never mutate it). With a shared store the copy is first brought up to
+   * the room's committed version (one version read, and the refresh when it is behind): a client
+   * that wrote through another node reads its write here (SPEC §11), instead of whatever this
+   * node's notifications have brought so far.
+   */
   async room(roomId: string): Promise<RoomRecord> {
-    return (await this.require(roomId)).room;
+    const runtime = await this.require(roomId);
+    const version = this.opts.shared ? await this.opts.store.roomVersion?.(roomId) : undefined;
+    if (version !== undefined) await runtime.refresh(version);
+    return runtime.room;
   }
 
   execute(roomId: string, cmd: Command): Promise<unknown> {

@@ -123,6 +123,12 @@ export interface Store {
 
   // ── rooms ──
   loadRoom(roomId: string): Promise<LoadedRoom | undefined>;
+  /**
+   * Optional, for stores several processes share: the room's committed version (undefined for
+   * no such room), one cheap read, so a process can tell whether its copy is current before it
+   * answers a read (read-your-writes whichever process a client talks to).
+   */
+  roomVersion?(roomId: string): Promise<number | undefined>;
   /** Every room id (counts, admin views; the runtime loads rooms lazily). */
   listRoomIds(): Promise<string[]>;
   /**

@@ -8,7 +8,10 @@
 // After-commit notifications keep "only if committed" but may, across nodes, arrive out of
 // commit order, and are lost if the node dies between its commit and the flush. Neither
 // matters to the nodes (RoomRuntime's reload reads what committed from the tables and ignores
-// versions it has seen); RoomFeed's poll (`pollMs`) covers a notification lost with its node.
+// versions it has seen). A notification lost with its node is made up for by RoomFeed's poll
+// (the rooms a node has loaded), by the stored deadlines every node polls (a running turn of a
+// room no node has loaded, ./deadlines.ts), and by reads, which check the room's committed
+// version first (`Rooms.room`).
 //
 // A batch whose NOTIFY fails (connection lost, database restarting) is not dropped: it goes
 // back to the head of the queue, ahead of newer payloads, and is sent again after a pause

@@ -316,6 +316,11 @@ export class PgStore implements Store {
   }
 
   // ── rooms ──
+  async roomVersion(roomId: string): Promise<number | undefined> {
+    const { rows } = await this.pool.query<{ version: string }>('SELECT version FROM rooms WHERE room_id = $1', [column(roomId)]);
+    return rows[0] ? Number(rows[0].version) : undefined;
+  }
+
   async loadRoom(roomId: string): Promise<LoadedRoom | undefined> {
     const { rows } = await this.pool.query<{ state: RoomRecord; last_seq: string; version: string }>({
       name: 'chatroom-load-room',

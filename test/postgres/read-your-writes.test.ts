@@ -1,0 +1,77 @@
+// Read-your-writes whichever node a client talks to (SPEC §11: every guarantee unchanged). On one
+// server a join that returned success is followed by a get_room that succeeds, and a person's
+// message that gave an agent the turn is followed by a get_context that shows it. With several
+// nodes behind a round-robin balancer the read may go to a node whose copy of the room is a
+// notification behind: the node checks the room's committed version first and catches up. The
+// test makes B miss the notifications (its listening connection is cut just before each write),
+// so without that check every read below would be stale.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningServer } from '../../src/server.js';
+import { restCall } from '../helpers/process.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+let pgServer: PgServer | undefined;
+const nodes: RunningServer[] = [];
+
+if (enabled) {
+  beforeAll(async () => {
+    pgServer = await startPgServer();
+  });
+  afterAll(async () => {
+    for (const node of nodes) await node.close().catch(() => undefined);
+    await pgServer?.stop();
+  });
+}
+
+/** Drops every node's LISTEN connection (they reconnect by themselves about 100 ms later). */
+async function cutFeeds(databaseUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-chatroom-feed' AND datname = current_database()");
+  } finally {
+    await admin.end();
+  }
+}
+
+describe.skipIf(!enabled)('reads on another node right after a write', () => {
+  it('a join on node A, then get_room on node B; a turn given on A, then get_context on B', async () => {
+    const site = await newSite(pgServer!);
+    const a = await startNode(site);
+    nodes.push(a);
+    const b = await startNode(site);
+    nodes.push(b);
+    const person = await ok(a.url, 'register_user', { name: 'Host' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Fresh reads' }, person.token);
+    // B holds the room (it follows its changes through notifications from now on).
+    await ok(b.url, 'get_room', { room_id: room.room_id }, person.token);
+
+    const refused: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const agent = await ok(a.url, 'register_agent', { name: `Reader${i}` });
+      await cutFeeds(site.databaseUrl);
+      await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+      const read = await restCall(b.url, 'get_room', { room_id: room.room_id }, agent.token);
+      if (read.status !== 200) refused.push(`Reader${i}: ${read.body.error.code}`);
+    }
+    expect(refused).toEqual([]);
+
+    // A room of one person and one agent: each question gives the agent the turn (on A).
+    const turns = (await ok(a.url, 'create_room', { room_name: 'Fresh turns' }, person.token)).room;
+    const agent = await ok(a.url, 'register_agent', { name: 'Answerer' });
+    await ok(a.url, 'join_room', { room_id: turns.room_id }, agent.token);
+    await ok(b.url, 'get_room', { room_id: turns.room_id }, agent.token);
+    const missing: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await cutFeeds(site.databaseUrl);
+      await ok(a.url, 'send_message', { room_id: turns.room_id, text_content: `question ${i}` }, person.token);
+      const context = await ok(b.url, 'get_context', { room_id: turns.room_id }, agent.token);
+      if (context.your_turn === null) missing.push(i);
+      await ok(a.url, 'send_message', { room_id: turns.room_id, text_content: `answer ${i}` }, agent.token);
+    }
+    expect(missing).toEqual([]);
+  });
+});
