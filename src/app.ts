@@ -123,10 +123,15 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         participants.recheckAll(); // token revocations may have been missed too
       },
       onTokensRevoked: (hashes) => participants.revokedElsewhere(hashes),
+      onSocketsClosed: (participantId, at) => presence.closedElsewhere(participantId, at),
       onError: (err) => logger.warn({ err }, 'room feed connection lost; reconnecting'),
       poll: { pool: rawStore.connectionPool, everyMs: 2000, rooms: () => rooms.loadedIds() },
     });
     await feed.start();
+    // The 15 s rule after a participant's last WebSocket closes holds across nodes (SPEC §6).
+    presence.onLastSocketClosed((participantId, at) => {
+      rawStore.announceSocketsClosed(participantId, at).catch((err: unknown) => logger.warn({ err }, 'could not announce a closed socket'));
+    });
     const close = app.close;
     app.close = async () => {
       await feed.stop();

@@ -42,6 +42,7 @@ interface Entry {
 export class Presence {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<(change: PresenceChange) => void>();
+  private readonly lastSocketListeners = new Set<(participantId: string, at: number) => void>();
 
   constructor(
     private readonly now: () => number,
@@ -107,6 +108,29 @@ export class Presence {
     // The last socket closed: offline after the short grace unless a call or socket comes first.
     if (entry.sockets === 0) entry.closedAt = entry.lastActive;
     this.update(participantId, entry);
+    if (entry.sockets === 0) for (const listener of this.lastSocketListeners) listener(participantId, entry.closedAt);
+  }
+
+  /**
+   * The participant's last WebSocket on another node closed at `at` (several nodes, SPEC §11):
+   * unless it has a socket or a wait here, or called here since, it goes offline after the
+   * grace, as if the socket had been this node's — a call made here before the close no longer
+   * keeps it online for the whole window.
+   */
+  closedElsewhere(participantId: string, at: number): void {
+    const entry = this.entries.get(participantId);
+    if (!entry || entry.sockets > 0 || entry.lastActive > at) return;
+    entry.closedAt = Math.min(at, this.now());
+    // The armed expiry is the window's (it only re-checks when it fires): arm the grace's instead.
+    if (entry.expiry !== undefined) this.timers.clearTimeout(entry.expiry);
+    entry.expiry = undefined;
+    this.update(participantId, entry);
+  }
+
+  /** Listeners learn when a participant's last WebSocket here closed (other nodes are told). */
+  onLastSocketClosed(listener: (participantId: string, at: number) => void): () => void {
+    this.lastSocketListeners.add(listener);
+    return () => this.lastSocketListeners.delete(listener);
   }
 
   onChange(listener: (change: PresenceChange) => void): () => void {

@@ -112,6 +112,12 @@ export interface Store {
    * process that misses it finds out when it checks the token in the store again.
    */
   announceTokensRevoked?(tokenHashes: readonly string[]): Promise<void>;
+  /**
+   * Optional, for stores several processes share: tells the others that the participant's last
+   * WebSocket in this process closed at `atMs` (presence: SPEC §6's 15 s rule across processes).
+   * Best effort: a process that misses it keeps the participant online for its own window.
+   */
+  announceSocketsClosed?(participantId: string, atMs: number): Promise<void>;
   /** Every participant (for start-up presence seeding and small admin views). */
   listParticipants(): Promise<ParticipantRecord[]>;
   /**

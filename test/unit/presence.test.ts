@@ -1,6 +1,6 @@
 // Presence: online while a socket is open or within 90 s of the last call; changes reported once.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Presence, PRESENCE_WINDOW_MS, type PresenceChange } from '../../src/identity/presence.js';
+import { Presence, PRESENCE_WINDOW_MS, SOCKET_GRACE_MS, type PresenceChange } from '../../src/identity/presence.js';
 
 const timers = {
   setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms),
@@ -65,5 +65,29 @@ describe('presence', () => {
     vi.advanceTimersByTime(60_010);
     expect(presence.isOnline('recent')).toBe(false);
     expect(changes).toEqual([{ participantId: 'recent', online: false, lastActive: 1_000_000 - 30_000 }]);
+  });
+
+  it('a last socket closed on another node: offline after the grace unless a socket or a later call is here', () => {
+    const closed: Array<[string, number]> = [];
+    presence.onLastSocketClosed((id, at) => closed.push([id, at]));
+    presence.touch('a'); // a call here, before the close elsewhere
+    vi.advanceTimersByTime(1000);
+    presence.closedElsewhere('a', Date.now());
+    vi.advanceTimersByTime(SOCKET_GRACE_MS - 10);
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(20);
+    expect(presence.isOnline('a')).toBe(false);
+    expect(changes.map((c) => [c.participantId, c.online])).toEqual([['a', true], ['a', false]]);
+
+    presence.socketOpened('b'); // a socket here keeps it online
+    presence.closedElsewhere('b', Date.now());
+    presence.touch('c');
+    presence.closedElsewhere('c', Date.now() - 1); // closed before this node's last call
+    presence.closedElsewhere('nobody', Date.now()); // unknown here: nothing
+    vi.advanceTimersByTime(SOCKET_GRACE_MS + 10);
+    expect([presence.isOnline('b'), presence.isOnline('c'), presence.isOnline('nobody')]).toEqual([true, true, false]);
+
+    presence.socketClosed('b'); // this node's last socket of b: the other nodes are told
+    expect(closed).toEqual([['b', Date.now()]]);
   });
 });

@@ -19,6 +19,8 @@
 // The same connection LISTENs on `token_revocations` (`onTokensRevoked`): the hashes of tokens
 // another node revoked, so sockets and sessions holding them close on every node at once
 // (SPEC §3/§11); after a reconnect every token is checked in the store again at its next use.
+// And on `sockets_closed` (`onSocketsClosed`): a participant's last WebSocket on another node
+// closed, so a call it made here before the close does not keep it online past the 15 s grace.
 //
 // Notifications may be lost, coalesced, or arrive for commits a node already read: the node
 // (RoomRuntime's reload) turns them into an exact stream by reading what committed since its
@@ -30,6 +32,8 @@ import type { Message, RoomRecord } from '../../types.js';
 export const ROOM_CHANNEL = 'room_changes';
 /** Token hashes another node revoked (`PgStore.announceTokensRevoked`): a JSON array. */
 export const TOKEN_CHANNEL = 'token_revocations';
+/** A participant's last WebSocket on another node closed (`PgStore.announceSocketsClosed`). */
+export const SOCKETS_CHANNEL = 'sockets_closed';
 
 export interface RoomChange {
   roomId: string;
@@ -79,6 +83,16 @@ export function parseTokenHashes(payload: string): string[] {
   }
 }
 
+/** Parses a `sockets_closed` payload (anything else: undefined). */
+export function parseSocketsClosed(payload: string): { participantId: string; at: number } | undefined {
+  try {
+    const parsed = JSON.parse(payload) as { p?: unknown; at?: unknown };
+    return typeof parsed.p === 'string' && typeof parsed.at === 'number' && Number.isFinite(parsed.at) ? { participantId: parsed.p, at: parsed.at } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Parses a `room_changes` payload; room ids may contain ':', the two numbers never do. */
 export function parseRoomChange(payload: string): RoomChange | undefined {
   if (payload.startsWith('{"r":')) {
@@ -101,6 +115,8 @@ export interface RoomFeedOptions {
   onResync?: () => void;
   /** Token hashes another node revoked (the `token_revocations` channel; listened to only when set). */
   onTokensRevoked?: (tokenHashes: string[]) => void;
+  /** A participant's last WebSocket on another node closed (`sockets_closed`; listened to only when set). */
+  onSocketsClosed?: (participantId: string, at: number) => void;
   /** Told about connection errors the feed recovers from by reconnecting. */
   onError?: (err: Error) => void;
   /**
@@ -161,6 +177,11 @@ export class RoomFeed {
         if (hashes.length > 0) this.options.onTokensRevoked?.(hashes);
         return;
       }
+      if (msg.channel === SOCKETS_CHANNEL) {
+        const closed = parseSocketsClosed(msg.payload);
+        if (closed) this.options.onSocketsClosed?.(closed.participantId, closed.at);
+        return;
+      }
       if (msg.channel !== ROOM_CHANNEL) return;
       const change = parseRoomChange(msg.payload);
       if (change) this.options.onChange(change);
@@ -180,6 +201,7 @@ export class RoomFeed {
       await client.connect();
       await client.query(`LISTEN ${ROOM_CHANNEL}`);
       if (this.options.onTokensRevoked) await client.query(`LISTEN ${TOKEN_CHANNEL}`);
+      if (this.options.onSocketsClosed) await client.query(`LISTEN ${SOCKETS_CHANNEL}`);
     } catch (err) {
       lost = true;
       client.end().catch(() => undefined);

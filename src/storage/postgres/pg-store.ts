@@ -38,7 +38,7 @@ import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from '../store.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
-import { TOKEN_CHANNEL } from './feed.js';
+import { SOCKETS_CHANNEL, TOKEN_CHANNEL } from './feed.js';
 import { commitPayload } from './feed.js';
 import { migrate } from './migrations.js';
 import { CommitNotifier } from './notifier.js';
@@ -308,6 +308,11 @@ export class PgStore implements Store {
   /** NOTIFY `token_revocations` with the hashes (a JSON array); RoomFeed is the listening side. */
   async announceTokensRevoked(tokenHashes: readonly string[]): Promise<void> {
     await this.pool.query(`SELECT pg_notify('${TOKEN_CHANNEL}', $1)`, [JSON.stringify(tokenHashes)]);
+  }
+
+  /** NOTIFY `sockets_closed` with `{"p": participant id, "at": epoch ms}` (RoomFeed listens). */
+  async announceSocketsClosed(participantId: string, atMs: number): Promise<void> {
+    await this.pool.query(`SELECT pg_notify('${SOCKETS_CHANNEL}', $1)`, [JSON.stringify({ p: participantId, at: atMs })]);
   }
 
   async listParticipants(): Promise<ParticipantRecord[]> {

@@ -1,0 +1,55 @@
+// SPEC §6 across nodes (§11): "an agent whose last WebSocket closed and that has made no other
+// call since goes offline 15 s after the close". The agent's socket is on node A, and it made a
+// call through node B just before the socket closed; B must not keep it online for the whole
+// presence window because of that earlier call.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningServer } from '../../src/server.js';
+import { TestSocket } from '../helpers/ws.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+let pgServer: PgServer | undefined;
+const nodes: RunningServer[] = [];
+const WINDOW_MS = 20_000;
+const GRACE_MS = 1000;
+
+if (enabled) {
+  beforeAll(async () => {
+    pgServer = await startPgServer();
+  });
+  afterAll(async () => {
+    for (const node of nodes) await node.close().catch(() => undefined);
+    await pgServer?.stop();
+  });
+}
+
+const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
+
+describe.skipIf(!enabled)('the last WebSocket closing, across nodes', () => {
+  it('a call through node B before the socket on node A closed does not keep the agent online past the grace', async () => {
+    const site = await newSite(pgServer!);
+    const options = { presenceWindowMs: WINDOW_MS, socketGraceMs: GRACE_MS };
+    const a = await startNode(site, {}, options);
+    nodes.push(a);
+    const b = await startNode(site, {}, options);
+    nodes.push(b);
+    const person = await ok(a.url, 'register_user', { name: 'Observer' });
+    const agent = await ok(a.url, 'register_agent', { name: 'Leaver' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Leaving' }, person.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+    const status = async (): Promise<string> => {
+      const { room: now } = await ok(b.url, 'get_room', { room_id: room.room_id }, person.token);
+      return now.members.find((m: { name: string }) => m.name === 'Leaver').status;
+    };
+
+    const socket = await TestSocket.connect(wsUrl(a), agent.token);
+    await ok(b.url, 'get_room', { room_id: room.room_id }, agent.token);
+    await expect.poll(status).toBe('online');
+    await socket.close();
+    const closedAt = Date.now();
+
+    await expect.poll(status, { timeout: GRACE_MS + 5000, interval: 100 }).toBe('offline');
+    expect(Date.now() - closedAt).toBeLessThan(WINDOW_MS / 2);
+  });
+});
