@@ -178,7 +178,8 @@ function nodePresenceOf(store: PgStore, nodeId: string, presence: Presence, grac
     heartbeatMs: Math.min(2_000, Math.max(100, Math.floor(graceMs / 4))),
     onError: (err) => logger.warn({ err }, 'could not store node presence'),
   });
-  presence.onChange((change) => node.setOnline(change.participantId, change.online));
+  // Served, not merely online: a participant online here only from the start-up seed is not this node's client.
+  presence.onServed((participantId, served) => node.setOnline(participantId, served));
   return node;
 }
 

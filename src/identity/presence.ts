@@ -36,6 +36,10 @@ interface Entry {
   /** When the last socket closed (0 = never, or a call came after it). */
   closedAt: number;
   online: boolean;
+  /** Online only from the start-up seed: no call, socket or wait here since (see `served`). */
+  seeded: boolean;
+  /** Reported to the served listeners: online here from a call, socket or wait of this process. */
+  served: boolean;
   expiry: unknown;
 }
 
@@ -43,6 +47,7 @@ export class Presence {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<(change: PresenceChange) => void>();
   private readonly lastSocketListeners = new Set<(participantId: string, at: number) => void>();
+  private readonly servedListeners = new Set<(participantId: string, served: boolean) => void>();
 
   constructor(
     private readonly now: () => number,
@@ -56,6 +61,7 @@ export class Presence {
     const entry = this.entry(participantId);
     entry.lastActive = Math.max(entry.lastActive, lastActive);
     entry.online = this.compute(entry);
+    entry.seeded = entry.online && !entry.served;
     this.scheduleExpiry(participantId, entry);
   }
 
@@ -70,6 +76,7 @@ export class Presence {
   /** An authenticated call was made. */
   touch(participantId: string): void {
     const entry = this.entry(participantId);
+    entry.seeded = false;
     entry.lastActive = this.now();
     entry.closedAt = 0;
     this.update(participantId, entry);
@@ -78,6 +85,7 @@ export class Presence {
   /** Keeps the participant online until the returned release is called (wait_for_turn). */
   hold(participantId: string): () => void {
     const entry = this.entry(participantId);
+    entry.seeded = false;
     entry.sockets += 1;
     entry.lastActive = this.now();
     entry.closedAt = 0;
@@ -95,6 +103,7 @@ export class Presence {
 
   socketOpened(participantId: string): void {
     const entry = this.entry(participantId);
+    entry.seeded = false;
     entry.sockets += 1;
     entry.lastActive = this.now();
     entry.closedAt = 0;
@@ -119,12 +128,23 @@ export class Presence {
    */
   closedElsewhere(participantId: string, at: number): void {
     const entry = this.entries.get(participantId);
-    if (!entry || entry.sockets > 0 || entry.lastActive > at) return;
+    // Only an online participant can be taken offline by it (an offline one must not flip online).
+    if (!entry || !entry.online || entry.sockets > 0 || entry.lastActive > at) return;
     entry.closedAt = Math.min(at, this.now());
     // The armed expiry is the window's (it only re-checks when it fires): arm the grace's instead.
     if (entry.expiry !== undefined) this.timers.clearTimeout(entry.expiry);
     entry.expiry = undefined;
     this.update(participantId, entry);
+  }
+
+  /**
+   * Listeners learn whether this process serves the participant: online here because of its
+   * own calls, sockets or waits, not only from the start-up seed (several nodes: the rows other
+   * nodes read to know who is served where).
+   */
+  onServed(listener: (participantId: string, served: boolean) => void): () => void {
+    this.servedListeners.add(listener);
+    return () => this.servedListeners.delete(listener);
   }
 
   /** Listeners learn when a participant's last WebSocket here closed (other nodes are told). */
@@ -145,7 +165,7 @@ export class Presence {
   private entry(participantId: string): Entry {
     let entry = this.entries.get(participantId);
     if (!entry) {
-      entry = { lastActive: 0, sockets: 0, closedAt: 0, online: false, expiry: undefined };
+      entry = { lastActive: 0, sockets: 0, closedAt: 0, online: false, seeded: false, served: false, expiry: undefined };
       this.entries.set(participantId, entry);
     }
     return entry;
@@ -163,6 +183,12 @@ export class Presence {
     const online = this.compute(entry);
     const changed = online !== entry.online;
     entry.online = online;
+    if (!online) entry.seeded = false;
+    const served = online && !entry.seeded;
+    if (served !== entry.served) {
+      entry.served = served;
+      for (const listener of this.servedListeners) listener(participantId, served);
+    }
     // An armed expiry re-checks lastActive when it fires (and re-arms itself through here), so
     // a busy participant's calls need no timer work of their own.
     if (entry.expiry === undefined || entry.sockets > 0 || !online) this.scheduleExpiry(participantId, entry);

@@ -51,4 +51,29 @@ describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
     await expect.poll(() => statusOf(second, room.room_id, person.token, 'Gone'), { timeout: 4000, interval: 100 }).toBe('offline');
     expect(Date.now() - lastCall).toBeGreaterThanOrEqual(WINDOW_MS - 100);
   });
+
+  it('a rolling restart: an agent back on the restarted node is its client, so the other node never stores it offline', async () => {
+    const site = await newSite(pgServer!);
+    const options = { presenceWindowMs: 20_000, socketGraceMs: GRACE_MS };
+    const a = await startNode(site, {}, options);
+    nodes.push(a);
+    const b = await startNode(site, {}, options);
+    nodes.push(b);
+    const person = await ok(a.url, 'register_user', { name: 'Steady' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Rolling' }, person.token);
+    // The agent is node B's client only (node A never sees a call of it).
+    const agent = await ok(b.url, 'register_agent', { name: 'Roamer' });
+    await ok(b.url, 'join_room', { room_id: room.room_id }, agent.token);
+    await b.close();
+    const restarted = await startNode(site, {}, options); // seeded from last_active
+    nodes.push(restarted);
+    await ok(restarted.url, 'get_room', { room_id: room.room_id }, agent.token); // back, on the restarted node
+
+    // Node A sweeps the old node B's rows (after the grace) and asks who serves the agent now.
+    const until = Date.now() + GRACE_MS + 3000;
+    while (Date.now() < until) {
+      expect(await statusOf(a, room.room_id, person.token, 'Roamer')).toBe('online');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  });
 });

@@ -90,4 +90,26 @@ describe('presence', () => {
     presence.socketClosed('b'); // this node's last socket of b: the other nodes are told
     expect(closed).toEqual([['b', Date.now()]]);
   });
+
+  it('serves only participants of its own calls, sockets and waits: a seeded one is served from its first activity', () => {
+    const served: Array<[string, boolean]> = [];
+    presence.onServed((id, on) => served.push([id, on]));
+    presence.seed('a', Date.now() - 1000); // active 1 s before the restart: online, not served here
+    presence.seed('old', Date.now() - PRESENCE_WINDOW_MS - 1000); // long gone: offline
+    expect([presence.isOnline('a'), presence.isOnline('old')]).toEqual([true, false]);
+    expect(served).toEqual([]);
+    presence.touch('a'); // back, through this node
+    presence.touch('a');
+    expect(served).toEqual([['a', true]]);
+    expect(changes).toEqual([]); // it was online already: nothing for the rooms
+
+    // A socket closing on another node does not bring an offline participant online.
+    presence.closedElsewhere('old', Date.now());
+    expect(presence.isOnline('old')).toBe(false);
+    expect(changes).toEqual([]);
+
+    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
+    expect(served).toEqual([['a', true], ['a', false]]);
+    expect(changes.map((c) => [c.participantId, c.online])).toEqual([['a', false]]);
+  });
 });
