@@ -168,13 +168,22 @@ export class Participants {
       this.index(found);
       for (const hash of found.record.token_hashes) this.checkedAt.set(hash, this.now());
     } else if (known) {
-      this.checkedAt.delete(tokenHash);
       this.retire([tokenHash]);
     }
   }
 
+  /**
+   * With a shared store, re-checks many token hashes in one read (the open sockets' tokens, every
+   * heartbeat): those no participant holds any more stop working here, their sockets closed.
+   */
+  async recheckMany(tokenHashes: readonly string[]): Promise<void> {
+    if (!this.shared || !this.store.missingTokenHashes || tokenHashes.length === 0) return;
+    this.retire((await this.store.missingTokenHashes(tokenHashes)).filter((hash) => this.byTokenHash.has(hash)));
+  }
+
   /** The tokens stop working here: out of the index, and their listeners (sockets) told. */
   private retire(tokenHashes: readonly string[]): void {
+    for (const hash of tokenHashes) this.checkedAt.delete(hash);
     for (const hash of tokenHashes) this.byTokenHash.delete(hash);
     for (const hash of tokenHashes) for (const listener of this.tokenRevokedListeners) listener(hash);
   }
@@ -396,9 +405,9 @@ export class Participants {
     found.record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
     await this.put(found, expected);
     // Only now, with the new token durable, do the retired ones stop working: here, and on the
-    // other nodes once they hear of it (a lost announcement is caught by their re-checks).
+    // other nodes when they hear of it (a shared store announces it with the write; a node that
+    // misses it catches it by its re-checks).
     this.retire(retired);
-    if (retired.length > 0) await this.store.announceTokensRevoked?.(retired).catch(() => undefined);
     return token;
   }
 

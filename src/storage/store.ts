@@ -107,11 +107,11 @@ export interface Store {
    */
   putParticipant(participant: ParticipantRecord, nameKey: string, expected?: ParticipantRecord): Promise<void>;
   /**
-   * Optional, for stores several processes share: tells the others that these token hashes were
-   * revoked (a rotation, a retired login), after the put that revoked them. Best effort: a
-   * process that misses it finds out when it checks the token in the store again.
+   * Optional, for stores several processes share: which of these token hashes no participant
+   * holds any more (a process re-checks the tokens of its open sockets; a store that announces
+   * revocations — PgStore, with the put that revokes them — may still have a listener miss one).
    */
-  announceTokensRevoked?(tokenHashes: readonly string[]): Promise<void>;
+  missingTokenHashes?(tokenHashes: readonly string[]): Promise<string[]>;
   /**
    * Optional, for stores several processes share: tells the others that the participant's last
    * WebSocket in this process closed at `atMs` (presence: SPEC §6's 15 s rule across processes).

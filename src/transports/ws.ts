@@ -227,7 +227,7 @@ export class WsHub {
         session.send({ type: 'error', error: { code: 'validation_error', message: 'Already authenticated' } });
         return;
       case 'subscribe':
-        this.settle(session, this.subscribe(session, frame.room_id, frame.after_seq), (error) => {
+        this.settle(session, this.checkedSubscribe(session, frame.room_id, frame.after_seq), (error) => {
           // The subscription is in an unknown state (maybe mid-replay): drop it, so the client
           // sees an error for the room and can subscribe again instead of waiting forever.
           this.removeSub(session, frame.room_id);
@@ -319,6 +319,18 @@ export class WsHub {
 
   private unindexAll(session: Session): void {
     for (const roomId of [...session.subs.keys()]) this.removeSub(session, roomId);
+  }
+
+  /**
+   * Several nodes: the socket's token is checked in the store first (at most every few seconds),
+   * so a replay never goes to a token revoked elsewhere; a revoked one closes the socket.
+   */
+  private async checkedSubscribe(session: Session, roomId: string, afterSeq: number | undefined): Promise<void> {
+    const participants = this.app.participants;
+    const tokenHash = session.caller?.tokenHash;
+    if (participants.isShared && tokenHash && !(await participants.stillValid(tokenHash))) return;
+    if (session.state !== 'open') return;
+    return this.subscribe(session, roomId, afterSeq);
   }
 
   private async subscribe(session: Session, roomId: string, afterSeq: number | undefined): Promise<void> {
@@ -487,7 +499,20 @@ export class WsHub {
         session.alive = false;
         if (session.ws.readyState === 1) session.ws.ping();
       }
+      this.recheckTokens();
     }, this.options.heartbeatMs);
     this.heartbeat.unref();
+  }
+
+  /**
+   * Several nodes: the open sockets' tokens are checked in the store once a heartbeat (one read
+   * for all), so a socket that only listens still closes after a revocation whose announcement
+   * this node missed. Nothing to do on a single node (revocations happen here).
+   */
+  private recheckTokens(): void {
+    if (!this.app.participants.isShared) return;
+    const hashes = new Set<string>();
+    for (const session of this.sessions) if (session.state === 'open' && session.caller) hashes.add(session.caller.tokenHash);
+    this.app.participants.recheckMany([...hashes]).catch((err: unknown) => this.app.logger.warn({ err }, 'could not re-check socket tokens'));
   }
 }

@@ -145,6 +145,31 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
     expect(closed?.code).toBe(4401);
   });
 
+  it('a socket that only listens closes too when its node missed the revocation: the heartbeat re-checks its token', async () => {
+    const site = await newSite(pgServer!);
+    const a = await startNode(site);
+    nodes.push(a);
+    const b = await startNode(site, {}, { ws: { heartbeatMs: 300 } });
+    nodes.push(b);
+    const person = await ok(a.url, 'register_user', { name: 'Quiet' });
+    const agent = await ok(a.url, 'register_agent', { name: 'Listener' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Quiet' }, person.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+    const socket = await TestSocket.connect(wsUrl(b), agent.token);
+
+    const admin = new pg.Client({ connectionString: site.databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-chatroom-feed' AND datname = current_database()");
+    } finally {
+      await admin.end();
+    }
+    await ok(a.url, 'rotate_token', {}, agent.token);
+
+    const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000))]);
+    expect(closed?.code).toBe(4401);
+  });
+
   it('a name that looks like one registered on another node is name_taken, also when both register at once', async () => {
     const [a, b] = await twoNodes();
     await ok(a.url, 'register_agent', { name: 'Dave' });

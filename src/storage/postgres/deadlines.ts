@@ -17,7 +17,8 @@
 // elsewhere makes it stale, never double. `completeDeadline` removes a row by its key, for a
 // caller that finds firing it a no-op.
 //
-// The database's clock (now()) decides what is due, so nodes with skewed clocks agree.
+// The database's clock (now()) decides which rows are due for the poll; the node that loads the
+// room fires the timeout by its own timer.
 //
 //   const watcher = new DeadlineWatcher(store.connectionPool, nodeId, (due) => rooms.fireDue(due.roomId),
 //     { graceMs: 1000, leaseMs: 2000 });

@@ -30,7 +30,7 @@ import pg from 'pg';
 import type { Message, RoomRecord } from '../../types.js';
 
 export const ROOM_CHANNEL = 'room_changes';
-/** Token hashes another node revoked (`PgStore.announceTokensRevoked`): a JSON array. */
+/** Token hashes another node revoked (PgStore.putParticipant announces them with the write): a JSON array. */
 export const TOKEN_CHANNEL = 'token_revocations';
 /** A participant's last WebSocket on another node closed (`PgStore.announceSocketsClosed`). */
 export const SOCKETS_CHANNEL = 'sockets_closed';
@@ -171,20 +171,12 @@ export class RoomFeed {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.options.connectionString, application_name: 'agent-chatroom-feed' });
     client.on('notification', (msg) => {
-      if (msg.payload === undefined) return;
-      if (msg.channel === TOKEN_CHANNEL) {
-        const hashes = parseTokenHashes(msg.payload);
-        if (hashes.length > 0) this.options.onTokensRevoked?.(hashes);
-        return;
+      try {
+        this.dispatch(msg);
+      } catch (err) {
+        // A listener's bug must not take the node down (this runs in the client's event handler).
+        this.options.onError?.(err as Error);
       }
-      if (msg.channel === SOCKETS_CHANNEL) {
-        const closed = parseSocketsClosed(msg.payload);
-        if (closed) this.options.onSocketsClosed?.(closed.participantId, closed.at);
-        return;
-      }
-      if (msg.channel !== ROOM_CHANNEL) return;
-      const change = parseRoomChange(msg.payload);
-      if (change) this.options.onChange(change);
     });
     let lost = false;
     const onLost = (err?: Error): void => {
@@ -218,6 +210,24 @@ export class RoomFeed {
     this.connects++;
     this.delay = this.options.reconnectDelayMs ?? 100;
     if (this.connects > 1) this.options.onResync?.();
+  }
+
+  /** Hands one notification to the listener its channel names. */
+  private dispatch(msg: pg.Notification): void {
+    if (msg.payload === undefined) return;
+    if (msg.channel === TOKEN_CHANNEL) {
+      const hashes = parseTokenHashes(msg.payload);
+      if (hashes.length > 0) this.options.onTokensRevoked?.(hashes);
+      return;
+    }
+    if (msg.channel === SOCKETS_CHANNEL) {
+      const closed = parseSocketsClosed(msg.payload);
+      if (closed) this.options.onSocketsClosed?.(closed.participantId, closed.at);
+      return;
+    }
+    if (msg.channel !== ROOM_CHANNEL) return;
+    const change = parseRoomChange(msg.payload);
+    if (change) this.options.onChange(change);
   }
 
   private schedulePoll(): void {

@@ -289,6 +289,20 @@ export class PgStore implements Store {
         ));
         return;
       }
+      // Token hashes this put revokes are announced in the same transaction (NOTIFY is delivered
+      // at COMMIT): the other nodes hear of every revocation that is stored, and of no other.
+      const kept = new Set(participant.record.token_hashes);
+      const revoked = expected ? expected.record.token_hashes.filter((h) => !kept.has(h)) : [];
+      if (revoked.length > 0) {
+        const { rows } = await this.retryInDoubt(() => this.pool.query<{ updated: string }>(
+          `WITH up AS (${upsert} RETURNING id),
+                announced AS (SELECT pg_notify('${TOKEN_CHANNEL}', $8) FROM up)
+           SELECT (SELECT count(*) FROM up) AS updated, (SELECT count(*) FROM announced) AS announced`,
+          [...values, JSON.stringify(revoked)],
+        ));
+        if (Number(rows[0]?.updated ?? 0) === 0) throw new ParticipantChangedError(id);
+        return;
+      }
       const { rowCount } = await this.retryInDoubt(() => this.pool.query(upsert, values));
       if (rowCount === 0) throw new ParticipantChangedError(id);
     } catch (err) {
@@ -305,9 +319,14 @@ export class PgStore implements Store {
     }
   }
 
-  /** NOTIFY `token_revocations` with the hashes (a JSON array); RoomFeed is the listening side. */
-  async announceTokensRevoked(tokenHashes: readonly string[]): Promise<void> {
-    await this.pool.query(`SELECT pg_notify('${TOKEN_CHANNEL}', $1)`, [JSON.stringify(tokenHashes)]);
+  /** Which of these token hashes no participant holds any more (nodes re-check open sockets). */
+  async missingTokenHashes(tokenHashes: readonly string[]): Promise<string[]> {
+    if (tokenHashes.length === 0) return [];
+    const { rows } = await this.pool.query<{ h: string }>(
+      'SELECT h FROM unnest($1::text[]) AS h WHERE NOT EXISTS (SELECT 1 FROM participants p WHERE p.token_hashes @> ARRAY[h])',
+      [tokenHashes.map(column)],
+    );
+    return rows.map((r) => r.h);
   }
 
   /** NOTIFY `sockets_closed` with `{"p": participant id, "at": epoch ms}` (RoomFeed listens). */
