@@ -117,7 +117,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     const feed = new RoomFeed({
       connectionString: rawStore.connectionString,
       onChange: (change) =>
-        rooms.remoteChange(change.roomId, change.version, change.carried && { version: change.version, lastSeq: change.lastSeq, ...change.carried }),
+        rooms.remoteChange(change.roomId, change.version, change.carried && { version: change.version, lastSeq: change.lastSeq, ...change.carried }, change.events),
       onResync: () => {
         rooms.refreshAll();
         participants.recheckAll(); // token revocations may have been missed too

@@ -14,6 +14,7 @@ import type { Logger } from '../logger.js';
 import { StaleRoomError, type Store } from '../storage/store.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { carriedChanges, changeEvents, lastPersonSeqIn, loadChanges } from './change-events.js';
+import { encodeEventPlan, replayEventPlan } from './event-plan.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -42,11 +43,19 @@ export interface CarriedChange {
   room?: RoomRecord;
 }
 
+/** The events another node published for its commit `version` (runtime/event-plan.ts). */
+export interface NotifiedEvents {
+  version: number;
+  plan: unknown;
+}
+
 interface Pending {
   /** A command, or null for a refresh from the store (another node committed). */
   cmd: Command | null;
   /** With a refresh: the change as notified, taken without reading the store when it applies. */
   carried?: CarriedChange;
+  /** With a refresh: the committing node's events, replayed when this is the very next version. */
+  notified?: NotifiedEvents;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -98,6 +107,11 @@ export class RoomRuntime {
     return this.lastSeq;
   }
 
+  /** The version of the committed state this runtime holds (a shared store: compare with the stored one). */
+  get committedVersion(): number {
+    return this.version;
+  }
+
   /** Queues a command; resolves with its answer once its batch is durable and published. */
   execute(cmd: Command): Promise<unknown> {
     if (this.stopped) return Promise.reject(new AppError('internal_error', 'The server is shutting down'));
@@ -118,10 +132,10 @@ export class RoomRuntime {
    * Re-reads the room from the store when it holds a newer version (another node committed),
    * and publishes what changed; in the room's queue, so it never interleaves with a command.
    */
-  refresh(version?: number, carried?: CarriedChange): Promise<void> {
+  refresh(version?: number, carried?: CarriedChange, notified?: NotifiedEvents): Promise<void> {
     if (this.stopped || (version !== undefined && version <= this.version)) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ cmd: null, resolve: () => resolve(), reject, ...(carried ? { carried } : {}) });
+      this.queue.push({ cmd: null, resolve: () => resolve(), reject, ...(carried ? { carried } : {}), ...(notified ? { notified } : {}) });
       if (!this.draining) void this.drain();
     });
   }
@@ -153,7 +167,7 @@ export class RoomRuntime {
         const head = this.queue[0]!;
         if (head.cmd === null) {
           this.queue.shift();
-          await this.reload(head.carried).then(head.resolve, head.reject);
+          await this.reload(head.carried, head.notified).then(head.resolve, head.reject);
           continue;
         }
         const end = this.queue.findIndex((p) => p.cmd === null);
@@ -193,7 +207,13 @@ export class RoomRuntime {
     if (done.length === 0) return;
     if (base.messages.length > 0 || base.roomChanged) {
       try {
-        const commit = { messages: base.messages, expectedVersion: this.version, ...(base.roomChanged ? { room: base.room } : {}) };
+        const published = base;
+        const commit = {
+          messages: base.messages,
+          expectedVersion: this.version,
+          ...(base.roomChanged ? { room: base.room } : {}),
+          events: () => encodeEventPlan(published.access, published.events),
+        };
         this.version = await this.deps.store.commitRoom(this.roomId, commit);
       } catch (err) {
         if (err instanceof StaleRoomError && this.deps.now() - firstTry < STALE_RETRY_MS) {
@@ -235,7 +255,7 @@ export class RoomRuntime {
    * change that follows our version directly is taken as it came (no reads); otherwise (ours is
    * older, or the notification was plain) the store is read.
    */
-  private async reload(carried?: CarriedChange): Promise<void> {
+  private async reload(carried?: CarriedChange, notified?: NotifiedEvents): Promise<void> {
     // Already read past it (a stale retry of our own batch reloaded meanwhile).
     if (carried && carried.version <= this.version) return;
     // A rewritten person message may move the last person seq back: only the store knows where
@@ -254,12 +274,16 @@ export class RoomRuntime {
     if (!read || read.loaded.version === this.version) return;
     const { loaded, added, updated, lastPersonSeq } = read;
     const before = this.state;
+    // The committing node's own events when this is exactly its commit; else the difference.
+    const replayed = notified && notified.version === loaded.version && loaded.version === this.version + 1
+      ? replayEventPlan(notified.plan, loaded.room, added, updated)
+      : undefined;
     this.state = loaded.room;
     this.lastSeq = loaded.lastSeq;
     this.version = loaded.version;
     this.lastPersonSeq = lastPersonSeq;
     this.armFromState();
-    const { events, access, turnsIssued } = changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs, updated);
+    const { events, access, turnsIssued } = replayed ?? changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs, updated);
     try {
       this.deps.publish(access, events);
       if (turnsIssued.length > 0) this.deps.turnsIssued(this.roomId, turnsIssued);

@@ -94,7 +94,27 @@ export class Rooms {
   }
 
   execute(roomId: string, cmd: Command): Promise<unknown> {
-    return this.require(roomId).then((runtime) => runtime.execute(cmd));
+    return this.require(roomId).then((runtime) => this.executeCurrent(runtime, cmd));
+  }
+
+  /**
+   * Runs a command; with a shared store, one that was refused (not your turn, not a member, …)
+   * while this node's copy was behind the stored room is run again on the current state: a
+   * client that was given the turn through another node is not refused because this node's
+   * notification is late. A refused command changed nothing, so running it again is safe.
+   */
+  private async executeCurrent(runtime: RoomRuntime, cmd: Command): Promise<unknown> {
+    const seen = runtime.committedVersion;
+    try {
+      return await runtime.execute(cmd);
+    } catch (err) {
+      if (!this.opts.shared || !(err instanceof AppError) || !this.opts.store.roomVersion) throw err;
+      // Judged on the version it ran on (a notification may have brought a newer one meanwhile).
+      const version = await this.opts.store.roomVersion(runtime.roomId);
+      if (version === undefined || version <= seen) throw err;
+      await runtime.refresh(version);
+      return runtime.execute(cmd);
+    }
   }
 
   /** Running waits listening for turns (a gauge; tests watch a wait start and end). */
@@ -202,12 +222,13 @@ export class Rooms {
    * with neither (messages only, or a state no one here is in) is left to the room's first use
    * here, which loads it fresh.
    */
-  remoteChange(roomId: string, version: number, carried?: CarriedChange): void {
+  remoteChange(roomId: string, version: number, carried?: CarriedChange, events?: unknown[]): void {
     if (this.stopped) return;
     const runtime = this.runtimes.get(roomId);
     if (!runtime && !this.loading.has(roomId) && carried && !(carried.room && this.concernsThisNode(carried.room))) return;
+    const notified = events ? { version, plan: events } : undefined;
     // A load in flight may have read the room before this commit: it refreshes once loaded.
-    const work = runtime ? runtime.refresh(version, carried) : this.runtime(roomId).then((loaded) => loaded?.refresh(version, carried));
+    const work = runtime ? runtime.refresh(version, carried, notified) : this.runtime(roomId).then((loaded) => loaded?.refresh(version, carried, notified));
     work.catch((err: unknown) => this.opts.logger.warn({ err, room_id: roomId }, 'could not take a change made on another node'));
   }
 

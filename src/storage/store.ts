@@ -52,6 +52,12 @@ export interface RoomCommit {
   messages: readonly Message[];
   /** The version the commit was computed from (LoadedRoom.version, then each commit's result). */
   expectedVersion: number;
+  /**
+   * Optional: the events the commit publishes, as opaque JSON text, for a store that tells other
+   * processes about commits (PgStore puts it in the notification, so they replay the same
+   * events). Called only by such a store, after the commit.
+   */
+  events?: () => string;
 }
 
 export interface MessagePage {

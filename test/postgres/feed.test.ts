@@ -129,6 +129,24 @@ describe('room_changes payloads that carry the commit', () => {
     expect(Buffer.byteLength(near)).toBeLessThanOrEqual(MAX_PAYLOAD_BYTES);
     expect(parseRoomChange(near)?.carried?.messages[0]?.text_content).toBe('é'.repeat(3_500));
   });
+
+  it('carry the published events: with the rows, else alone (the rows are read), else none', () => {
+    const events = JSON.stringify([['m', 1, false], ['e', { event: 'round_end', room_id: 'r:1', data: { round_id: 'x', reason: 'completed' } }]]);
+    const both = parseRoomChange(commitPayload('r:1', 7, 2, records, JSON.stringify(room), events));
+    expect(both).toEqual({ roomId: 'r:1', version: 7, lastSeq: 2, carried: { messages, room }, events: JSON.parse(events) });
+    const many = Array.from({ length: 40 }, (_, i) => JSON.stringify(makeMessage('r:1', i + 1, { text_content: 'x'.repeat(300) })));
+    const alone = commitPayload('r:1', 3, 40, many, undefined, events);
+    expect(Buffer.byteLength(alone)).toBeLessThanOrEqual(MAX_PAYLOAD_BYTES);
+    expect(parseRoomChange(alone)).toEqual({ roomId: 'r:1', version: 3, lastSeq: 40, events: JSON.parse(events) });
+    const huge = JSON.stringify([['e', { event: 'room_update', room_id: 'r:1', data: { filler: 'y'.repeat(9_000) } }]]);
+    expect(parseRoomChange(commitPayload('r:1', 7, 2, records, JSON.stringify(room), huge))).toEqual({
+      roomId: 'r:1',
+      version: 7,
+      lastSeq: 2,
+      carried: { messages, room },
+    });
+    expect(commitPayload('r:1', 3, 40, many, undefined, huge)).toBe('r:1:3:40');
+  });
 });
 
 describe('carriedChanges (a node taking a carried commit)', () => {

@@ -74,4 +74,27 @@ describe.skipIf(!enabled)('reads on another node right after a write', () => {
     }
     expect(missing).toEqual([]);
   });
+
+  it('a command on node B right after the turn was given through node A is not refused as not_your_turn', async () => {
+    const site = await newSite(pgServer!);
+    const a = await startNode(site);
+    nodes.push(a);
+    const b = await startNode(site);
+    nodes.push(b);
+    const person = await ok(a.url, 'register_user', { name: 'Asker' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Fresh writes' }, person.token);
+    const first = await ok(a.url, 'register_agent', { name: 'First' });
+    const second = await ok(a.url, 'register_agent', { name: 'Second' });
+    await ok(a.url, 'join_room', { room_id: room.room_id }, first.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, second.token);
+    await ok(b.url, 'get_room', { room_id: room.room_id }, second.token); // B holds the room
+    for (let i = 0; i < 3; i++) {
+      await ok(a.url, 'send_message', { room_id: room.room_id, text_content: `ask ${i}` }, person.token); // First's turn
+      await expect.poll(async () => (await ok(b.url, 'get_context', { room_id: room.room_id }, first.token)).your_turn !== null).toBe(true);
+      await cutFeeds(site.databaseUrl); // B misses the notification of the next turn
+      await ok(a.url, 'send_message', { room_id: room.room_id, text_content: `first ${i}` }, first.token); // Second's turn, on A
+      const answer = await restCall(b.url, 'send_message', { room_id: room.room_id, text_content: `second ${i}` }, second.token);
+      expect(answer.body.error?.code ?? 'ok', `second ${i}`).toBe('ok');
+    }
+  });
 });

@@ -46,6 +46,11 @@ export interface RoomChange {
    * takes the change from here without reading the tables; any other node reads as usual.
    */
   carried?: CarriedCommit;
+  /**
+   * The events the committing node published for this commit (its `ev`: an opaque list the room
+   * runtime replays, runtime/event-plan.ts), when they fitted in the payload.
+   */
+  events?: unknown[];
 }
 
 export interface CarriedCommit {
@@ -63,14 +68,27 @@ export const MAX_PAYLOAD_BYTES = 7999;
  * (`records` and `state` are the JSON texts the commit stored, so the rows equal the table's).
  * `stateJson` undefined means the commit did not change the state.
  */
-export function commitPayload(roomId: string, version: number, lastSeq: number, records: readonly string[], stateJson?: string): string {
+export function commitPayload(roomId: string, version: number, lastSeq: number, records: readonly string[], stateJson?: string, eventsJson?: string): string {
   const plain = `${roomId}:${version}:${lastSeq}`;
-  // Quick bound first: UTF-8 takes at most 3 bytes per UTF-16 unit.
-  let chars = 40 + roomId.length * 6 + (stateJson?.length ?? 4);
-  for (const r of records) chars += r.length + 1;
-  if (chars > MAX_PAYLOAD_BYTES) return plain;
-  const carried = `{"r":${JSON.stringify(roomId)},"v":${version},"s":${lastSeq},"m":[${records.join(',')}],"st":${stateJson ?? 'null'}}`;
-  return carried.length * 3 <= MAX_PAYLOAD_BYTES || Buffer.byteLength(carried) <= MAX_PAYLOAD_BYTES ? carried : plain;
+  const head = `{"r":${JSON.stringify(roomId)},"v":${version},"s":${lastSeq}`;
+  const ev = eventsJson === undefined ? '' : `,"ev":${eventsJson}`;
+  // Exact events matter more than saved reads: rows, state and events; else events alone (the
+  // rows are read from the tables); else rows and state; else the plain form.
+  let rowsChars = 0;
+  for (const r of records) rowsChars += r.length + 1;
+  const rows = (): string => `,"m":[${records.join(',')}],"st":${stateJson ?? 'null'}`;
+  const candidates: Array<[number, () => string]> = [
+    [rowsChars + (stateJson?.length ?? 4) + ev.length, () => `${head}${rows()}${ev}}`],
+    ...(ev ? [[ev.length, () => `${head}${ev}}`] as [number, () => string]] : []),
+    ...(ev ? [[rowsChars + (stateJson?.length ?? 4), () => `${head}${rows()}}`] as [number, () => string]] : []),
+  ];
+  for (const [chars, build] of candidates) {
+    // Quick bound first: the text has at least as many bytes as UTF-16 units.
+    if (head.length + chars > MAX_PAYLOAD_BYTES) continue;
+    const text = build();
+    if (text.length * 3 <= MAX_PAYLOAD_BYTES || Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES) return text;
+  }
+  return plain;
 }
 
 /** Parses a `token_revocations` payload: a JSON array of hex hashes (anything else: none). */
@@ -97,8 +115,11 @@ export function parseSocketsClosed(payload: string): { participantId: string; at
 export function parseRoomChange(payload: string): RoomChange | undefined {
   if (payload.startsWith('{"r":')) {
     try {
-      const p = JSON.parse(payload) as { r: string; v: number; s: number; m: Message[]; st: RoomRecord | null };
-      return { roomId: p.r, version: p.v, lastSeq: p.s, carried: p.st === null ? { messages: p.m } : { messages: p.m, room: p.st } };
+      const p = JSON.parse(payload) as { r: string; v: number; s: number; m?: Message[]; st?: RoomRecord | null; ev?: unknown };
+      const change: RoomChange = { roomId: p.r, version: p.v, lastSeq: p.s };
+      if (Array.isArray(p.m)) change.carried = p.st ? { messages: p.m, room: p.st } : { messages: p.m };
+      if (Array.isArray(p.ev)) change.events = p.ev;
+      return change;
     } catch {
       // not JSON after all: a room id that starts like one
     }

@@ -462,7 +462,7 @@ export class PgStore implements Store {
       if (this.notifier) {
         // The rows ride along when they fit, so the other nodes need not read them back.
         const stateJson = params[STATE_PARAM] as string | null;
-        this.notifier.push(commitPayload(roomId, version, Number(rows[0]!.new_last_seq), params[RECORDS_PARAM] as string[], stateJson ?? undefined));
+        this.notifier.push(commitPayload(roomId, version, Number(rows[0]!.new_last_seq), params[RECORDS_PARAM] as string[], stateJson ?? undefined, commit.events?.()));
       }
       return version;
     } catch (err) {

@@ -1,0 +1,82 @@
+// Every subscriber on every node gets the same events (SPEC §11), not only the same messages: a
+// node that did not commit a change replays the events the committing node published (carried
+// in its notification, runtime/event-plan.ts) instead of rebuilding them from the state
+// difference, which sent room_update once per refresh and could not see a round that began and
+// ended inside one commit. Two nodes, commits on both, a person watching on each.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningServer } from '../../src/server.js';
+import { TestSocket, type AnyEventFrame } from '../helpers/ws.js';
+import { newSite, ok, startNode } from './cluster-nodes.js';
+import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+
+const enabled = pgTestsEnabled();
+let pgServer: PgServer | undefined;
+const nodes: RunningServer[] = [];
+
+if (enabled) {
+  beforeAll(async () => {
+    pgServer = await startPgServer();
+  });
+  afterAll(async () => {
+    for (const node of nodes) await node.close().catch(() => undefined);
+    await pgServer?.stop();
+  });
+}
+
+const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
+
+describe.skipIf(!enabled)('the same events on every node', () => {
+  it('a conversation with commits on both nodes: both watchers see the same event stream', async () => {
+    const site = await newSite(pgServer!);
+    const a = await startNode(site);
+    nodes.push(a);
+    const b = await startNode(site);
+    nodes.push(b);
+    const host = await ok(a.url, 'register_user', { name: 'HostA' });
+    const guest = await ok(b.url, 'register_user', { name: 'GuestB' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Same events' }, host.token);
+    await ok(b.url, 'join_room', { room_id: room.room_id }, guest.token);
+    const agents = {
+      Alpha: { node: a, token: (await ok(a.url, 'register_agent', { name: 'Alpha' })).token as string },
+      Beta: { node: b, token: (await ok(b.url, 'register_agent', { name: 'Beta' })).token as string },
+    };
+    await ok(a.url, 'join_room', { room_id: room.room_id }, agents.Alpha.token);
+    await ok(b.url, 'join_room', { room_id: room.room_id }, agents.Beta.token);
+    const watchA = await TestSocket.connect(wsUrl(a), host.token);
+    const watchB = await TestSocket.connect(wsUrl(b), guest.token);
+    const fromA = watchA.mark();
+    const fromB = watchB.mark();
+
+    /** Each agent answers its turns through its own node until no turn comes for a while. */
+    let cursor = watchA.mark();
+    const answerTurns = async (): Promise<void> => {
+      for (let answered = 0; ; answered++) {
+        const turn = await watchA.waitForEventFrom(cursor, 'agent_turn', () => true, 1500).catch(() => null);
+        if (!turn) return;
+        cursor = watchA.frames.indexOf(turn as never) + 1;
+        const name = (turn.data as { agent_name: 'Alpha' | 'Beta' }).agent_name;
+        const agent = agents[name];
+        const text = `${name} answers ${answered}`;
+        await ok(agent.node.url, 'send_message', { room_id: room.room_id, text_content: text }, agent.token);
+        await watchA.waitForEventFrom(cursor, 'message_new', (d) => d.message.text_content === text);
+      }
+    };
+
+    await ok(a.url, 'send_message', { room_id: room.room_id, text_content: 'first question' }, host.token);
+    await answerTurns();
+    await ok(b.url, 'send_message', { room_id: room.room_id, text_content: '@Beta a question for you' }, guest.token);
+    await answerTurns();
+    await ok(b.url, 'update_room', { room_id: room.room_id, max_auto_rounds: 5 }, host.token);
+
+    const stream = (socket: TestSocket, from: number) =>
+      socket.since(from).filter((f) => f.type === 'event' && (f as AnyEventFrame).room_id === room.room_id).map((f) => {
+        const e = f as AnyEventFrame;
+        return `${e.event} ${JSON.stringify(e.data)}`;
+      });
+    await expect.poll(() => stream(watchB, fromB).length, { timeout: 5000 }).toBe(stream(watchA, fromA).length);
+    expect(stream(watchB, fromB)).toEqual(stream(watchA, fromA));
+    expect(stream(watchA, fromA).filter((e) => e.startsWith('room_update')).length).toBeGreaterThan(0);
+    await watchA.close();
+    await watchB.close();
+  });
+});
