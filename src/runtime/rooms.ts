@@ -94,6 +94,8 @@ export class Rooms {
   }
 
   execute(roomId: string, cmd: Command): Promise<unknown> {
+    // One process owns the store: its copy is always current (no retry, no extra awaits).
+    if (!this.opts.shared) return this.require(roomId).then((runtime) => runtime.execute(cmd));
     return this.require(roomId).then((runtime) => this.executeCurrent(runtime, cmd));
   }
 
@@ -108,7 +110,7 @@ export class Rooms {
     try {
       return await runtime.execute(cmd);
     } catch (err) {
-      if (!this.opts.shared || !(err instanceof AppError) || !this.opts.store.roomVersion) throw err;
+      if (!(err instanceof AppError) || !this.opts.store.roomVersion) throw err;
       // Judged on the version it ran on (a notification may have brought a newer one meanwhile).
       const version = await this.opts.store.roomVersion(runtime.roomId);
       if (version === undefined || version <= seen) throw err;
