@@ -5,45 +5,19 @@
 // notification behind: the node checks the room's committed version first and catches up. The
 // test makes B miss the notifications (its listening connection is cut just before each write),
 // so without that check every read below would be stale.
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/server.js';
+import { describe, expect, it } from 'vitest';
 import { restCall } from '../helpers/process.js';
-import { newSite, ok, startNode } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { cutFeeds, ok, useClusterNodes } from './cluster-nodes.js';
+import { pgTestsEnabled } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const nodes: RunningServer[] = [];
-
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const node of nodes) await node.close().catch(() => undefined);
-    await pgServer?.stop();
-  });
-}
-
-/** Drops every node's LISTEN connection (they reconnect by themselves about 100 ms later). */
-async function cutFeeds(databaseUrl: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  try {
-    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-chatroom-feed' AND datname = current_database()");
-  } finally {
-    await admin.end();
-  }
-}
+const cluster = useClusterNodes();
 
 describe.skipIf(!enabled)('reads on another node right after a write', () => {
   it('a join on node A, then get_room on node B; a turn given on A, then get_context on B', async () => {
-    const site = await newSite(pgServer!);
-    const a = await startNode(site);
-    nodes.push(a);
-    const b = await startNode(site);
-    nodes.push(b);
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site);
     const person = await ok(a.url, 'register_user', { name: 'Host' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Fresh reads' }, person.token);
     // B holds the room (it follows its changes through notifications from now on).
@@ -76,11 +50,9 @@ describe.skipIf(!enabled)('reads on another node right after a write', () => {
   });
 
   it('a command on node B right after the turn was given through node A is not refused as not_your_turn', async () => {
-    const site = await newSite(pgServer!);
-    const a = await startNode(site);
-    nodes.push(a);
-    const b = await startNode(site);
-    nodes.push(b);
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site);
     const person = await ok(a.url, 'register_user', { name: 'Asker' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Fresh writes' }, person.token);
     const first = await ok(a.url, 'register_agent', { name: 'First' });

@@ -2,26 +2,15 @@
 // file store). An agent that does not come back after its node restarts shows `offline` when
 // the presence window has passed since its stored last_active — not when the dead node's
 // presence rows are swept, which happens after the short socket grace.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
-import { newSite, ok, startNode } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { ok, useClusterNodes } from './cluster-nodes.js';
+import { pgTestsEnabled } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const nodes: RunningServer[] = [];
+const cluster = useClusterNodes();
 const WINDOW_MS = 5000;
 const GRACE_MS = 300;
-
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const node of nodes) await node.close().catch(() => undefined);
-    await pgServer?.stop();
-  });
-}
 
 const statusOf = async (node: RunningServer, roomId: string, token: string, name: string): Promise<string> => {
   const { room } = await ok(node.url, 'get_room', { room_id: roomId }, token);
@@ -30,10 +19,9 @@ const statusOf = async (node: RunningServer, roomId: string, token: string, name
 
 describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
   it('an agent that does not come back goes offline a presence window after its last call', async () => {
-    const site = await newSite(pgServer!);
+    const site = await cluster.newSite();
     const options = { presenceWindowMs: WINDOW_MS, socketGraceMs: GRACE_MS };
-    const first = await startNode(site, {}, options);
-    nodes.push(first);
+    const first = await cluster.node(site, {}, options);
     const person = await ok(first.url, 'register_user', { name: 'Watcher' });
     const agent = await ok(first.url, 'register_agent', { name: 'Gone' });
     const { room } = await ok(first.url, 'create_room', { room_name: 'Restart' }, person.token);
@@ -43,8 +31,7 @@ describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
     await expect.poll(() => statusOf(first, room.room_id, person.token, 'Gone')).toBe('online');
     await first.close();
 
-    const second = await startNode(site, {}, options);
-    nodes.push(second);
+    const second = await cluster.node(site, {}, options);
     // Well past the grace (the first node's presence rows are swept by then), well before the window.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastCall + WINDOW_MS - 2000 - Date.now())));
     expect(await statusOf(second, room.room_id, person.token, 'Gone')).toBe('online');
@@ -53,20 +40,17 @@ describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
   });
 
   it('a rolling restart: an agent back on the restarted node is its client, so the other node never stores it offline', async () => {
-    const site = await newSite(pgServer!);
+    const site = await cluster.newSite();
     const options = { presenceWindowMs: 20_000, socketGraceMs: GRACE_MS };
-    const a = await startNode(site, {}, options);
-    nodes.push(a);
-    const b = await startNode(site, {}, options);
-    nodes.push(b);
+    const a = await cluster.node(site, {}, options);
+    const b = await cluster.node(site, {}, options);
     const person = await ok(a.url, 'register_user', { name: 'Steady' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Rolling' }, person.token);
     // The agent is node B's client only (node A never sees a call of it).
     const agent = await ok(b.url, 'register_agent', { name: 'Roamer' });
     await ok(b.url, 'join_room', { room_id: room.room_id }, agent.token);
     await b.close();
-    const restarted = await startNode(site, {}, options); // seeded from last_active
-    nodes.push(restarted);
+    const restarted = await cluster.node(site, {}, options); // seeded from last_active
     await ok(restarted.url, 'get_room', { room_id: room.room_id }, agent.token); // back, on the restarted node
 
     // Node A sweeps the old node B's rows (after the grace) and asks who serves the agent now.

@@ -3,35 +3,19 @@
 // in its notification, runtime/event-plan.ts) instead of rebuilding them from the state
 // difference, which sent room_update once per refresh and could not see a round that began and
 // ended inside one commit. Two nodes, commits on both, a person watching on each.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/server.js';
+import { describe, expect, it } from 'vitest';
 import { TestSocket, type AnyEventFrame } from '../helpers/ws.js';
-import { newSite, ok, startNode } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { ok, useClusterNodes, wsUrlOf } from './cluster-nodes.js';
+import { pgTestsEnabled } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const nodes: RunningServer[] = [];
-
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const node of nodes) await node.close().catch(() => undefined);
-    await pgServer?.stop();
-  });
-}
-
-const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
+const cluster = useClusterNodes();
 
 describe.skipIf(!enabled)('the same events on every node', () => {
   it('a conversation with commits on both nodes: both watchers see the same event stream', async () => {
-    const site = await newSite(pgServer!);
-    const a = await startNode(site);
-    nodes.push(a);
-    const b = await startNode(site);
-    nodes.push(b);
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site);
     const host = await ok(a.url, 'register_user', { name: 'HostA' });
     const guest = await ok(b.url, 'register_user', { name: 'GuestB' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Same events' }, host.token);
@@ -42,8 +26,8 @@ describe.skipIf(!enabled)('the same events on every node', () => {
     };
     await ok(a.url, 'join_room', { room_id: room.room_id }, agents.Alpha.token);
     await ok(b.url, 'join_room', { room_id: room.room_id }, agents.Beta.token);
-    const watchA = await TestSocket.connect(wsUrl(a), host.token);
-    const watchB = await TestSocket.connect(wsUrl(b), guest.token);
+    const watchA = await TestSocket.connect(wsUrlOf(a), host.token);
+    const watchB = await TestSocket.connect(wsUrlOf(b), guest.token);
     const fromA = watchA.mark();
     const fromB = watchB.mark();
 

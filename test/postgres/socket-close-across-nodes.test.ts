@@ -2,38 +2,22 @@
 // call since goes offline 15 s after the close". The agent's socket is on node A, and it made a
 // call through node B just before the socket closed; B must not keep it online for the whole
 // presence window because of that earlier call.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/server.js';
+import { describe, expect, it } from 'vitest';
 import { TestSocket } from '../helpers/ws.js';
-import { newSite, ok, startNode } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { ok, useClusterNodes, wsUrlOf } from './cluster-nodes.js';
+import { pgTestsEnabled } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const nodes: RunningServer[] = [];
+const cluster = useClusterNodes();
 const WINDOW_MS = 20_000;
 const GRACE_MS = 1000;
 
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const node of nodes) await node.close().catch(() => undefined);
-    await pgServer?.stop();
-  });
-}
-
-const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
-
 describe.skipIf(!enabled)('the last WebSocket closing, across nodes', () => {
   it('a call through node B before the socket on node A closed does not keep the agent online past the grace', async () => {
-    const site = await newSite(pgServer!);
+    const site = await cluster.newSite();
     const options = { presenceWindowMs: WINDOW_MS, socketGraceMs: GRACE_MS };
-    const a = await startNode(site, {}, options);
-    nodes.push(a);
-    const b = await startNode(site, {}, options);
-    nodes.push(b);
+    const a = await cluster.node(site, {}, options);
+    const b = await cluster.node(site, {}, options);
     const person = await ok(a.url, 'register_user', { name: 'Observer' });
     const agent = await ok(a.url, 'register_agent', { name: 'Leaver' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Leaving' }, person.token);
@@ -43,7 +27,7 @@ describe.skipIf(!enabled)('the last WebSocket closing, across nodes', () => {
       return now.members.find((m: { name: string }) => m.name === 'Leaver').status;
     };
 
-    const socket = await TestSocket.connect(wsUrl(a), agent.token);
+    const socket = await TestSocket.connect(wsUrlOf(a), agent.token);
     await ok(b.url, 'get_room', { room_id: room.room_id }, agent.token);
     await expect.poll(status).toBe('online');
     await socket.close();

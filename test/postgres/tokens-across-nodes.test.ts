@@ -4,8 +4,7 @@
 // A logs in with the password on B, a token rotated on A stops working on B at once (B's
 // sockets that hold it close with 4401, its MCP sessions and REST calls are refused), and a name
 // that looks like one registered on A (a confusable skeleton, UTS #39) is name_taken on B.
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
 import { nameKey } from '../../src/identity/names.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
@@ -13,38 +12,23 @@ import { restCall } from '../helpers/process.js';
 import { makeAgent } from '../unit/storage-helpers.js';
 import { connectMcp } from '../helpers/mcp.js';
 import { eventually, TestSocket } from '../helpers/ws.js';
-import { newSite, ok, startNode } from './cluster-nodes.js';
-import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
+import { cutFeeds, ok, useClusterNodes, wsUrlOf } from './cluster-nodes.js';
+import { pgTestsEnabled } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
-let pgServer: PgServer | undefined;
-const nodes: RunningServer[] = [];
+const cluster = useClusterNodes();
 
 async function twoNodes(): Promise<[RunningServer, RunningServer, string]> {
-  const site = await newSite(pgServer!);
-  const a = await startNode(site);
-  nodes.push(a);
-  const b = await startNode(site);
-  nodes.push(b);
+  const site = await cluster.newSite();
+  const a = await cluster.node(site);
+  const b = await cluster.node(site);
   return [a, b, site.databaseUrl];
 }
-
-const wsUrl = (node: RunningServer) => `${node.url.replace('http', 'ws')}/ws`;
 
 async function upload(node: RunningServer, roomId: string, token: string): Promise<Response> {
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(Buffer.from('notes'))]), 'notes.txt');
   return fetch(`${node.url}/api/v1/rooms/${roomId}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
-}
-
-if (enabled) {
-  beforeAll(async () => {
-    pgServer = await startPgServer();
-  });
-  afterAll(async () => {
-    for (const node of nodes) await node.close().catch(() => undefined);
-    await pgServer?.stop();
-  });
 }
 
 describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
@@ -100,7 +84,7 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
     await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
 
     // B knows the old token through every kind of client before the rotation.
-    const socket = await TestSocket.connect(wsUrl(b), agent.token);
+    const socket = await TestSocket.connect(wsUrlOf(b), agent.token);
     const mcp = await connectMcp(b.url, { token: agent.token });
     await mcp.ok('list_rooms');
     await ok(b.url, 'get_room', { room_id: room.room_id }, agent.token);
@@ -126,17 +110,11 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
     const agent = await ok(a.url, 'register_agent', { name: 'Missed' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Missed' }, person.token);
     await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
-    const socket = await TestSocket.connect(wsUrl(b), agent.token);
+    const socket = await TestSocket.connect(wsUrlOf(b), agent.token);
     expect((await socket.call('get_room', { room_id: room.room_id })).ok).toBe(true);
 
     // The nodes' LISTEN connections drop; the rotation's announcement goes out while they are away.
-    const admin = new pg.Client({ connectionString: databaseUrl });
-    await admin.connect();
-    try {
-      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-chatroom-feed' AND datname = current_database()");
-    } finally {
-      await admin.end();
-    }
+    await cutFeeds(databaseUrl);
     await ok(a.url, 'rotate_token', {}, agent.token);
 
     // B's feed reconnects by itself; the socket's next call is checked in the store.
@@ -146,24 +124,16 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
   });
 
   it('a socket that only listens closes too when its node missed the revocation: the heartbeat re-checks its token', async () => {
-    const site = await newSite(pgServer!);
-    const a = await startNode(site);
-    nodes.push(a);
-    const b = await startNode(site, {}, { ws: { heartbeatMs: 300 } });
-    nodes.push(b);
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site, {}, { ws: { heartbeatMs: 300 } });
     const person = await ok(a.url, 'register_user', { name: 'Quiet' });
     const agent = await ok(a.url, 'register_agent', { name: 'Listener' });
     const { room } = await ok(a.url, 'create_room', { room_name: 'Quiet' }, person.token);
     await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
-    const socket = await TestSocket.connect(wsUrl(b), agent.token);
+    const socket = await TestSocket.connect(wsUrlOf(b), agent.token);
 
-    const admin = new pg.Client({ connectionString: site.databaseUrl });
-    await admin.connect();
-    try {
-      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-chatroom-feed' AND datname = current_database()");
-    } finally {
-      await admin.end();
-    }
+    await cutFeeds(site.databaseUrl);
     await ok(a.url, 'rotate_token', {}, agent.token);
 
     const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000))]);
@@ -187,17 +157,16 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
   });
 
   it('participants stored before look-alike keys were kept get them when a node starts: an old name blocks its look-alike on every node', async () => {
-    const site = await newSite(pgServer!);
+    const site = await cluster.newSite();
     // Node B runs before the name exists, so only the database can tell it about it.
-    const b = await startNode(site);
-    nodes.push(b);
+    const b = await cluster.node(site);
     // A store of the version before (no look-alike keys) writes the participant.
     const old = new PgStore({ connectionString: site.databaseUrl, poolSize: 2 });
     await old.open();
     await old.putParticipant({ kind: 'agent', record: makeAgent('old-agent', { name: 'Carol' }) }, nameKey('Carol'));
     await old.close();
     // Node A starts (an upgraded node): it stores the missing keys.
-    nodes.push(await startNode(site));
+    await cluster.node(site);
     const lookAlike = await restCall(b.url, 'register_agent', { name: 'C\u0430rol' });
     expect(lookAlike.body.error?.code).toBe('name_taken');
   });
