@@ -84,12 +84,7 @@ export class Presence {
 
   /** Keeps the participant online until the returned release is called (wait_for_turn). */
   hold(participantId: string): () => void {
-    const entry = this.entry(participantId);
-    entry.seeded = false;
-    entry.sockets += 1;
-    entry.lastActive = this.now();
-    entry.closedAt = 0;
-    this.update(participantId, entry);
+    const entry = this.opened(participantId);
     let released = false;
     return () => {
       if (released) return;
@@ -102,12 +97,18 @@ export class Presence {
   }
 
   socketOpened(participantId: string): void {
+    this.opened(participantId);
+  }
+
+  /** A socket or a wait began: online while it lasts (a socket and a wait count alike). */
+  private opened(participantId: string): Entry {
     const entry = this.entry(participantId);
     entry.seeded = false;
     entry.sockets += 1;
     entry.lastActive = this.now();
     entry.closedAt = 0;
     this.update(participantId, entry);
+    return entry;
   }
 
   socketClosed(participantId: string): void {
