@@ -14,6 +14,11 @@ export interface CallOptions {
   transport: Transport;
   /** Client address, for per-address rate limits. */
   address?: string | null;
+  /**
+   * The transport already counted this call against its address (`chargeAddress`), before it
+   * looked up a token itself (MCP's header): the registry does not count it twice.
+   */
+  addressCharged?: true;
   requestId?: string;
   signal?: AbortSignal;
   onProgress?: (elapsedMs: number, totalMs: number) => void;
@@ -120,8 +125,9 @@ export class ToolRegistry {
   }
 
   /**
-   * Counts a call that a transport refused before dispatching it against the client address,
-   * like every dispatched call (throws `rate_limited` over the limit).
+   * Counts a call against the client address, like `call` does first, for a transport that
+   * must do it before its own token lookup (throws `rate_limited` over the limit); it then
+   * passes `addressCharged` to `call`.
    */
   chargeAddress(address: string | null): Promise<void> {
     return this.hooks.limitAddress(address);
@@ -151,7 +157,7 @@ export class ToolRegistry {
   private async dispatch(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
     // The address pays for every call, before the name or token is checked: probing for tools
     // or guessing tokens is rate limited like any other call.
-    await this.hooks.limitAddress(options.address ?? null);
+    if (!options.addressCharged) await this.hooks.limitAddress(options.address ?? null);
     const tool = this.tools.get(name);
     if (!tool) throw new AppError('unknown_tool', `No tool named "${name.slice(0, 64)}"`);
     if (options.token && !options.caller) await this.hooks.prime?.(options.token);

@@ -156,8 +156,10 @@ export class McpSession {
     // JSON-RPC ids repeat across sessions (every client counts from 0): qualify them for the logs.
     const requestId = `mcp-${extra.sessionId ?? 'nosession'}-${String(extra.requestId)}`;
     let claimed = false;
-    let dispatched = false;
     try {
+      // The address pays first, as in the registry: an unknown header token is looked up in a
+      // shared store (identify), and a client over its limit must not cost that lookup.
+      await this.app.registry.chargeAddress(this.address);
       const tool = this.app.registry.get(name);
       const caller = await this.identify(name, bearerToken(headerValue(extra, 'authorization')));
       if (tool?.public && BINDING_TOOLS.has(name)) claimed = this.checkIdentification(name, args);
@@ -182,40 +184,25 @@ export class McpSession {
           })
           .catch(() => undefined);
       };
-      dispatched = true;
       const data = await this.app.registry.call(name, args, {
         caller,
         token: null,
         transport: 'mcp',
         address: this.address,
+        addressCharged: true,
         requestId,
         signal: abort.signal,
         onProgress,
       });
       this.afterCall(name, data);
       return successResult(data);
-    } catch (thrown) {
-      const err = dispatched ? thrown : await this.chargeRefused(thrown);
+    } catch (err) {
       if (toWireError(err).code === 'internal_error') this.app.logger.error({ err, requestId, tool: name }, 'MCP tool call failed');
       return errorResult(err);
     } finally {
       if (claimed) this.binding = false;
       extra.signal.removeEventListener('abort', onAbort);
       this.inflight.delete(extra.requestId);
-    }
-  }
-
-  /**
-   * A call this session refused before the registry saw it (an unknown header token, a session
-   * bound to someone else) still costs its address, as every dispatched call does: guessing
-   * tokens over MCP is rate limited like over REST. Over the limit, the answer is rate_limited.
-   */
-  private async chargeRefused(refusal: unknown): Promise<unknown> {
-    try {
-      await this.app.registry.chargeAddress(this.address);
-      return refusal;
-    } catch (limited) {
-      return limited;
     }
   }
 

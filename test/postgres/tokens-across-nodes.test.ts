@@ -6,7 +6,7 @@
 // that looks like one registered on A (a confusable skeleton, UTS #39) is name_taken on B.
 import { describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
-import { nameKey } from '../../src/identity/names.js';
+import { confusableKeys, nameKey } from '../../src/identity/names.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { restCall } from '../helpers/process.js';
 import { makeAgent } from '../unit/storage-helpers.js';
@@ -169,5 +169,29 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
     await cluster.node(site);
     const lookAlike = await restCall(b.url, 'register_agent', { name: 'C\u0430rol' });
     expect(lookAlike.body.error?.code).toBe('name_taken');
+  });
+
+  it('over MCP, a client over its address limit is refused before its unknown header token is looked up in the database', async () => {
+    const site = await cluster.newSite();
+    // Node B's store counts the token lookups that reach the database.
+    let lookups = 0;
+    class CountingStore extends PgStore {
+      override findParticipantByTokenHash(hash: string) {
+        lookups += 1;
+        return super.findParticipantByTokenHash(hash);
+      }
+    }
+    const store = new CountingStore({ connectionString: site.databaseUrl, poolSize: 2, lookAlikeKeysOf: confusableKeys });
+    const b = await cluster.node(site, { rateLimitPerAddress: 3, rateLimitPerToken: 0 }, { store });
+    const mcp = await connectMcp(b.url, { token: 'act_guessed-token' });
+    try {
+      for (let i = 0; i < 3; i++) expect((await mcp.err('list_rooms')).code).toBe('unauthorized');
+      const before = lookups;
+      expect(before).toBeGreaterThanOrEqual(3);
+      for (let i = 0; i < 5; i++) expect((await mcp.err('list_rooms')).code).toBe('rate_limited');
+      expect(lookups).toBe(before);
+    } finally {
+      await mcp.close();
+    }
   });
 });
