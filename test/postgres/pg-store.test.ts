@@ -2,8 +2,10 @@
 // checks the checks), migrations, and what only a database can get wrong.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { confusableKeys } from '../../src/identity/names.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
-import { parseRoomChange, ROOM_CHANNEL } from '../../src/storage/postgres/feed.js';
+import { NameTakenError } from '../../src/storage/store.js';
+import { parseRoomChange, ROOM_CHANNEL, TOKEN_CHANNEL } from '../../src/storage/postgres/feed.js';
 import { migrate, loadMigrations } from '../../src/storage/postgres/migrations.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import type { Store } from '../../src/storage/store.js';
@@ -154,6 +156,86 @@ describe.skipIf(!enabled)('PgStore: a connection lost during a commit', () => {
       await listener.end();
       await store.close();
       await proxy.close();
+    }
+  });
+});
+
+// SPEC §5 (a failed call leaves no trace) for the parts of a participant write that only the
+// PostgreSQL store has: the look-alike keys inserted with a registration, and the revocation
+// announced with a rotation. Faults are real: a test-only trigger raises inside the statement.
+describe.skipIf(!enabled)('PgStore: participant writes that fail part-way', () => {
+  const pgServer = usePgServer();
+
+  /** A store on a fresh database, and a switch that makes writes to `table` raise. */
+  async function withFault(table: string) {
+    const url = await pgServer().createDatabase();
+    const store = new PgStore({ connectionString: url, poolSize: 2, lookAlikeKeysOf: confusableKeys });
+    await store.open();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`
+      CREATE TABLE test_fault (on_off boolean NOT NULL);
+      CREATE FUNCTION test_fault_raise() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM test_fault) THEN RAISE EXCEPTION 'injected failure on %', TG_TABLE_NAME; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER test_fault AFTER INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION test_fault_raise();`);
+    return {
+      store,
+      admin,
+      fail: (on: boolean) => admin.query(on ? 'INSERT INTO test_fault VALUES (true)' : 'DELETE FROM test_fault'),
+      end: async () => {
+        await store.close();
+        await admin.end();
+      },
+    };
+  }
+
+  it('a registration whose look-alike keys cannot be stored leaves no participant and no key; the retry succeeds', async () => {
+    const db = await withFault('participant_look_alikes');
+    try {
+      const dave = { kind: 'agent' as const, record: makeAgent('a-dave', { name: 'Dave', token_hashes: ['t-dave'] }) };
+      await db.fail(true);
+      // The participant's row is inserted first in the statement; the keys' insert raises after it.
+      await expect(db.store.putParticipant(dave, 'dave')).rejects.toThrow(/injected failure on participant_look_alikes/);
+      expect(await db.store.getParticipant('a-dave')).toBeUndefined();
+      expect(await db.store.findParticipantByNameKey('dave')).toBeUndefined();
+      expect(await db.store.findParticipantByTokenHash('t-dave')).toBeUndefined();
+      expect((await db.admin.query('SELECT count(*)::int AS n FROM participant_look_alikes')).rows[0].n).toBe(0);
+      await db.fail(false);
+      await db.store.putParticipant(dave, 'dave');
+      expect((await db.store.getParticipant('a-dave'))?.record.name).toBe('Dave');
+      // Its keys came with it: a look-alike (Cyrillic а) is taken.
+      const lookAlike = { kind: 'agent' as const, record: makeAgent('a-other', { name: 'D\u0430ve' }) };
+      await expect(db.store.putParticipant(lookAlike, 'd\u0430ve')).rejects.toBeInstanceOf(NameTakenError);
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('a rotation whose write fails announces no revocation and keeps the old token; the retry announces it once', async () => {
+    const db = await withFault('participants');
+    const heard: string[] = [];
+    db.admin.on('notification', (n) => {
+      if (n.channel === TOKEN_CHANNEL) heard.push(n.payload ?? '');
+    });
+    await db.admin.query(`LISTEN ${TOKEN_CHANNEL}`);
+    try {
+      const before = { kind: 'agent' as const, record: makeAgent('a1', { name: 'Ann', token_hashes: ['t-old'] }) };
+      await db.store.putParticipant(before, 'ann');
+      const rotated = { kind: 'agent' as const, record: { ...before.record, token_hashes: ['t-new'] } };
+      await db.fail(true);
+      await expect(db.store.putParticipant(rotated, 'ann', before)).rejects.toThrow(/injected failure on participants/);
+      expect((await db.store.findParticipantByTokenHash('t-old'))?.record).toEqual(before.record);
+      expect(await db.store.findParticipantByTokenHash('t-new')).toBeUndefined();
+      await db.fail(false);
+      await db.store.putParticipant(rotated, 'ann', before);
+      expect(await db.store.findParticipantByTokenHash('t-old')).toBeUndefined();
+      // Notifications arrive in commit order: one from the failed write would come before this one.
+      await expect.poll(() => heard).toEqual([JSON.stringify(['t-old'])]);
+    } finally {
+      await db.end();
     }
   });
 });
