@@ -40,6 +40,12 @@ export class Session {
   readonly id = nextSessionId++;
   state: SessionState = 'awaiting_auth';
   caller: Caller | null = null;
+  /**
+   * `auth_ok` has been sent. Until then the socket's rooms are being subscribed: their events
+   * wait in the subscriptions' queues and access changes send no frame, so `auth_ok` is always
+   * the answer to `auth` and lists every room the socket is subscribed to (SPEC §8).
+   */
+  greeted = false;
   /** Cleared by the heartbeat, set by pong or any frame. */
   alive = true;
   authTimer: NodeJS.Timeout | undefined;

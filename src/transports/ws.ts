@@ -280,16 +280,16 @@ export class WsHub {
     session.caller = caller;
     this.byParticipant.add(caller.id, session);
     this.byToken.add(caller.tokenHash, session);
-    const rooms: RoomCursor[] = [];
     for (const roomId of await this.app.store.roomsOf(caller.id)) {
       // Membership in the room state is the truth (isolation).
       const runtime = await this.app.rooms.runtime(roomId);
       if (!runtime?.room.members.some((m) => m.participant_id === caller.id) || !session.isOpen) continue;
-      const cursor = runtime.committedSeq;
-      this.addSub(session, roomId, cursor);
-      rooms.push({ room_id: roomId, last_seq: cursor });
+      // Joined while this loop ran (onAccess subscribed it already), or live from here on: its
+      // events wait in the queue until auth_ok is out.
+      if (!session.subs.has(roomId)) this.addSub(session, roomId, runtime.committedSeq, true);
     }
     if (!session.isOpen || session.state !== 'open') return;
+    const rooms: RoomCursor[] = [...session.subs].map(([roomId, sub]) => ({ room_id: roomId, last_seq: sub.lastSent }));
     try {
       this.app.presence.socketOpened(caller.id);
     } catch (err) {
@@ -297,6 +297,8 @@ export class WsHub {
     }
     const { tokenHash: _tokenHash, ...participant } = caller;
     session.send({ type: 'auth_ok', participant, rooms, server_time: new Date(this.app.now()).toISOString() });
+    session.greeted = true;
+    for (const sub of session.subs.values()) session.flush(sub);
     // SPEC §8: a socket that joins a room where it holds the turn gets its agent_turn again,
     // without waiting for a subscribe (an agent restarted mid-turn answers at once).
     for (const { room_id } of rooms) await this.resendTurn(session, room_id);
@@ -459,9 +461,10 @@ export class WsHub {
         if (session.subs.has(event.room_id)) continue;
         // Access events are published in the committing tick, before the batch's room events.
         const cursor = this.committedSeq(event.room_id);
-        this.addSub(session, event.room_id, cursor);
-        session.send({ type: 'subscribed', room_id: event.room_id, last_seq: cursor });
-      } else if (this.removeSub(session, event.room_id)) {
+        // Before auth_ok the room is simply among those auth_ok lists (its events held till then).
+        this.addSub(session, event.room_id, cursor, !session.greeted);
+        if (session.greeted) session.send({ type: 'subscribed', room_id: event.room_id, last_seq: cursor });
+      } else if (this.removeSub(session, event.room_id) && session.greeted) {
         session.send({ type: 'unsubscribed', room_id: event.room_id });
       }
     }

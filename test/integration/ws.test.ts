@@ -4,6 +4,8 @@ import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRoomWith, registerAgent, registerUser, roomWithNewMembers, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
+import type { AuthOkFrame } from '../../src/protocol/frames.js';
+import { MemoryStore } from '../../src/storage/memory-store.js';
 import { roomHelpers, wsRoomSuites } from '../suites/ws-rooms.js';
 
 let server: TestServer;
@@ -34,6 +36,48 @@ describe('auth', () => {
     const frame = await socket.waitForEvent('message_new');
     expect(frame.data.message).toMatchObject({ seq: 1, text_content: 'first', sender: person.name });
     await socket.close();
+  });
+
+  it('auth_ok comes first: a room joined and a message posted while the socket subscribes follow it, the room listed in auth_ok', async () => {
+    // roomsOf waits at the gate: the socket is between auth and auth_ok while the person acts.
+    let release = (): void => undefined;
+    let entered = (): void => undefined;
+    const atGate = new Promise<void>((resolve) => (entered = resolve));
+    class GatedStore extends MemoryStore {
+      gate: Promise<void> | undefined;
+      override async roomsOf(participantId: string): Promise<string[]> {
+        const rooms = await super.roomsOf(participantId);
+        if (this.gate) {
+          entered();
+          await this.gate;
+        }
+        return rooms;
+      }
+    }
+    const store = new GatedStore();
+    const own = await startTestServer({ turnTimeoutMs: 60_000 }, { store });
+    try {
+      const person = await registerUser(own, 'Early');
+      const first = (await own.ok<{ room: { room_id: string } }>('create_room', { room_name: 'First' }, person.token)).room.room_id;
+      store.gate = new Promise<void>((resolve) => (release = resolve));
+      const socket = await TestSocket.open(wsUrl(own.url));
+      socket.send({ type: 'auth', token: person.token });
+      await atGate;
+      store.gate = undefined;
+      const second = (await own.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Second' }, person.token)).room.room_id;
+      await own.ok('send_message', { room_id: second, text_content: 'posted during auth' }, person.token);
+      release();
+      const posted = await socket.waitForEvent('message_new', (d) => d.message.text_content === 'posted during auth');
+      expect(socket.frames[0]?.type).toBe('auth_ok');
+      const ok = socket.frames[0] as AuthOkFrame;
+      expect(ok.rooms.map((r) => r.room_id).sort()).toEqual([first, second].sort());
+      expect(socket.frames.some((f) => f.type === 'subscribed')).toBe(false);
+      expect(socket.frames.indexOf(posted)).toBeGreaterThan(0);
+      socket.ws.close();
+    } finally {
+      release();
+      await own.stop();
+    }
   });
 
   it('closes 4401 for an unknown token', async () => {
