@@ -38,7 +38,7 @@ export class RoomReads {
   async fullMessage(caller: Caller, messageId: string): Promise<Message> {
     const message = await this.store.getMessage(messageId);
     if (!message) throw new AppError('message_not_found', 'Message not found');
-    const room = await this.rooms.runtime(message.room_id).then((r) => r?.room);
+    const room = await this.rooms.currentRoom(message.room_id);
     if (!room || !room.members.some((m) => m.participant_id === caller.id)) throw new AppError('message_not_found', 'Message not found');
     return presentMessage(message, room);
   }

@@ -87,7 +87,15 @@ export class Rooms {
    * node's notifications have brought so far.
    */
   async room(roomId: string): Promise<RoomRecord> {
-    const runtime = await this.require(roomId);
+    const room = await this.currentRoom(roomId);
+    if (!room) throw new AppError('room_not_found', `Room ${roomId} not found`);
+    return room;
+  }
+
+  /** As `room`, but undefined when the room does not exist (a lookup that must not say so). */
+  async currentRoom(roomId: string): Promise<RoomRecord | undefined> {
+    const runtime = await this.runtime(roomId);
+    if (!runtime) return undefined;
     const version = this.opts.shared ? await this.opts.store.roomVersion?.(roomId) : undefined;
     if (version !== undefined) await runtime.refresh(version);
     return runtime.room;

@@ -78,7 +78,8 @@ export class TurnWaits {
 
   private async findTurn(caller: Caller, roomIds: readonly string[]): Promise<RoomRecord | undefined> {
     for (const roomId of roomIds) {
-      const room = (await this.rooms.runtime(roomId))?.room;
+      // Current (a turn given through another node counts even if its notification is late).
+      const room = await this.rooms.currentRoom(roomId);
       if (room && room.members.some((m) => m.participant_id === caller.id) && yourTurn(room, caller.name)) return room;
     }
     return undefined;

@@ -69,4 +69,40 @@ describe.skipIf(!enabled)('reads on another node right after a write', () => {
       expect(answer.body.error?.code ?? 'ok', `second ${i}`).toBe('ok');
     }
   });
+
+  it('get_full_message and wait_for_turn without room_id on node B right after a join and a turn through node A', async () => {
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site);
+    const person = await ok(a.url, 'register_user', { name: 'Poster' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Fresh lookups' }, person.token);
+    const { message } = await ok(a.url, 'send_message', { room_id: room.room_id, text_content: 'the plan' }, person.token);
+    await ok(b.url, 'get_room', { room_id: room.room_id }, person.token); // B holds the room
+
+    // A member since a join through A: the message is theirs to read on B.
+    const hidden: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const agent = await ok(a.url, 'register_agent', { name: `Looker${i}` });
+      await cutFeeds(site.databaseUrl);
+      await ok(a.url, 'join_room', { room_id: room.room_id }, agent.token);
+      const read = await restCall(b.url, 'get_full_message', { message_id: message.message_id }, agent.token);
+      if (read.status !== 200) hidden.push(`Looker${i}: ${read.body.error.code}`);
+    }
+    expect(hidden).toEqual([]);
+
+    // A turn given through A is found by a wait on B that names no room (and does not wait).
+    const { room: duet } = await ok(a.url, 'create_room', { room_name: 'Fresh waits' }, person.token);
+    const agent = await ok(a.url, 'register_agent', { name: 'Waiter' });
+    await ok(a.url, 'join_room', { room_id: duet.room_id }, agent.token);
+    await ok(b.url, 'get_room', { room_id: duet.room_id }, agent.token);
+    const missed: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await cutFeeds(site.databaseUrl);
+      await ok(a.url, 'send_message', { room_id: duet.room_id, text_content: `question ${i}` }, person.token);
+      const waited = await ok(b.url, 'wait_for_turn', { timeout_s: 0 }, agent.token);
+      if (waited.your_turn?.room_id !== duet.room_id) missed.push(i);
+      await ok(a.url, 'send_message', { room_id: duet.room_id, text_content: `answer ${i}` }, agent.token);
+    }
+    expect(missed).toEqual([]);
+  });
 });
