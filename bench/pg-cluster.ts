@@ -4,7 +4,9 @@
 //   1. durable send_message/s with 64 closed-loop senders spread over the nodes (sender i calls
 //      node i % 3), into one room and into 64 rooms (one per sender);
 //   2. cross-node delivery: 300 WebSocket subscribers (100 per node), a person sending 100
-//      msg/s to node 1; latency from the scheduled send to each delivery;
+//      msg/s to node 1; latency from the scheduled send to each delivery, after 3 s of warm-up
+//      (BENCH_DELIVERY_WARMUP_S); the subscribers use bench/ws.ts's minimal client
+//      (BENCH_DELIVERY_CLIENT=ws: the `ws` package, each frame parsed);
 //   3. turn hand-off across nodes: agent A on node 2, agent B on node 3, answering each other's
 //      turns; answer sent → the other agent's agent_turn received;
 //   4. fail-over: a client on node 3 whose node is SIGKILLed reconnects to node 1; the time from
@@ -19,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startPgServer } from '../test/postgres/pg-server.js';
+import { openRawAuthed } from './raw-ws-client.js';
 import { percentile, rest, startBenchServer, type BenchServer } from './util.js';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -137,6 +140,22 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
   return { rooms, senders, perSecond: Math.round(latencies.length / elapsed), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed, cpuMsPerSend };
 }
 
+/** BENCH_DELIVERY_CLIENT=ws: the delivery step's subscribers use the `ws` package and parse each frame. */
+const RAW_SUBSCRIBERS = process.env.BENCH_DELIVERY_CLIENT !== 'ws';
+/** BENCH_DELIVERY_WARMUP_S: seconds sent before the delivery step measures (default 3). */
+const DELIVERY_WARMUP_S = Number(process.env.BENCH_DELIVERY_WARMUP_S ?? 3);
+const FAN_OUT = Buffer.from('"fan-out ');
+const MESSAGE_NEW = Buffer.from('"message_new"');
+const SEQ = Buffer.from('"seq":');
+
+/** The decimal digits of `frame` from `at` on, as a number (-1 when `at` is not a match). */
+function digitsAt(frame: Buffer, at: number): number {
+  if (at < 0) return -1;
+  let value = 0;
+  for (let i = at, c = frame[i]!; c >= 48 && c <= 57; c = frame[++i]!) value = value * 10 + (c - 48);
+  return value;
+}
+
 async function delivery(nodes: BenchServer[]) {
   const person = await ok(nodes[0]!.url, 'register_user', { name: 'Broadcaster' });
   const roomId = (await ok(nodes[0]!.url, 'create_room', { room_name: 'Fan-out' }, person.token)).room.room_id;
@@ -146,27 +165,45 @@ async function delivery(nodes: BenchServer[]) {
   const perNode = [[], [], []] as number[][];
   let received = 0;
   let reordered = 0;
-  const clients: Client[] = [];
+  const closers: (() => void)[] = [];
   const subscribers = Number(process.env.BENCH_SUBSCRIBERS ?? 300);
+  // The first seconds are sent but not measured (JIT warm-up, pools filling), as in bench/ws.ts.
+  const warmup = 100 * DELIVERY_WARMUP_S;
+  // Each delivery: its seq (the server's order) and the message number k of `fan-out k`.
+  const deliver = (node: number, seq: number, k: number, at: number, last: { seq: number }): void => {
+    if (seq <= last.seq) reordered++;
+    last.seq = seq;
+    const sent = sentAt.get(k);
+    if (sent === undefined) return;
+    received++;
+    if (k < warmup) return;
+    latencies.push(at - sent);
+    perNode[node]!.push(at - sent);
+  };
   for (let i = 0; i < subscribers; i++) {
-    let last = 0;
+    const last = { seq: 0 };
     const node = i % nodes.length;
-    clients.push(
-      await socket(nodes[node]!.url, person.token, (frame, at) => {
+    if (RAW_SUBSCRIBERS) {
+      // The minimal client of bench/ws.ts: no stream, event or JSON parse per frame, so 30,000
+      // frames/s in this one process measure the nodes rather than the load generator.
+      const raw = await openRawAuthed(nodes[node]!.url, person.token, (frame) => {
+        const at = performance.now();
+        const mark = frame.indexOf(FAN_OUT);
+        if (mark < 0 || frame.indexOf(MESSAGE_NEW) < 0 || frame.indexOf(roomId) < 0) return;
+        const seqAt = frame.indexOf(SEQ);
+        deliver(node, digitsAt(frame, seqAt < 0 ? -1 : seqAt + SEQ.length), digitsAt(frame, mark + FAN_OUT.length), at, last);
+      });
+      closers.push(() => raw.terminate());
+    } else {
+      const client = await socket(nodes[node]!.url, person.token, (frame, at) => {
         if (frame.type !== 'event' || frame.event !== 'message_new' || frame.room_id !== roomId) return;
-        const seq = frame.data.message.seq as number;
-        if (seq <= last) reordered++;
-        last = seq;
-        const sent = sentAt.get(Number(/^fan-out (\d+) /.exec(frame.data.message.text_content)?.[1] ?? -1));
-        if (sent === undefined) return;
-        received++;
-        latencies.push(at - sent);
-        perNode[node]!.push(at - sent);
-      }),
-    );
+        deliver(node, frame.data.message.seq as number, Number(/^fan-out (\d+) /.exec(frame.data.message.text_content)?.[1] ?? -1), at, last);
+      });
+      closers.push(() => client.ws.terminate());
+    }
   }
   console.error(`${subscribers} subscribers connected`);
-  const total = 100 * seconds;
+  const total = warmup + 100 * seconds;
   const t0 = performance.now();
   const pending: Promise<unknown>[] = [];
   for (let k = 0; k < total; k++) {
@@ -179,9 +216,12 @@ async function delivery(nodes: BenchServer[]) {
   await Promise.all(pending);
   const deadline = performance.now() + 10_000;
   while (received < total * subscribers && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  for (const c of clients) c.ws.terminate();
+  for (const close of closers) close();
   return {
     subscribers,
+    client: RAW_SUBSCRIBERS ? 'raw' : 'ws',
+    warmupS: DELIVERY_WARMUP_S,
+    measuredS: seconds,
     perSecond: 100,
     deliveries: received,
     expected: total * subscribers,
