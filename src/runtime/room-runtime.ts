@@ -11,7 +11,7 @@ import { AppError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
 import type { Logger } from '../logger.js';
-import { StaleRoomError, type Store } from '../storage/store.js';
+import { StaleRoomError, type CommitReads, type RoomChangesSince, type RoomCommit, type Store } from '../storage/store.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { carriedChanges, changeEvents, lastPersonSeqIn, loadChanges } from './change-events.js';
 import { encodeEventPlan, replayEventPlan } from './event-plan.js';
@@ -68,6 +68,12 @@ interface Pending {
  */
 const STALE_RETRY_MS = 15_000;
 const STALE_BACKOFF_MAX_MS = 250;
+/**
+ * A shared store that can lock a room (`commitRoomLocked`): after a batch met another node's
+ * commit, this runtime computes its batches under the room's lock for this long, so the nodes
+ * writing a busy room take turns in the lock's queue instead of racing.
+ */
+const LOCKED_MODE_MS = 1_000;
 
 /** Commands taken into one commit at most (bounds a batch's latency and size). */
 const MAX_BATCH = 256;
@@ -83,6 +89,8 @@ export class RoomRuntime {
   private draining = false;
   private timer: { handle: unknown; deadline: string } | undefined;
   private stopped = false;
+  /** Until when batches are computed under the room's lock (see LOCKED_MODE_MS). */
+  private lockedUntil = 0;
 
   constructor(
     loaded: { room: RoomRecord; lastSeq: number; version: number; lastPersonSeq: number },
@@ -179,6 +187,59 @@ export class RoomRuntime {
   }
 
   private async runBatch(batch: Pending[], attempt = 0, firstTry = this.deps.now()): Promise<void> {
+    if (this.deps.store.commitRoomLocked && this.deps.now() < this.lockedUntil) return this.runBatchLocked(batch);
+    const { base, done } = await this.compute(batch, {
+      getMessage: (id: string) => this.deps.store.getMessage(id),
+      findByClientMsgId: (sender: string, key: string) => this.deps.store.findByClientMsgId(this.roomId, sender, key),
+    });
+    if (done.length === 0) return;
+    if (writes(base)) {
+      try {
+        this.version = await this.deps.store.commitRoom(this.roomId, commitOf(base, this.version));
+      } catch (err) {
+        if (err instanceof StaleRoomError && this.deps.now() - firstTry < STALE_RETRY_MS) {
+          const again = done.map((d) => d.pending);
+          if (this.deps.store.commitRoomLocked) {
+            // Another node writes this room too: take turns through the room's lock for a while
+            // (optimistic retries let the node that keeps winning starve the others' clients).
+            this.lockedUntil = this.deps.now() + LOCKED_MODE_MS;
+            return this.runBatchLocked(again);
+          }
+          // Another node wrote the room: take its state, then compute the batch again on it.
+          await this.reload();
+          const backoff = Math.random() * Math.min(STALE_BACKOFF_MAX_MS, 2 ** attempt);
+          await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, backoff));
+          return this.runBatch(again, attempt + 1, firstTry);
+        }
+        return this.fail(done, err);
+      }
+    }
+    this.publishDurable(base, done);
+  }
+
+  /**
+   * The batch computed and committed while the room's lock is held (shared store): on the room
+   * as stored, so no other node can commit in between and the batch is never stale. What other
+   * nodes committed before is taken (and published) first, as a refresh would.
+   */
+  private async runBatchLocked(batch: Pending[]): Promise<void> {
+    let computed: { base: Draft; done: Done[] } | undefined;
+    try {
+      const version = await this.deps.store.commitRoomLocked!(this.roomId, { version: this.version, lastSeq: this.lastSeq }, async (changes, reads) => {
+        this.take(changes);
+        computed = await this.compute(batch, reads);
+        return computed.done.length > 0 && writes(computed.base) ? commitOf(computed.base, this.version) : null;
+      });
+      if (version !== undefined) this.version = version;
+    } catch (err) {
+      // Commands the computation refused were answered already; the rest fail with the commit.
+      return this.fail(computed?.done ?? batch.map((pending) => ({ pending, answer: () => undefined })), err);
+    }
+    if (computed && computed.done.length > 0) this.publishDurable(computed.base, computed.done);
+  }
+
+  /** Runs the batch's commands in turn on drafts of the current state; refused ones are answered. */
+  private async compute(batch: Pending[], reads: CommitReads): Promise<{ base: Draft; done: Done[] }> {
     let base: Draft = {
       room: this.state,
       lastSeq: this.lastSeq,
@@ -190,11 +251,7 @@ export class RoomRuntime {
       timer: undefined,
       turnsIssued: [],
     };
-    const done: Array<{ pending: Pending; answer: Answer }> = [];
-    const reads = {
-      getMessage: (id: string) => this.deps.store.getMessage(id),
-      findByClientMsgId: (sender: string, key: string) => this.deps.store.findByClientMsgId(this.roomId, sender, key),
-    };
+    const done: Done[] = [];
     for (const pending of batch) {
       try {
         const { draft, result } = await inDraft(base, (d) => handle(d, pending.cmd!, this.env(), reads));
@@ -204,33 +261,19 @@ export class RoomRuntime {
         pending.reject(err);
       }
     }
-    if (done.length === 0) return;
-    if (base.messages.length > 0 || base.roomChanged) {
-      try {
-        const published = base;
-        const commit = {
-          messages: base.messages,
-          expectedVersion: this.version,
-          ...(base.roomChanged ? { room: base.room } : {}),
-          events: () => encodeEventPlan(published.access, published.events),
-        };
-        this.version = await this.deps.store.commitRoom(this.roomId, commit);
-      } catch (err) {
-        if (err instanceof StaleRoomError && this.deps.now() - firstTry < STALE_RETRY_MS) {
-          // Another node wrote the room: take its state, then compute the batch again on it.
-          await this.reload();
-          const backoff = Math.random() * Math.min(STALE_BACKOFF_MAX_MS, 2 ** attempt);
-          await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, backoff));
-          return this.runBatch(done.map((d) => d.pending).concat(), attempt + 1, firstTry);
-        }
-        this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
-        // The cause stays in the log; callers get internal_error without detail.
-        for (const { pending } of done) pending.reject(err);
-        if (done.some(({ pending }) => pending.cmd?.type === 'timeout')) this.retryTimeout();
-        return;
-      }
-    }
-    // Durable: now it becomes visible.
+    return { base, done };
+  }
+
+  /** A commit that failed: nothing of it is kept, and every command of it fails. */
+  private fail(done: readonly Done[], err: unknown): void {
+    this.deps.logger.error({ err, room_id: this.roomId, commands: done.length }, 'room commit failed; nothing of it is kept');
+    // The cause stays in the log; callers get internal_error without detail.
+    for (const { pending } of done) pending.reject(err);
+    if (done.some(({ pending }) => pending.cmd?.type === 'timeout')) this.retryTimeout();
+  }
+
+  /** The batch is durable: now it becomes visible (state, timer, events, answers). */
+  private publishDurable(base: Draft, done: readonly Done[]): void {
     this.state = base.room;
     this.lastSeq = base.lastSeq;
     this.lastPersonSeq = base.lastPersonSeq;
@@ -271,7 +314,16 @@ export class RoomRuntime {
           lastPersonSeq: lastPersonSeqIn(usable.added, this.lastPersonSeq),
         }
       : await loadChanges(this.deps.store, this.roomId, { version: this.version, lastSeq: this.lastSeq, lastPersonSeq: this.lastPersonSeq });
-    if (!read || read.loaded.version === this.version) return;
+    if (read) this.take(read, notified);
+  }
+
+  /**
+   * Takes a newer stored state and its new and rewritten messages (read from the store or
+   * carried by a notification), and publishes what changed: the committing node's own events
+   * when they were notified for exactly this version, else the difference.
+   */
+  private take(read: RoomChangesSince, notified?: NotifiedEvents): void {
+    if (read.loaded.version === this.version) return;
     const { loaded, added, updated, lastPersonSeq } = read;
     const before = this.state;
     // The committing node's own events when this is exactly its commit; else the difference.
@@ -318,6 +370,25 @@ export class RoomRuntime {
     const handle = this.deps.timers.setTimeout(() => this.fire(deadline), TIMEOUT_RETRY_MS);
     this.timer = { handle, deadline };
   }
+}
+
+/** A computed command: the answer it gives once its batch is durable. */
+interface Done {
+  pending: Pending;
+  answer: Answer;
+}
+
+/** The batch writes something (new or changed messages, or a changed state). */
+const writes = (base: Draft): boolean => base.messages.length > 0 || base.roomChanged;
+
+/** The store write of a computed batch, with the events it will publish (other nodes replay them). */
+function commitOf(base: Draft, expectedVersion: number): RoomCommit {
+  return {
+    messages: base.messages,
+    expectedVersion,
+    ...(base.roomChanged ? { room: base.room } : {}),
+    events: () => encodeEventPlan(base.access, base.events),
+  };
 }
 
 /**

@@ -182,4 +182,26 @@ export interface Store {
    * seq are all of the same version (SPEC §11). Undefined when the room does not exist.
    */
   readChangesSince?(roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined>;
+  /**
+   * Shared stores only: takes the room's lock (no other process can commit the room until it is
+   * released), reads what changed since `from` as `readChangesSince` does, hands it to `build`,
+   * and commits what `build` returns in the same transaction — computed on the room as stored,
+   * so it cannot be stale (its `expectedVersion` is ignored). Resolves with the new version, or
+   * undefined when `build` returned null (nothing to write). `build`'s reads go through `reads`
+   * (the locked connection: a pool of connections all holding locks cannot wait for another).
+   * Guarantees 1–3 hold as for `commitRoom`. The room runtime turns to it after a StaleRoomError:
+   * with optimistic commits alone, one node writing a busy room keeps winning and the others'
+   * clients wait (SPEC §11: every guarantee unchanged whichever node a client talks to).
+   */
+  commitRoomLocked?(
+    roomId: string,
+    from: { version: number; lastSeq: number },
+    build: (changes: RoomChangesSince, reads: CommitReads) => Promise<RoomCommit | null>,
+  ): Promise<number | undefined>;
+}
+
+/** The reads a room command may make while its room's lock is held (`commitRoomLocked`). */
+export interface CommitReads {
+  getMessage(messageId: string): Promise<Message | undefined>;
+  findByClientMsgId(senderId: string, clientMsgId: string): Promise<Message | undefined>;
 }

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confusableKeys } from '../../src/identity/names.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
-import { NameTakenError } from '../../src/storage/store.js';
+import { NameTakenError, StaleRoomError } from '../../src/storage/store.js';
 import { parseRoomChange, ROOM_CHANNEL, TOKEN_CHANNEL } from '../../src/storage/postgres/feed.js';
 import { migrate, loadMigrations } from '../../src/storage/postgres/migrations.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
@@ -239,3 +239,61 @@ describe.skipIf(!enabled)('PgStore: participant writes that fail part-way', () =
     }
   });
 });
+
+describe.skipIf(!enabled)('PgStore.commitRoomLocked', () => {
+  const pgServer = usePgServer();
+
+  it('builds on the room as stored, holds its lock while building, and leaves no trace when the commit fails', async () => {
+    const url = await pgServer().createDatabase();
+    const a = new PgStore({ connectionString: url, poolSize: 2 });
+    const b = new PgStore({ connectionString: url, poolSize: 2 });
+    await a.open();
+    await b.open();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const v1 = await a.createRoom(makeRoom('r'));
+      // B commits behind A's back; A builds from its old copy (version v1, no messages).
+      const v2 = await b.commitRoom('r', { messages: [makeMessage('r', 1)], expectedVersion: v1 });
+      let release = (): void => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let seen: { version: number; added: number[] } | undefined;
+      const locked = a.commitRoomLocked('r', { version: v1, lastSeq: 0 }, async (changes) => {
+        seen = { version: changes.loaded.version, added: changes.added.map((m) => m.seq) };
+        await gate;
+        return { messages: [makeMessage('r', changes.loaded.lastSeq + 1)], expectedVersion: -1 };
+      });
+      await expect.poll(() => seen).toEqual({ version: v2, added: [1] });
+      // B's optimistic commit waits for the lock, then finds the room changed.
+      let bSettled = false;
+      const bCommit = b.commitRoom('r', { messages: [makeMessage('r', 2)], expectedVersion: v2 }).finally(() => (bSettled = true));
+      const bOutcome = bCommit.then(() => 'committed', (err: unknown) => err);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(bSettled).toBe(false);
+      release();
+      const v3 = await locked;
+      expect(v3).toBe(v2 + 1);
+      expect(await bOutcome).toBeInstanceOf(StaleRoomError);
+      expect((await a.readMessages('r', { afterSeq: 0, limit: 10 })).map((m) => m.seq)).toEqual([1, 2]);
+
+      // A commit that fails inside the transaction leaves the room as it was.
+      await admin.query(`
+        CREATE FUNCTION test_fault_raise() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected failure on %', TG_TABLE_NAME; END $$;
+        CREATE TRIGGER test_fault AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION test_fault_raise();`);
+      await expect(
+        a.commitRoomLocked('r', { version: v3!, lastSeq: 2 }, async () => ({ messages: [makeMessage('r', 3)], expectedVersion: -1 })),
+      ).rejects.toThrow(/injected failure/);
+      expect(await a.loadRoom('r')).toMatchObject({ version: v3, lastSeq: 2 });
+      // Nothing to write: the lock is taken and released, the version stays.
+      expect(await a.commitRoomLocked('r', { version: v3!, lastSeq: 2 }, async () => null)).toBeUndefined();
+      await admin.query('DROP TRIGGER test_fault ON messages');
+      expect(await b.commitRoom('r', { messages: [makeMessage('r', 3)], expectedVersion: v3! })).toBe(v3! + 1);
+    } finally {
+      await admin.end();
+      await a.close();
+      await b.close();
+    }
+  });
+});
+

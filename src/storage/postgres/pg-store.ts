@@ -36,7 +36,7 @@ import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
 import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from '../store.js';
-import type { LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
+import type { CommitReads, LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
 import { turnDeadlineOf } from './deadlines.js';
 import { SOCKETS_CHANNEL, TOKEN_CHANNEL } from './feed.js';
 import { commitPayload } from './feed.js';
@@ -144,6 +144,46 @@ function roomColumns(room: RoomRecord): [summary: string, archived: boolean, mem
 
 /** Escapes LIKE's wildcards so the query matches as a plain substring. */
 const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** A pool or a checked-out connection: either runs a statement. */
+type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+async function messageById(q: Queryable, messageId: string): Promise<Message | undefined> {
+  const { rows } = await q.query<{ record: Message }>('SELECT record FROM messages WHERE message_id = $1', [messageId]);
+  return rows[0]?.record;
+}
+
+async function messageByClientId(q: Queryable, roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
+  const { rows } = await q.query<{ record: Message }>(
+    `SELECT record FROM messages WHERE room_id = $1 AND sender_id = $2 AND client_msg_id = $3
+     ORDER BY seq LIMIT 1`,
+    [roomId, column(senderId), column(clientMsgId)],
+  );
+  return rows[0]?.record;
+}
+
+/** readChangesSince's one statement, on the pool or on a connection in a transaction. */
+async function changesSince(q: Queryable, roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined> {
+  const { rows } = await q.query<{ state: RoomRecord; version: string; last_seq: string; added: Message[]; updated: Message[]; last_person_seq: string | null }>({
+    name: 'chatroom-read-changes-since',
+    text: `SELECT r.state, r.version, r.last_seq,
+             (SELECT coalesce(json_agg(m.record ORDER BY m.seq), '[]') FROM messages m
+               WHERE m.room_id = r.room_id AND m.seq > $3 AND m.seq <= r.last_seq AND r.version <> $2) AS added,
+             (SELECT coalesce(json_agg(m.record ORDER BY m.written_version, m.seq), '[]') FROM messages m
+               WHERE m.room_id = r.room_id AND m.seq <= $3 AND m.written_version > $2 AND m.written_version <= r.version) AS updated,
+             (SELECT m.seq FROM messages m
+               WHERE m.room_id = r.room_id AND m.role = 'user' AND m.visible AND NOT m.deleted ORDER BY m.seq DESC LIMIT 1) AS last_person_seq
+           FROM rooms r WHERE r.room_id = $1`,
+    values: [roomId, from.version, from.lastSeq],
+  });
+  const row = rows[0];
+  if (!row) return undefined;
+  const loaded = { room: row.state, lastSeq: Number(row.last_seq), version: Number(row.version) };
+  if (row.added.length !== Math.max(0, loaded.lastSeq - from.lastSeq) && loaded.version !== from.version) {
+    throw new Error(`room ${roomId}: messages ${from.lastSeq + 1}..${loaded.lastSeq} are not all in the table`);
+  }
+  return { loaded, added: row.added, updated: row.updated, lastPersonSeq: row.last_person_seq === null ? 0 : Number(row.last_person_seq) };
+}
 
 export class PgStore implements Store {
   private readonly pool: pg.Pool;
@@ -532,9 +572,8 @@ export class PgStore implements Store {
   }
 
   // ── messages ──
-  async getMessage(messageId: string): Promise<Message | undefined> {
-    const { rows } = await this.pool.query<{ record: Message }>('SELECT record FROM messages WHERE message_id = $1', [messageId]);
-    return rows[0]?.record;
+  getMessage(messageId: string): Promise<Message | undefined> {
+    return messageById(this.pool, messageId);
   }
 
   async readMessages(roomId: string, page: MessagePage): Promise<Message[]> {
@@ -583,13 +622,8 @@ export class PgStore implements Store {
     return rows[0] ? Number(rows[0].seq) : 0;
   }
 
-  async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-    const { rows } = await this.pool.query<{ record: Message }>(
-      `SELECT record FROM messages WHERE room_id = $1 AND sender_id = $2 AND client_msg_id = $3
-       ORDER BY seq LIMIT 1`,
-      [roomId, column(senderId), column(clientMsgId)],
-    );
-    return rows[0]?.record;
+  findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
+    return messageByClientId(this.pool, roomId, senderId, clientMsgId);
   }
 
   /**
@@ -598,26 +632,67 @@ export class PgStore implements Store {
    * through its version (commit order), and its last person seq. A node that refreshes a room
    * another node changed thus never pairs a state with messages of another version.
    */
-  async readChangesSince(roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined> {
-    const { rows } = await this.pool.query<{ state: RoomRecord; version: string; last_seq: string; added: Message[]; updated: Message[]; last_person_seq: string | null }>({
-      name: 'chatroom-read-changes-since',
-      text: `SELECT r.state, r.version, r.last_seq,
-               (SELECT coalesce(json_agg(m.record ORDER BY m.seq), '[]') FROM messages m
-                 WHERE m.room_id = r.room_id AND m.seq > $3 AND m.seq <= r.last_seq AND r.version <> $2) AS added,
-               (SELECT coalesce(json_agg(m.record ORDER BY m.written_version, m.seq), '[]') FROM messages m
-                 WHERE m.room_id = r.room_id AND m.seq <= $3 AND m.written_version > $2 AND m.written_version <= r.version) AS updated,
-               (SELECT m.seq FROM messages m
-                 WHERE m.room_id = r.room_id AND m.role = 'user' AND m.visible AND NOT m.deleted ORDER BY m.seq DESC LIMIT 1) AS last_person_seq
-             FROM rooms r WHERE r.room_id = $1`,
-      values: [roomId, from.version, from.lastSeq],
-    });
-    const row = rows[0];
-    if (!row) return undefined;
-    const loaded = { room: row.state, lastSeq: Number(row.last_seq), version: Number(row.version) };
-    if (row.added.length !== Math.max(0, loaded.lastSeq - from.lastSeq) && loaded.version !== from.version) {
-      throw new Error(`room ${roomId}: messages ${from.lastSeq + 1}..${loaded.lastSeq} are not all in the table`);
+  readChangesSince(roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined> {
+    return changesSince(this.pool, roomId, from);
+  }
+
+  async commitRoomLocked(
+    roomId: string,
+    from: { version: number; lastSeq: number },
+    build: (changes: RoomChangesSince, reads: CommitReads) => Promise<RoomCommit | null>,
+  ): Promise<number | undefined> {
+    const commitId = randomUUID();
+    const client = await this.pool.connect();
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let broken = false;
+    let writing = false;
+    try {
+      await client.query('BEGIN');
+      // The lock first, then the read in a statement of its own: under READ COMMITTED its
+      // snapshot is taken after the lock is granted, so it sees the commit it waited for.
+      const locked = await client.query('SELECT 1 FROM rooms WHERE room_id = $1 FOR UPDATE', [roomId]);
+      if (locked.rowCount === 0) throw new Error(`room ${roomId} does not exist`);
+      const changes = (await changesSince(client, roomId, from))!;
+      const commit = await build(changes, {
+        getMessage: (messageId) => messageById(client, messageId),
+        findByClientMsgId: (senderId, clientMsgId) => messageByClientId(client, roomId, senderId, clientMsgId),
+      });
+      if (!commit) {
+        await client.query('COMMIT');
+        return undefined;
+      }
+      for (const m of commit.messages) {
+        if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
+      }
+      const params = commitParams(roomId, { ...commit, expectedVersion: changes.loaded.version }, commitId, this.notifier === undefined);
+      writing = true;
+      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
+        name: 'chatroom-commit-room',
+        text: `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
+        values: params,
+      });
+      await client.query('COMMIT');
+      const version = Number(rows[0]!.new_version);
+      if (this.notifier) {
+        const stateJson = params[STATE_PARAM] as string | null;
+        this.notifier.push(commitPayload(roomId, version, Number(rows[0]!.new_last_seq), params[RECORDS_PARAM] as string[], stateJson ?? undefined, commit.events?.()));
+      }
+      return version;
+    } catch (err) {
+      if (isDefiniteFailure(err) || !writing) {
+        // Nothing was committed: roll back (a dead connection rolls back by itself).
+        if (isServerError(err) || !writing) await client.query('ROLLBACK').catch(() => (broken = true));
+        if (isDefiniteFailure(err) && err.code === BAD_SEQ) throw new Error(err.message);
+        throw err;
+      }
+      // The connection failed during the commit or its COMMIT: it may have committed.
+      broken = true;
+      return await this.settleInDoubt(roomId, commitId, backendPid(client), err);
+    } finally {
+      client.off('error', ignore);
+      client.release(broken);
     }
-    return { loaded, added: row.added, updated: row.updated, lastPersonSeq: row.last_person_seq === null ? 0 : Number(row.last_person_seq) };
   }
 
   async messageCount(): Promise<number> {
