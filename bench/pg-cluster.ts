@@ -87,11 +87,29 @@ function postgresPids(dataDir: string): number[] {
   return pids;
 }
 
+/**
+ * CPU seconds of the PostgreSQL server: its live processes, plus what its exited children used
+ * (the postmaster's cutime + cstime: backends and autovacuum workers that ended between two
+ * readings would otherwise drop out of the sum and make it go down).
+ */
+function postgresCpuSeconds(dataDir: string): number {
+  const [postmaster, ...children] = postgresPids(dataDir);
+  if (postmaster === undefined) return 0;
+  let exited = 0;
+  try {
+    const fields = readFileSync(`/proc/${postmaster}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    exited = (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    // gone
+  }
+  return cpuSeconds(postmaster) + exited + children.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+}
+
 /** CPU used per process group since `start()`, read with `stop(count)` as ms per item. */
 function cpuMeter(nodes: BenchServer[]) {
   const read = () => ({
     nodes: nodes.map((n) => cpuSeconds(n.child.pid!)),
-    postgres: postgresPids(pg.dataDir).reduce((sum, pid) => sum + cpuSeconds(pid), 0),
+    postgres: postgresCpuSeconds(pg.dataDir),
     client: process.cpuUsage(),
   });
   const before = read();
@@ -120,6 +138,8 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
     }
   }
   const latencies: number[] = [];
+  /** Sends answered per node (senders are spread evenly: a node that loses the room's races shows here). */
+  const byNode = nodes.map(() => 0);
   let failed = 0;
   const cpu = cpuMeter(nodes);
   const end = performance.now() + seconds * 1000;
@@ -129,15 +149,25 @@ async function sends(nodes: BenchServer[], rooms: 'one' | 'per-sender') {
       for (let n = 0; performance.now() < end; n++) {
         const started = performance.now();
         const answer = await rest(nodes[i % nodes.length]!.url, 'send_message', { room_id: roomOf[i], text_content: `bench ${i}/${n} 基准测试` }, p.token);
-        if (answer.ok) latencies.push(performance.now() - started);
-        else failed++;
+        if (answer.ok) {
+          latencies.push(performance.now() - started);
+          byNode[i % nodes.length]! += 1;
+        } else failed++;
       }
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  // Processes that were in the step (backends that ended meanwhile are not counted).
   const cpuMsPerSend = cpu(latencies.length);
-  return { rooms, senders, perSecond: Math.round(latencies.length / elapsed), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed, cpuMsPerSend };
+  return {
+    rooms,
+    senders,
+    perSecond: Math.round(latencies.length / elapsed),
+    perSecondByNode: byNode.map((n) => Math.round(n / elapsed)),
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    failed,
+    cpuMsPerSend,
+  };
 }
 
 /** BENCH_DELIVERY_CLIENT=ws: the delivery step's subscribers use the `ws` package and parse each frame. */
