@@ -7,7 +7,8 @@
 //   npx tsx bench/server-scale.ts --dir DIR --startup-only [--runs 3]
 //   (--context-calls N: get_context calls of the never-posted member, default 500;
 //    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below;
-//    --no-settle: the join phase without waiting for the server to fall idle first)
+//    --no-settle: the join phase without waiting for the server to fall idle first;
+//    --online-callers: the join phase's callers are online already, see there)
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -39,6 +40,8 @@ function arg(name: string, fallback?: string): string | undefined {
 /** `--phases cold,context,handoff,join,mixed` runs only these phases of a run (all by default). */
 const PHASES = new Set((arg('phases') ?? 'cold,context,handoff,join,mixed').split(','));
 const phase = (name: string): boolean => PHASES.has(name);
+/** `--online-callers`: the join phase's callers each make a call first (see the phase). */
+const ONLINE_CALLERS = process.argv.includes('--online-callers');
 
 const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -240,28 +243,40 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
     // start-up's background work (the index warm-up reading every room's ids, ~10 s on the 10M
     // set) is done, seen as the server's CPU falling idle; --no-settle measures during it.
     if (phase('join')) {
-      if (!process.argv.includes('--no-settle')) result.join_settled_after_ms = await settle(pid);
       const total = rate * seconds;
+      // Op i: who calls and what. Even ops: an agent joins a room it is not in; odd: a room's
+      // person pauses it, then resumes it on the next odd op.
+      const opOf = (i: number): { token: string; tool: string; args: Record<string, unknown> } => {
+        const k = Math.floor(i / 2);
+        if (i % 2 === 0) {
+          const agent = (run * total + k) % data.agents;
+          return { token: agentToken(data.agentSecret, agent), tool: 'join_room', args: { room_id: data.roomIds[(agent + 1 + run) % rooms] } };
+        }
+        const r = 1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1));
+        return { token: readerOf(data, r), tool: 'set_room_status', args: { room_id: data.roomIds[r], system_status: k % 2 === 0 ? 'paused' : 'active' } };
+      };
+      // --online-callers: every caller makes one call (list_rooms) before the phase, so during it
+      // they are online already (the window is 90 s) and their calls are the join or status
+      // change alone; without it each op is its caller's first call in a while, which also
+      // commits the caller's presence (online) in its rooms and stores its last_active.
+      if (ONLINE_CALLERS) {
+        const tokens = [...new Set(Array.from({ length: total }, (_, i) => opOf(i).token))];
+        for (let i = 0; i < tokens.length; i += 8) await Promise.all(tokens.slice(i, i + 8).map((token) => ok(url, 'list_rooms', {}, token)));
+      }
+      if (!process.argv.includes('--no-settle')) result.join_settled_after_ms = await settle(pid);
       const joins: number[] = [];
       const statuses: number[] = [];
       cpu0 = cpuMs(pid);
       const latencies = await fixedRate(rate, total, async (i) => {
-        const k = Math.floor(i / 2);
-        if (i % 2 === 0) {
-          const agent = (run * total + k) % data.agents;
-          const started = performance.now();
-          await ok(url, 'join_room', { room_id: data.roomIds[(agent + 1 + run) % rooms] }, agentToken(data.agentSecret, agent));
-          joins.push(performance.now() - started);
-        } else {
-          const r = 1 + ((run * 997 + Math.floor(k / 2)) % (rooms - 1));
-          const started = performance.now();
-          await ok(url, 'set_room_status', { room_id: data.roomIds[r], system_status: k % 2 === 0 ? 'paused' : 'active' }, readerOf(data, r));
-          statuses.push(performance.now() - started);
-        }
+        const op = opOf(i);
+        const started = performance.now();
+        await ok(url, op.tool, op.args, op.token);
+        (op.tool === 'join_room' ? joins : statuses).push(performance.now() - started);
       });
       result.join_and_status = {
         rate,
         ops: total,
+        online_callers: ONLINE_CALLERS,
         from_schedule_p50_ms: percentile(latencies, 50),
         from_schedule_p99_ms: percentile(latencies, 99),
         join_p99_ms: percentile(joins, 99),
