@@ -145,6 +145,16 @@ function roomColumns(room: RoomRecord): [summary: string, archived: boolean, mem
 /** Escapes LIKE's wildcards so the query matches as a plain substring. */
 const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** Runs chatroom_commit_room (named: each connection parses and plans it once). */
+async function runCommitStatement(client: pg.PoolClient, params: unknown[]): Promise<{ version: number; lastSeq: number }> {
+  const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
+    name: 'chatroom-commit-room',
+    text: `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
+    values: params,
+  });
+  return { version: Number(rows[0]!.new_version), lastSeq: Number(rows[0]!.new_last_seq) };
+}
+
 /** A pool or a checked-out connection: either runs a statement. */
 type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
@@ -492,19 +502,9 @@ export class PgStore implements Store {
     client.on('error', ignore);
     let broken = false;
     try {
-      // Named: each connection parses and plans it once.
-      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
-        name: 'chatroom-commit-room',
-        text: `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
-        values: params,
-      });
-      const version = Number(rows[0]!.new_version);
-      if (this.notifier) {
-        // The rows ride along when they fit, so the other nodes need not read them back.
-        const stateJson = params[STATE_PARAM] as string | null;
-        this.notifier.push(commitPayload(roomId, version, Number(rows[0]!.new_last_seq), params[RECORDS_PARAM] as string[], stateJson ?? undefined, commit.events?.()));
-      }
-      return version;
+      const made = await runCommitStatement(client, params);
+      this.announce(roomId, made, params, commit);
+      return made.version;
     } catch (err) {
       if (isDefiniteFailure(err)) {
         if (err.code === STALE) throw new StaleRoomError(roomId);
@@ -517,6 +517,17 @@ export class PgStore implements Store {
       client.off('error', ignore);
       client.release(broken);
     }
+  }
+
+  /**
+   * Tells the other nodes about a commit (the batched after-commit NOTIFY; with `notify:
+   * 'in-commit'` the commit statement did). The rows, the state and the events ride along when
+   * they fit, so the other nodes need not read them back.
+   */
+  private announce(roomId: string, made: { version: number; lastSeq: number }, params: unknown[], commit: RoomCommit): void {
+    if (!this.notifier) return;
+    const stateJson = params[STATE_PARAM] as string | null;
+    this.notifier.push(commitPayload(roomId, made.version, made.lastSeq, params[RECORDS_PARAM] as string[], stateJson ?? undefined, commit.events?.()));
   }
 
   /**
@@ -667,18 +678,10 @@ export class PgStore implements Store {
       }
       const params = commitParams(roomId, { ...commit, expectedVersion: changes.loaded.version }, commitId, this.notifier === undefined);
       writing = true;
-      const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
-        name: 'chatroom-commit-room',
-        text: `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
-        values: params,
-      });
+      const made = await runCommitStatement(client, params);
       await client.query('COMMIT');
-      const version = Number(rows[0]!.new_version);
-      if (this.notifier) {
-        const stateJson = params[STATE_PARAM] as string | null;
-        this.notifier.push(commitPayload(roomId, version, Number(rows[0]!.new_last_seq), params[RECORDS_PARAM] as string[], stateJson ?? undefined, commit.events?.()));
-      }
-      return version;
+      this.announce(roomId, made, params, commit);
+      return made.version;
     } catch (err) {
       if (isDefiniteFailure(err) || !writing) {
         // Nothing was committed: roll back (a dead connection rolls back by itself).
