@@ -1,8 +1,9 @@
 // The events a commit published, in a form another node can replay (several nodes, SPEC §11:
 // every subscriber on every node gets the same events). The committing node sends it with its
-// notification; a node exactly one version behind replays it instead of rebuilding the events
-// from the state difference (change-events.ts), which cannot tell how many room_updates there
-// were or see a round that began and ended inside the commit.
+// notification, and the store keeps it with the commit; a node exactly one version behind
+// replays the notified one, a node further behind the stored ones, instead of rebuilding the
+// events from the state difference (change-events.ts), which cannot tell how many room_updates
+// there were or see a round that began and ended inside a commit.
 //
 // Entries, in publish order (access events first, as RoomRuntime publishes them):
 //   ["a", accessEvent]  ["m", seq, processed] (message_new)  ["u", seq, processed]
@@ -64,6 +65,39 @@ export function replayEventPlan(plan: unknown, room: RoomRecord, added: readonly
     }
   }
   return result;
+}
+
+/**
+ * The events of every commit from `fromVersion` + 1 through `toVersion`, one entry per commit in
+ * order (each is published as its committing node published it: access events, then the
+ * room's), replayed from the plans a store kept with them (`RoomChangesSince.plans`); undefined
+ * unless there is a readable plan for each of those versions, and the caller then falls back to
+ * the state difference. Messages come from the rows as they are now (a message edited by a
+ * later commit shows its latest text in its message_new too, as in the difference).
+ */
+export function replayStoredPlans(
+  plans: readonly { version: number; events: string | null }[] | undefined,
+  fromVersion: number,
+  toVersion: number,
+  room: RoomRecord,
+  added: readonly Message[],
+  updated: readonly Message[],
+): ReplayedEvents[] | undefined {
+  if (!plans || plans.length === 0 || plans.length !== toVersion - fromVersion) return undefined;
+  const commits: ReplayedEvents[] = [];
+  for (const [i, plan] of plans.entries()) {
+    if (plan.version !== fromVersion + 1 + i || plan.events === null) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(plan.events);
+    } catch {
+      return undefined;
+    }
+    const one = replayEventPlan(parsed, room, added, updated);
+    if (!one) return undefined;
+    commits.push(one);
+  }
+  return commits;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

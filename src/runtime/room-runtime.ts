@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 import { StaleRoomError, type CommitReads, type RoomChangesSince, type RoomCommit, type Store } from '../storage/store.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { carriedChanges, changeEvents, lastPersonSeqIn, loadChanges } from './change-events.js';
-import { encodeEventPlan, replayEventPlan } from './event-plan.js';
+import { encodeEventPlan, replayEventPlan, replayStoredPlans } from './event-plan.js';
 import { handle, type Answer, type Command, type CommandEnv, type Draft } from './commands.js';
 
 export interface RuntimeDeps {
@@ -326,19 +326,24 @@ export class RoomRuntime {
     if (read.loaded.version === this.version) return;
     const { loaded, added, updated, lastPersonSeq } = read;
     const before = this.state;
-    // The committing node's own events when this is exactly its commit; else the difference.
-    const replayed = notified && notified.version === loaded.version && loaded.version === this.version + 1
+    // The committing nodes' own events, commit by commit: notified for exactly this commit, or
+    // kept by the store for every commit since ours; else the difference.
+    const notifiedOne = notified && notified.version === loaded.version && loaded.version === this.version + 1
       ? replayEventPlan(notified.plan, loaded.room, added, updated)
       : undefined;
+    const commits = (notifiedOne ? [notifiedOne] : undefined)
+      ?? replayStoredPlans(read.plans, this.version, loaded.version, loaded.room, added, updated)
+      ?? [changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs, updated)];
     this.state = loaded.room;
     this.lastSeq = loaded.lastSeq;
     this.version = loaded.version;
     this.lastPersonSeq = lastPersonSeq;
     this.armFromState();
-    const { events, access, turnsIssued } = replayed ?? changeEvents(before, loaded.room, added, this.deps.turnTimeoutMs, updated);
     try {
-      this.deps.publish(access, events);
-      if (turnsIssued.length > 0) this.deps.turnsIssued(this.roomId, turnsIssued);
+      for (const { events, access, turnsIssued } of commits) {
+        this.deps.publish(access, events);
+        if (turnsIssued.length > 0) this.deps.turnsIssued(this.roomId, turnsIssued);
+      }
     } catch (err) {
       this.deps.logger.error({ err, room_id: this.roomId }, 'publishing room events failed');
     }

@@ -34,6 +34,12 @@ export interface RoomChangesSince {
   updated: Message[];
   /** As `lastPersonSeq`, in the same snapshot. */
   lastPersonSeq: number;
+  /**
+   * The events each commit after `from.version` published (`RoomCommit.events`, null when it
+   * had none), in version order, as far as the store keeps them: a store that tells other
+   * processes about commits keeps the recent ones, so a process further behind replays them.
+   */
+  plans?: { version: number; events: string | null }[];
 }
 
 /** A room's state as the runtime needs it to run commands. */

@@ -63,4 +63,48 @@ describe.skipIf(!enabled)('the same events on every node', () => {
     await watchA.close();
     await watchB.close();
   });
+
+  it('a node that missed several commits replays their events as kept by the store, not a difference', async () => {
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site);
+    const host = await ok(a.url, 'register_user', { name: 'Asker' });
+    const guest = await ok(b.url, 'register_user', { name: 'Follower' });
+    const alpha = await ok(a.url, 'register_agent', { name: 'Alpha' });
+    const { room } = await ok(a.url, 'create_room', { room_name: 'Missed commits' }, host.token);
+    await ok(b.url, 'join_room', { room_id: room.room_id }, guest.token);
+    await ok(a.url, 'join_room', { room_id: room.room_id }, alpha.token);
+    const watchA = await TestSocket.connect(wsUrlOf(a), host.token);
+    const watchB = await TestSocket.connect(wsUrlOf(b), guest.token);
+    const fromA = watchA.mark();
+    const fromB = watchB.mark();
+
+    // B takes no notification for a while: every commit below happens behind its back.
+    const rooms = b.app.rooms;
+    const remoteChange = rooms.remoteChange.bind(rooms);
+    rooms.remoteChange = () => undefined;
+    for (const question of ['first question', '@Alpha a second one']) {
+      const cursor = watchA.mark();
+      await ok(a.url, 'send_message', { room_id: room.room_id, text_content: question }, host.token);
+      await watchA.waitForEventFrom(cursor, 'agent_turn');
+      await ok(a.url, 'send_message', { room_id: room.room_id, text_content: `answer to ${question}` }, alpha.token);
+      await watchA.waitForEventFrom(cursor, 'round_end');
+    }
+    await ok(a.url, 'update_room', { room_id: room.room_id, max_auto_rounds: 4 }, host.token);
+    // Back: B reads what it missed, several versions at once.
+    rooms.remoteChange = remoteChange;
+    rooms.refreshAll();
+
+    const stream = (socket: TestSocket, from: number) =>
+      socket.since(from).filter((f) => f.type === 'event' && (f as AnyEventFrame).room_id === room.room_id).map((f) => {
+        const e = f as AnyEventFrame;
+        return `${e.event} ${JSON.stringify(e.data)}`;
+      });
+    expect(stream(watchA, fromA).filter((e) => e.startsWith('agent_turn')).length).toBe(2);
+    await expect.poll(() => stream(watchB, fromB).length, { timeout: 5000 }).toBeGreaterThanOrEqual(stream(watchA, fromA).length);
+    expect(stream(watchB, fromB)).toEqual(stream(watchA, fromA));
+    await watchA.close();
+    await watchB.close();
+  });
 });
+

@@ -2,7 +2,7 @@
 // in the same order, messages taken from the rows by seq with the processed flag the committing
 // node showed; a plan that does not fit the rows is refused (the caller rebuilds from the diff).
 import { describe, expect, it } from 'vitest';
-import { encodeEventPlan, replayEventPlan } from '../../src/runtime/event-plan.js';
+import { encodeEventPlan, replayEventPlan, replayStoredPlans } from '../../src/runtime/event-plan.js';
 import type { AccessEvent, RoomEvent } from '../../src/protocol/events.js';
 import { presentMessage } from '../../src/rooms/present.js';
 import { makeMessage, makeRoom } from './storage-helpers.js';
@@ -32,4 +32,26 @@ describe('event plans', () => {
     expect(replayEventPlan({ not: 'a plan' }, room, [], [])).toBeUndefined();
     expect(replayEventPlan([['x', 1]], room, [], [])).toBeUndefined();
   });
+
+  it('replays the plans a store kept, one entry per commit, only when every missed version has one', () => {
+    const one = encodeEventPlan(access, events.slice(0, 2));
+    const two = encodeEventPlan([], events.slice(2));
+    const plans = [
+      { version: 5, events: one },
+      { version: 6, events: two },
+    ];
+    expect(replayStoredPlans(plans, 4, 6, room, [first, second], [edited])).toEqual([
+      { events: events.slice(0, 2), access, turnsIssued: [] },
+      { events: events.slice(2), access: [], turnsIssued: [] },
+    ]);
+    // A version missing (the store kept fewer), one without events (an older node's commit),
+    // unreadable JSON, or nothing to replay: the caller falls back to the difference.
+    expect(replayStoredPlans(plans.slice(1), 4, 6, room, [first, second], [edited])).toBeUndefined();
+    expect(replayStoredPlans([plans[0]!, { version: 6, events: null }], 4, 6, room, [first, second], [edited])).toBeUndefined();
+    expect(replayStoredPlans([plans[0]!, { version: 6, events: '[' }], 4, 6, room, [first, second], [edited])).toBeUndefined();
+    expect(replayStoredPlans([plans[1]!, plans[0]!], 4, 6, room, [first, second], [edited])).toBeUndefined();
+    expect(replayStoredPlans([], 6, 6, room, [], [])).toBeUndefined();
+    expect(replayStoredPlans(undefined, 4, 6, room, [first, second], [edited])).toBeUndefined();
+  });
 });
+

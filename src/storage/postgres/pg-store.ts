@@ -111,10 +111,11 @@ function deadlineParams(room: RoomRecord | undefined): [deadline: string | null,
 
 /** The columns a room row keeps beside its state. */
 /** The parameters of chatroom_commit_room (001_initial.sql), in its order. */
-const COMMIT_ARGS = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19';
-/** Where commitParams puts the state's JSON ($4) and the message records' JSON ($10). */
+const COMMIT_ARGS = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19, $20';
+/** Where commitParams puts the state's JSON ($4), the message records' JSON ($10) and the events ($20). */
 const STATE_PARAM = 3;
 const RECORDS_PARAM = 9;
+const EVENTS_PARAM = 19;
 
 function commitParams(roomId: string, commit: RoomCommit, commitId: string, notifyInCommit: boolean): unknown[] {
   const ms = commit.messages;
@@ -135,6 +136,8 @@ function commitParams(roomId: string, commit: RoomCommit, commitId: string, noti
     ms.map((m) => searchText(m.text_content)),
     ...deadlineParams(commit.room),
     notifyInCommit,
+    // Kept with the commit (003_commit_events.sql) for nodes that missed its notification.
+    commit.events?.() ?? null,
   ];
 }
 
@@ -174,7 +177,15 @@ async function messageByClientId(q: Queryable, roomId: string, senderId: string,
 
 /** readChangesSince's one statement, on the pool or on a connection in a transaction. */
 async function changesSince(q: Queryable, roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined> {
-  const { rows } = await q.query<{ state: RoomRecord; version: string; last_seq: string; added: Message[]; updated: Message[]; last_person_seq: string | null }>({
+  const { rows } = await q.query<{
+    state: RoomRecord;
+    version: string;
+    last_seq: string;
+    added: Message[];
+    updated: Message[];
+    last_person_seq: string | null;
+    plans: [version: number, events: string | null][];
+  }>({
     name: 'chatroom-read-changes-since',
     text: `SELECT r.state, r.version, r.last_seq,
              (SELECT coalesce(json_agg(m.record ORDER BY m.seq), '[]') FROM messages m
@@ -182,7 +193,9 @@ async function changesSince(q: Queryable, roomId: string, from: { version: numbe
              (SELECT coalesce(json_agg(m.record ORDER BY m.written_version, m.seq), '[]') FROM messages m
                WHERE m.room_id = r.room_id AND m.seq <= $3 AND m.written_version > $2 AND m.written_version <= r.version) AS updated,
              (SELECT m.seq FROM messages m
-               WHERE m.room_id = r.room_id AND m.role = 'user' AND m.visible AND NOT m.deleted ORDER BY m.seq DESC LIMIT 1) AS last_person_seq
+               WHERE m.room_id = r.room_id AND m.role = 'user' AND m.visible AND NOT m.deleted ORDER BY m.seq DESC LIMIT 1) AS last_person_seq,
+             (SELECT coalesce(json_agg(json_build_array(c.version, c.events) ORDER BY c.version), '[]') FROM room_commits c
+               WHERE c.room_id = r.room_id AND c.version > $2 AND c.version <= r.version) AS plans
            FROM rooms r WHERE r.room_id = $1`,
     values: [roomId, from.version, from.lastSeq],
   });
@@ -192,7 +205,13 @@ async function changesSince(q: Queryable, roomId: string, from: { version: numbe
   if (row.added.length !== Math.max(0, loaded.lastSeq - from.lastSeq) && loaded.version !== from.version) {
     throw new Error(`room ${roomId}: messages ${from.lastSeq + 1}..${loaded.lastSeq} are not all in the table`);
   }
-  return { loaded, added: row.added, updated: row.updated, lastPersonSeq: row.last_person_seq === null ? 0 : Number(row.last_person_seq) };
+  return {
+    loaded,
+    added: row.added,
+    updated: row.updated,
+    lastPersonSeq: row.last_person_seq === null ? 0 : Number(row.last_person_seq),
+    plans: row.plans.map(([version, events]) => ({ version: Number(version), events })),
+  };
 }
 
 export class PgStore implements Store {
@@ -503,7 +522,7 @@ export class PgStore implements Store {
     let broken = false;
     try {
       const made = await runCommitStatement(client, params);
-      this.announce(roomId, made, params, commit);
+      this.announce(roomId, made, params);
       return made.version;
     } catch (err) {
       if (isDefiniteFailure(err)) {
@@ -524,10 +543,11 @@ export class PgStore implements Store {
    * 'in-commit'` the commit statement did). The rows, the state and the events ride along when
    * they fit, so the other nodes need not read them back.
    */
-  private announce(roomId: string, made: { version: number; lastSeq: number }, params: unknown[], commit: RoomCommit): void {
+  private announce(roomId: string, made: { version: number; lastSeq: number }, params: unknown[]): void {
     if (!this.notifier) return;
     const stateJson = params[STATE_PARAM] as string | null;
-    this.notifier.push(commitPayload(roomId, made.version, made.lastSeq, params[RECORDS_PARAM] as string[], stateJson ?? undefined, commit.events?.()));
+    const eventsJson = params[EVENTS_PARAM] as string | null;
+    this.notifier.push(commitPayload(roomId, made.version, made.lastSeq, params[RECORDS_PARAM] as string[], stateJson ?? undefined, eventsJson ?? undefined));
   }
 
   /**
@@ -680,7 +700,7 @@ export class PgStore implements Store {
       writing = true;
       const made = await runCommitStatement(client, params);
       await client.query('COMMIT');
-      this.announce(roomId, made, params, commit);
+      this.announce(roomId, made, params);
       return made.version;
     } catch (err) {
       if (isDefiniteFailure(err) || !writing) {
