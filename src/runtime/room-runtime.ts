@@ -319,8 +319,9 @@ export class RoomRuntime {
 
   /**
    * Takes a newer stored state and its new and rewritten messages (read from the store or
-   * carried by a notification), and publishes what changed: the committing node's own events
-   * when they were notified for exactly this version, else the difference.
+   * carried by a notification), and publishes what changed: the committing nodes' own events
+   * (notified for exactly the next version, or kept by the store for each version since ours),
+   * else the difference.
    */
   private take(read: RoomChangesSince, notified?: NotifiedEvents): void {
     if (read.loaded.version === this.version) return;
