@@ -3,6 +3,7 @@
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Caller } from '../types.js';
+import type { RawData } from 'ws';
 import { CLOSE, type ServerFrame } from '../protocol/frames.js';
 import type { EventWire } from './ws-wire.js';
 
@@ -46,6 +47,12 @@ export class Session {
    * the answer to `auth` and lists every room the socket is subscribed to (SPEC §8).
    */
   greeted = false;
+  /**
+   * Frames that came after `auth` and before `auth_ok` (a client may send `subscribe` or a call
+   * right behind its `auth`): kept in order and handled once `auth_ok` is out, so their answers,
+   * and a replay they start, follow it. Null when not collecting.
+   */
+  early: { data: RawData; isBinary: boolean }[] | null = null;
   /** Cleared by the heartbeat, set by pong or any frame. */
   alive = true;
   authTimer: NodeJS.Timeout | undefined;

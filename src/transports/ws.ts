@@ -67,6 +67,9 @@ export function createWsMount(overrides: Partial<WsOptions> = {}): MountFactory 
 
 export const wsMount: MountFactory = createWsMount();
 
+/** Frames a client may send behind its `auth` before `auth_ok` (kept until then). */
+const MAX_EARLY_FRAMES = 64;
+
 export class WsHub {
   private readonly wss: WebSocketServer;
   private readonly sessions = new Set<Session>();
@@ -195,18 +198,24 @@ export class WsHub {
 
   private onFrame(session: Session, data: RawData, isBinary: boolean): void {
     session.alive = true;
+    if (session.early) {
+      // Behind an `auth` still being answered: handled right after auth_ok, in order.
+      if (session.early.length >= MAX_EARLY_FRAMES) return session.close(CLOSE.POLICY_VIOLATION, `at most ${MAX_EARLY_FRAMES} frames before auth_ok`);
+      session.early.push({ data, isBinary });
+      return;
+    }
     const text = isBinary ? '' : rawText(data);
     const parsed = parseClientFrame(text);
     if (session.state === 'awaiting_auth') {
       if (!parsed.ok || parsed.frame.type !== 'auth') return session.closeUnauthorized('first frame must be {"type":"auth","token":…}');
+      session.early = [];
       const token = parsed.frame.token;
       if (!this.app.participants.isShared) {
         const caller = this.app.participants.authenticate(token);
         if (!caller) return session.closeUnauthorized('unknown or revoked token');
         return this.authenticate(session, caller);
       }
-      // A shared store (several nodes): the token may come from another node. Frames that
-      // arrive before the check ends are refused like any before auth (clients wait for auth_ok).
+      // A shared store (several nodes): the token may come from another node, checked there first.
       this.settle(session, this.app.participants.prime(token).then(() => {
         const caller = this.app.participants.authenticate(token);
         if (!caller) return session.closeUnauthorized('unknown or revoked token');
@@ -302,6 +311,10 @@ export class WsHub {
     // SPEC §8: a socket that joins a room where it holds the turn gets its agent_turn again,
     // without waiting for a subscribe (an agent restarted mid-turn answers at once).
     for (const { room_id } of rooms) await this.resendTurn(session, room_id);
+    // Then what the client sent behind its auth, in order.
+    const early = session.early ?? [];
+    session.early = null;
+    for (const { data, isBinary } of early) if (session.isOpen) this.onFrame(session, data, isBinary);
   }
 
   // ── subscriptions ──

@@ -22,6 +22,46 @@ afterAll(async () => {
 let counter = 0;
 const { newMember, personWithRoom, post } = roomHelpers(() => server, () => ++counter);
 
+/**
+ * A server whose store holds `roomsOf` at a gate: a socket's auth is between `auth` and
+ * `auth_ok` (its rooms being read) for as long as the test wants.
+ */
+async function gatedServer() {
+  let release = (): void => undefined;
+  let entered = (): void => undefined;
+  class GatedStore extends MemoryStore {
+    gate: Promise<void> | undefined;
+    override async roomsOf(participantId: string): Promise<string[]> {
+      const rooms = await super.roomsOf(participantId);
+      if (this.gate) {
+        entered();
+        await this.gate;
+      }
+      return rooms;
+    }
+  }
+  const store = new GatedStore();
+  const gatedServer = await startTestServer({ turnTimeoutMs: 60_000 }, { store });
+  return {
+    server: gatedServer,
+    /** Opens a socket and sends auth; resolves once its rooms are being read (held at the gate). */
+    async authAtGate(token: string): Promise<TestSocket> {
+      const atGate = new Promise<void>((resolve) => (entered = resolve));
+      store.gate = new Promise<void>((resolve) => (release = resolve));
+      const socket = await TestSocket.open(wsUrl(gatedServer.url));
+      socket.send({ type: 'auth', token });
+      await atGate;
+      store.gate = undefined;
+      return socket;
+    },
+    release: () => release(),
+    async stop() {
+      release();
+      await gatedServer.stop();
+    },
+  };
+}
+
 describe('auth', () => {
   it('answers auth_ok with the participant (no token hash) and its rooms, already subscribed', async () => {
     const { person, roomId } = await personWithRoom();
@@ -39,34 +79,14 @@ describe('auth', () => {
   });
 
   it('auth_ok comes first: a room joined and a message posted while the socket subscribes follow it, the room listed in auth_ok', async () => {
-    // roomsOf waits at the gate: the socket is between auth and auth_ok while the person acts.
-    let release = (): void => undefined;
-    let entered = (): void => undefined;
-    const atGate = new Promise<void>((resolve) => (entered = resolve));
-    class GatedStore extends MemoryStore {
-      gate: Promise<void> | undefined;
-      override async roomsOf(participantId: string): Promise<string[]> {
-        const rooms = await super.roomsOf(participantId);
-        if (this.gate) {
-          entered();
-          await this.gate;
-        }
-        return rooms;
-      }
-    }
-    const store = new GatedStore();
-    const own = await startTestServer({ turnTimeoutMs: 60_000 }, { store });
+    const gated = await gatedServer();
     try {
-      const person = await registerUser(own, 'Early');
-      const first = (await own.ok<{ room: { room_id: string } }>('create_room', { room_name: 'First' }, person.token)).room.room_id;
-      store.gate = new Promise<void>((resolve) => (release = resolve));
-      const socket = await TestSocket.open(wsUrl(own.url));
-      socket.send({ type: 'auth', token: person.token });
-      await atGate;
-      store.gate = undefined;
-      const second = (await own.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Second' }, person.token)).room.room_id;
-      await own.ok('send_message', { room_id: second, text_content: 'posted during auth' }, person.token);
-      release();
+      const person = await registerUser(gated.server, 'Early');
+      const first = (await gated.server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'First' }, person.token)).room.room_id;
+      const socket = await gated.authAtGate(person.token);
+      const second = (await gated.server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Second' }, person.token)).room.room_id;
+      await gated.server.ok('send_message', { room_id: second, text_content: 'posted during auth' }, person.token);
+      gated.release();
       await socket.waitForEvent('message_new', (d) => d.message.text_content === 'posted during auth');
       expect(socket.frames[0]?.type).toBe('auth_ok');
       const ok = socket.frames[0] as AuthOkFrame;
@@ -75,8 +95,34 @@ describe('auth', () => {
       expect(socket.frames.findIndex((f) => f.type === 'event')).toBeGreaterThan(0);
       socket.ws.close();
     } finally {
-      release();
-      await own.stop();
+      await gated.stop();
+    }
+  });
+
+  it('frames sent right behind auth are handled after auth_ok, in order: the replay they start is in seq order', async () => {
+    const gated = await gatedServer();
+    try {
+      const person = await registerUser(gated.server, 'Hasty');
+      const roomId = (await gated.server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Pipelined' }, person.token)).room.room_id;
+      for (let i = 1; i <= 5; i++) await gated.server.ok('send_message', { room_id: roomId, text_content: `old ${i}` }, person.token);
+      const socket = await gated.authAtGate(person.token);
+      // Sent behind the auth, while it is still being answered.
+      socket.send({ type: 'ping' });
+      socket.send({ type: 'subscribe', room_id: roomId, after_seq: 0 });
+      socket.send({ type: 'call', id: 7, tool: 'get_room', args: { room_id: roomId } });
+      await gated.server.ok('send_message', { room_id: roomId, text_content: 'new 6' }, person.token);
+      gated.release();
+      await socket.waitFor((f) => f.type === 'result');
+      await socket.waitForEvent('message_new', (d) => d.message.seq === 6);
+      expect(socket.frames[0]?.type).toBe('auth_ok');
+      const types = socket.frames.map((f) => f.type);
+      expect(types.indexOf('pong')).toBeGreaterThan(0);
+      expect(types.indexOf('pong')).toBeLessThan(types.indexOf('subscribed'));
+      const seqs = socket.events().filter((e) => e.event === 'message_new').map((e) => e.data.message.seq as number);
+      expect(seqs).toEqual([1, 2, 3, 4, 5, 6]);
+      socket.ws.close();
+    } finally {
+      await gated.stop();
     }
   });
 
