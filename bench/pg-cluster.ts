@@ -12,7 +12,8 @@
 //   4. fail-over: a client on node 3 whose node is SIGKILLed reconnects to node 1; the time from
 //      the kill to its first answered call there (and to a live event from the room).
 // Per-address rate limits are off (all clients share 127.0.0.1); per-token limits stay on
-// (counted in PostgreSQL like in production).
+// (counted in PostgreSQL like in production; BENCH_TOKEN_LIMIT_OFF=1 turns them off too, to
+// see what the shared counters cost).
 //
 //   npm run build && npx tsx bench/pg-cluster.ts [seconds-per-step=5]
 import { readFileSync, readdirSync } from 'node:fs';
@@ -357,6 +358,7 @@ try {
     DATA_DIR: dataDir,
     LINK_SECRET: 'bench-link-secret-bench-link-secret',
     RATE_LIMIT_PER_ADDRESS: '0',
+    ...(process.env.BENCH_TOKEN_LIMIT_OFF ? { RATE_LIMIT_PER_TOKEN: '0' } : {}),
     // 300 subscribers share one person's token.
     MAX_SOCKETS_PER_TOKEN: '1000',
     TURN_TIMEOUT_MS: '60000',
