@@ -147,6 +147,22 @@ export function wsRoomSuites(): void {
         await socket.close();
       });
 
+      it('unsubscribe is idempotent and never refused: a room not subscribed (foreign, unknown) is answered unsubscribed, and the socket stays', async () => {
+        const { person, roomId } = await personWithRoom('Idem');
+        const other = await personWithRoom('Elsewhere');
+        const socket = await TestSocket.connect(url, person.token);
+        for (const target of [other.roomId, 'no-such-room', roomId, roomId]) {
+          const at = socket.mark();
+          socket.send({ type: 'unsubscribe', room_id: target });
+          expect(await socket.waitFor((f) => f.type === 'unsubscribed' && socket.frames.indexOf(f) >= at)).toEqual({ type: 'unsubscribed', room_id: target });
+        }
+        // The foreign room told nothing: its events never reach this socket.
+        await post(other.roomId, other.person.token, 'not for you');
+        await socket.barrier();
+        expect(socket.messageSeqs(other.roomId)).toEqual([]);
+        await socket.close();
+      });
+
       it('subscribe without after_seq starts live from now, replaying nothing', async () => {
         const { person, roomId } = await personWithRoom('Live');
         const socket = await TestSocket.connect(url, person.token);
