@@ -126,6 +126,18 @@ describe('auth', () => {
     }
   });
 
+  it('more than 64 frames behind an unanswered auth close the socket with 1008', async () => {
+    const gated = await gatedServer();
+    try {
+      const person = await registerUser(gated.server, 'Flood');
+      const socket = await gated.authAtGate(person.token);
+      for (let i = 0; i < 65; i++) socket.send({ type: 'ping' });
+      expect((await socket.closed).code).toBe(1008);
+    } finally {
+      await gated.stop();
+    }
+  });
+
   it('closes 4401 for an unknown token', async () => {
     const socket = await TestSocket.open(url);
     socket.send({ type: 'auth', token: 'act_not-a-real-token' });
