@@ -249,7 +249,9 @@ async function receiveUpload(req: Request, dir: string, maxBytes: number, now: (
   let parser: busboy.Busboy;
   try {
     // Browsers send the filename as raw UTF-8 in the part header; busboy's default is latin1.
-    parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fileSize: maxBytes, fields: 10, parts: 20 } });
+    // busboy reports 'limit' when a file *reaches* fileSize: one byte more than allowed, so a
+    // file of exactly MAX_UPLOAD_BYTES is accepted and one byte over is refused.
+    parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fileSize: maxBytes + 1, fields: 10, parts: 20 } });
   } catch {
     throw new AppError('validation_error', 'Malformed multipart body');
   }
@@ -323,15 +325,17 @@ async function storeFile(stream: Readable, clientName: string | undefined, dir: 
   let bodyBroke = false;
   let diskFailed = false;
   stream.once('error', () => (bodyBroke = true));
+  // Listened for before anything is awaited: a small limit is reached within the first chunks,
+  // and busboy emits 'limit' once, whether or not anyone listens yet.
+  let truncated = false;
+  stream.once('limit', () => (truncated = true));
   try {
     created = await createExclusive(dir, originalName, now);
-    let truncated = false;
-    stream.on('limit', () => (truncated = true));
     const destination = io.writeStream(created.handle, created.file);
     destination.once('error', () => (diskFailed = !bodyBroke));
     await pipeline(stream, destination);
     await created.handle.close().catch(() => undefined);
-    if (truncated) throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
+    if (truncated || (stream as { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
     await fsyncPath(created.file);
     await fsyncPath(dir);
     const bytes = (await stat(created.file)).size;

@@ -163,6 +163,31 @@ describe('uploads', () => {
     expect(await readdir(path.join(server.dataDir, 'uploads', roomId))).toEqual(before);
   });
 
+  it('refuses a file over a small MAX_UPLOAD_BYTES, reached within the first chunk, and keeps nothing', async () => {
+    const small = await startTestServer({ maxUploadBytes: 1000 });
+    try {
+      const person = await registerUser(small, 'SmallLimit');
+      const room = (await small.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Small uploads' }, person.token)).room.room_id;
+      const send = async (bytes: number) => {
+        const form = new FormData();
+        form.append('file', new Blob([new Uint8Array(Buffer.alloc(bytes, 7))]), 'data.bin');
+        const res = await fetch(`${small.url}/api/v1/rooms/${room}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${person.token}` }, body: form });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      for (const bytes of [1001, 100_000]) {
+        const refused = await send(bytes);
+        expect(refused.status, `${bytes} bytes`).toBe(413);
+        expect(refused.body.error.code).toBe('payload_too_large');
+      }
+      const fits = await send(1000);
+      expect(fits.status).toBe(201);
+      expect(fits.body.data.bytes).toBe(1000);
+      expect(await readdir(path.join(small.dataDir, 'uploads', room))).toHaveLength(1);
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('refuses non-members and anonymous uploads', async () => {
     expect((await upload('x.txt', 'x', outsider.token)).status).toBe(403);
     expect((await upload('x.txt', 'x', 'act_nope')).status).toBe(401);
