@@ -16,7 +16,7 @@ import { buildImport, parseRoomFile, type BuiltImport } from '../export/import.j
 import { ATTACHMENT_LINK_TTL_MS, serverOrigin, signEncodedPath } from '../export/links.js';
 import { ExportSlots } from '../export/slots.js';
 import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
-import { presentRoom } from '../rooms/present.js';
+import { presentMessage, presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Caller, Member } from '../types.js';
 import { defineTool } from './registry.js';
@@ -100,7 +100,8 @@ export function exportTools(app: App) {
           const partial = `${target}.partial`;
           const input: ExportInput = {
             room: presentRoom(room),
-            messages: await app.reads.allMessages(room.room_id),
+            // As every read shows them: `processed` from the room, not the log line (SPEC §5).
+            messages: (await app.reads.allMessages(room.room_id)).map((m) => presentMessage(m, room)),
             exportedAt,
             timezone: room.timezone,
             fileUrl: (url: string) => attachmentLink(app, room.room_id, url),

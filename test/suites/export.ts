@@ -258,6 +258,20 @@ export function exportSuites(): void {
         expect(after.messages.map((m: any) => m.seq)).toEqual(after.messages.map((_: any, i: number) => i + 1));
       });
 
+      it('the JSON export reports each message as get_messages does, processed included (from the room, not the log line)', async () => {
+        const room = (await server.ok('create_room', { room_name: 'Processed' }, owner.token)).room.room_id;
+        const bot = await registerAgent(server, 'ProcBot');
+        await server.ok('join_room', { room_id: room }, bot.token);
+        await server.ok('send_message', { room_id: room, text_content: 'a question' }, owner.token);
+        await server.ok('send_message', { room_id: room, text_content: 'an answer' }, bot.token);
+        const { messages } = await server.ok('get_messages', { room_id: room, after_seq: 0 }, owner.token);
+        expect(messages.some((m: any) => m.processed === true)).toBe(true);
+        const data = await server.ok('export_chat_history', { room_id: room, format: 'json' }, owner.token);
+        const exported = ((await (await fetch(server.url + data.url)).json()) as any).messages;
+        const view = (m: any) => ({ seq: m.seq, processed: m.processed, visible: m.visible, text: m.text_content });
+        expect(exported.map(view)).toEqual(messages.map(view));
+      });
+
       it('refuses a malformed or hostile import with validation_error and creates nothing', async () => {
         const importer = await registerUser(server, 'Hostile');
         const good = await (async () => {
