@@ -315,7 +315,10 @@ export class FileStore implements Store {
 
   private async doOpen(): Promise<void> {
     const started = Date.now();
-    await mkdir(this.dataDir, { recursive: true });
+    // Start-up errors name the variable (SPEC §2): a DATA_DIR that is a file, or not writable.
+    await mkdir(this.dataDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`DATA_DIR ${this.dataDir} cannot be used as the data directory (${err.code ?? err.message})`);
+    });
     this.lock = await DataDirLock.acquire(this.dataDir, this.logger);
     const logDir = join(this.dataDir, ROOM_MESSAGES_DIR);
     for (const dir of [logDir, join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {

@@ -91,6 +91,13 @@ describe('durability', () => {
     const port = await runCli({ PORT: 'abc' });
     expect(port.code).toBe(1);
     expect(port.output).toContain('PORT');
+    // A DATA_DIR that is a file cannot hold the store.
+    const file = path.join(await tempDir(), 'not-a-directory');
+    await writeFile(file, 'x');
+    const dataDir = await runCli({ DATA_DIR: file });
+    expect(dataDir.code).toBe(1);
+    expect(dataDir.output.trim().split('\n')).toHaveLength(1);
+    expect(dataDir.output).toContain('DATA_DIR');
   });
 
   it('logs the port it picked for PORT=0 and exits 0 on SIGTERM', async () => {
