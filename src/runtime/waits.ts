@@ -32,8 +32,10 @@ export class TurnWaits {
 
   async wait(caller: Caller, opts: WaitOptions) {
     const timeoutMs = Math.min(WAIT_MAX_S, Math.max(0, opts.timeout_s ?? WAIT_DEFAULT_S)) * 1000;
-    const roomIds = opts.room_id ? [(await this.reads.memberRoom(opts.room_id, caller)).room_id] : await this.store.roomsOf(caller.id);
-    const ready = await this.findTurn(caller, roomIds);
+    // A named room is read once, current (memberRoom checks its committed version).
+    const named = opts.room_id ? await this.reads.memberRoom(opts.room_id, caller) : undefined;
+    const roomIds = named ? [named.room_id] : await this.store.roomsOf(caller.id);
+    const ready = named ? (yourTurn(named, caller.name) ? named : undefined) : await this.findTurn(caller, roomIds);
     if (ready) return this.turnResult(caller, ready);
 
     const release = this.presence.hold(caller.id);

@@ -325,17 +325,15 @@ async function storeFile(stream: Readable, clientName: string | undefined, dir: 
   let bodyBroke = false;
   let diskFailed = false;
   stream.once('error', () => (bodyBroke = true));
-  // Listened for before anything is awaited: a small limit is reached within the first chunks,
-  // and busboy emits 'limit' once, whether or not anyone listens yet.
-  let truncated = false;
-  stream.once('limit', () => (truncated = true));
   try {
     created = await createExclusive(dir, originalName, now);
     const destination = io.writeStream(created.handle, created.file);
     destination.once('error', () => (diskFailed = !bodyBroke));
     await pipeline(stream, destination);
     await created.handle.close().catch(() => undefined);
-    if (truncated || (stream as { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
+    // busboy marks the stream when the limit was reached, also within the first chunks, before
+    // anyone awaiting here could listen for its one 'limit' event.
+    if ((stream as { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `The file is larger than ${maxBytes} bytes`);
     await fsyncPath(created.file);
     await fsyncPath(dir);
     const bytes = (await stat(created.file)).size;

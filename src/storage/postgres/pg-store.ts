@@ -148,6 +148,13 @@ function roomColumns(room: RoomRecord): [summary: string, archived: boolean, mem
 /** Escapes LIKE's wildcards so the query matches as a plain substring. */
 const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** A commit's messages all belong to its room (a caller's bug otherwise, refused before writing). */
+function checkMessagesOf(roomId: string, messages: readonly Message[]): void {
+  for (const m of messages) {
+    if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
+  }
+}
+
 /** Runs chatroom_commit_room (named: each connection parses and plans it once). */
 async function runCommitStatement(client: pg.PoolClient, params: unknown[]): Promise<{ version: number; lastSeq: number }> {
   const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
@@ -509,16 +516,10 @@ export class PgStore implements Store {
   }
 
   async commitRoom(roomId: string, commit: RoomCommit): Promise<number> {
-    for (const m of commit.messages) {
-      if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
-    }
+    checkMessagesOf(roomId, commit.messages);
     const commitId = randomUUID();
     const params = commitParams(roomId, commit, commitId, this.notifier === undefined);
-    const client = await this.pool.connect();
-    // A connection that dies while checked out emits 'error' on the client (not the pool);
-    // the query's own rejection below is what handles it.
-    const ignore = (): void => undefined;
-    client.on('error', ignore);
+    const { client, done } = await this.checkOut();
     let broken = false;
     try {
       const made = await runCommitStatement(client, params);
@@ -533,8 +534,7 @@ export class PgStore implements Store {
       broken = true;
       return await this.settleInDoubt(roomId, commitId, backendPid(client), err);
     } finally {
-      client.off('error', ignore);
-      client.release(broken);
+      done(broken);
     }
   }
 
@@ -657,6 +657,22 @@ export class PgStore implements Store {
     return messageByClientId(this.pool, roomId, senderId, clientMsgId);
   }
 
+  /** A pooled connection for one write; `done(broken)` gives it back (a broken one is dropped). */
+  private async checkOut(): Promise<{ client: pg.PoolClient; done: (broken: boolean) => void }> {
+    const client = await this.pool.connect();
+    // A connection that dies while checked out emits 'error' on the client (not the pool);
+    // the rejection of the query that was running is what handles it.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    return {
+      client,
+      done: (broken) => {
+        client.off('error', ignore);
+        client.release(broken);
+      },
+    };
+  }
+
   /**
    * One statement, so one snapshot (also under READ COMMITTED): the room's row, the messages
    * after `from.lastSeq` through its last seq, the older ones rewritten after `from.version`
@@ -673,9 +689,7 @@ export class PgStore implements Store {
     build: (changes: RoomChangesSince, reads: CommitReads) => Promise<RoomCommit | null>,
   ): Promise<number | undefined> {
     const commitId = randomUUID();
-    const client = await this.pool.connect();
-    const ignore = (): void => undefined;
-    client.on('error', ignore);
+    const { client, done } = await this.checkOut();
     let broken = false;
     let writing = false;
     try {
@@ -693,9 +707,7 @@ export class PgStore implements Store {
         await client.query('COMMIT');
         return undefined;
       }
-      for (const m of commit.messages) {
-        if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
-      }
+      checkMessagesOf(roomId, commit.messages);
       const params = commitParams(roomId, { ...commit, expectedVersion: changes.loaded.version }, commitId, this.notifier === undefined);
       writing = true;
       const made = await runCommitStatement(client, params);
@@ -713,8 +725,7 @@ export class PgStore implements Store {
       broken = true;
       return await this.settleInDoubt(roomId, commitId, backendPid(client), err);
     } finally {
-      client.off('error', ignore);
-      client.release(broken);
+      done(broken);
     }
   }
 
