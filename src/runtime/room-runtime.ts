@@ -188,10 +188,22 @@ export class RoomRuntime {
 
   private async runBatch(batch: Pending[], attempt = 0, firstTry = this.deps.now()): Promise<void> {
     if (this.deps.store.commitRoomLocked && this.deps.now() < this.lockedUntil) return this.runBatchLocked(batch);
-    const { base, done } = await this.compute(batch, {
+    const { base, done, refused } = await this.compute(batch, {
       getMessage: (id: string) => this.deps.store.getMessage(id),
       findByClientMsgId: (sender: string, key: string) => this.deps.store.findByClientMsgId(this.roomId, sender, key),
-    });
+    }, Boolean(this.deps.store.roomVersion));
+    if (refused.length > 0) {
+      // Shared store: a command refused (not your turn, not a member, …) on a copy that other
+      // nodes' commits have left behind is judged again on the stored room, with the whole
+      // batch (nothing of it is committed yet): a client given the turn through another node is
+      // not refused because this node's notification is late.
+      const stored = await this.deps.store.roomVersion!(this.roomId);
+      if (stored !== undefined && stored > this.version && this.deps.now() - firstTry < STALE_RETRY_MS) {
+        await this.reload();
+        return this.runBatch(batch, attempt + 1, firstTry);
+      }
+      for (const { pending, err } of refused) pending.reject(err);
+    }
     if (done.length === 0) return;
     if (writes(base)) {
       try {
@@ -238,8 +250,12 @@ export class RoomRuntime {
     if (computed && computed.done.length > 0) this.publishDurable(computed.base, computed.done);
   }
 
-  /** Runs the batch's commands in turn on drafts of the current state; refused ones are answered. */
-  private async compute(batch: Pending[], reads: CommitReads): Promise<{ base: Draft; done: Done[] }> {
+  /**
+   * Runs the batch's commands in turn on drafts of the current state. Refused ones are answered
+   * at once, or with `holdRefusals` returned unanswered (the caller first checks the state was
+   * current).
+   */
+  private async compute(batch: Pending[], reads: CommitReads, holdRefusals = false): Promise<{ base: Draft; done: Done[]; refused: Refused[] }> {
     let base: Draft = {
       room: this.state,
       lastSeq: this.lastSeq,
@@ -252,16 +268,18 @@ export class RoomRuntime {
       turnsIssued: [],
     };
     const done: Done[] = [];
+    const refused: Refused[] = [];
     for (const pending of batch) {
       try {
         const { draft, result } = await inDraft(base, (d) => handle(d, pending.cmd!, this.env(), reads));
         base = draft;
         done.push({ pending, answer: result });
       } catch (err) {
-        pending.reject(err);
+        if (holdRefusals && err instanceof AppError) refused.push({ pending, err });
+        else pending.reject(err);
       }
     }
-    return { base, done };
+    return { base, done, refused };
   }
 
   /** A commit that failed: nothing of it is kept, and every command of it fails. */
@@ -382,6 +400,12 @@ export class RoomRuntime {
 interface Done {
   pending: Pending;
   answer: Answer;
+}
+
+/** A command the computation refused, not answered yet. */
+interface Refused {
+  pending: Pending;
+  err: AppError;
 }
 
 /** The batch writes something (new or changed messages, or a changed state). */

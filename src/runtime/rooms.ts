@@ -102,29 +102,7 @@ export class Rooms {
   }
 
   execute(roomId: string, cmd: Command): Promise<unknown> {
-    // One process owns the store: its copy is always current (no retry, no extra awaits).
-    if (!this.opts.shared) return this.require(roomId).then((runtime) => runtime.execute(cmd));
-    return this.require(roomId).then((runtime) => this.executeCurrent(runtime, cmd));
-  }
-
-  /**
-   * Runs a command; with a shared store, one that was refused (not your turn, not a member, …)
-   * while this node's copy was behind the stored room is run again on the current state: a
-   * client that was given the turn through another node is not refused because this node's
-   * notification is late. A refused command changed nothing, so running it again is safe.
-   */
-  private async executeCurrent(runtime: RoomRuntime, cmd: Command): Promise<unknown> {
-    const seen = runtime.committedVersion;
-    try {
-      return await runtime.execute(cmd);
-    } catch (err) {
-      if (!(err instanceof AppError) || !this.opts.store.roomVersion) throw err;
-      // Judged on the version it ran on (a notification may have brought a newer one meanwhile).
-      const version = await this.opts.store.roomVersion(runtime.roomId);
-      if (version === undefined || version <= seen) throw err;
-      await runtime.refresh(version);
-      return runtime.execute(cmd);
-    }
+    return this.require(roomId).then((runtime) => runtime.execute(cmd));
   }
 
   /** Running waits listening for turns (a gauge; tests watch a wait start and end). */

@@ -10,7 +10,8 @@ import type { Draft } from '../../src/runtime/commands.js';
 import { inDraft } from '../../src/runtime/room-runtime.js';
 import type { Rooms } from '../../src/runtime/rooms.js';
 import { MemoryStore, type WriteKind } from '../../src/storage/memory-store.js';
-import { StaleRoomError, type RoomCommit } from '../../src/storage/store.js';
+import { readChanges } from '../../src/runtime/change-events.js';
+import { StaleRoomError, type CommitReads, type RoomChangesSince, type RoomCommit } from '../../src/storage/store.js';
 import type { Message, Room } from '../../src/types.js';
 import { ManualClock } from '../helpers/clock.js';
 import { caller, member, testRooms, TURN_MS } from '../helpers/runtime.js';
@@ -282,5 +283,114 @@ describe('room runtime on a shared store: commits that lose to other nodes', () 
     expect(w.clock.now() - started).toBeGreaterThanOrEqual(15_000);
     expect(w.clock.now() - started).toBeLessThan(16_000);
     expect(await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 10 })).toEqual([]);
+  });
+});
+
+describe('room runtime on a shared store: two nodes, no notifications between them', () => {
+  /**
+   * The memory store as two nodes would share it: the committed version can be read
+   * (`roomVersion`), and a room can be committed under its lock (`commitRoomLocked`, here one
+   * synchronous step), whose commit can be made to fail once.
+   */
+  class SharedMemoryStore extends MemoryStore {
+    versionReads = 0;
+    failNextLocked = false;
+
+    async roomVersion(roomId: string): Promise<number | undefined> {
+      this.versionReads++;
+      return (await this.loadRoom(roomId))?.version;
+    }
+
+    async commitRoomLocked(
+      roomId: string,
+      from: { version: number; lastSeq: number },
+      build: (changes: RoomChangesSince, reads: CommitReads) => Promise<RoomCommit | null>,
+    ): Promise<number | undefined> {
+      const loaded = (await this.loadRoom(roomId))!;
+      const changes = await readChanges(this, roomId, from, loaded);
+      const lastPersonSeq = await this.lastPersonSeq(roomId);
+      const commit = await build({ loaded, ...changes, lastPersonSeq }, {
+        getMessage: (id) => this.getMessage(id),
+        findByClientMsgId: (sender, key) => this.findByClientMsgId(roomId, sender, key),
+      });
+      if (!commit) return undefined;
+      if (this.failNextLocked) {
+        this.failNextLocked = false;
+        throw Object.assign(new Error('injected'), { code: 'EIO' });
+      }
+      return this.commitRoom(roomId, { ...commit, expectedVersion: loaded.version });
+    }
+  }
+
+  /** Nodes A and B on one store, each with its own bus; B holds a copy of the room. */
+  async function twoNodes() {
+    const clock = new ManualClock();
+    const store = new SharedMemoryStore();
+    const node = () => {
+      const bus = new InProcessBus();
+      const events: RoomEvent[] = [];
+      bus.subscribe((e) => events.push(e));
+      const presence = new Presence(clock.now, clock);
+      return { rooms: testRooms(store, bus, presence, clock, { shared: true }), events, presence };
+    };
+    const a = node();
+    const b = node();
+    const person = caller('Ann', 'user');
+    const alpha = caller('Alpha', 'ai_agent');
+    for (const n of [a, b]) for (const c of [person, alpha]) n.presence.touch(c.id);
+    const room: Room = await a.rooms.create(person, { room_name: 'Two nodes' }, member(person, clock));
+    const onB = (await b.rooms.require(room.room_id))!;
+    cleanups.push(() => a.rooms.stop(), () => b.rooms.stop());
+    return { clock, store, a, b, onB, person, alpha, roomId: room.room_id };
+  }
+  const cleanups: (() => void)[] = [];
+  afterEach(() => cleanups.splice(0).forEach((stop) => stop()));
+
+  it('a command refused on a copy other nodes left behind is judged again on the stored room', async () => {
+    const w = await twoNodes();
+    // Alpha joins through A; B hears nothing of it.
+    await w.a.rooms.execute(w.roomId, { type: 'join', caller: w.alpha, member: member(w.alpha, w.clock), passwordHash: null });
+    expect(w.onB.room.members.map((m) => m.name)).toEqual(['Ann']);
+    // On B's copy Alpha is no member: refused there, but the runtime checks the stored version
+    // before it answers, takes the newer room, and runs the command again.
+    const reads = w.store.versionReads;
+    const activity = await w.onB.execute({ type: 'set_activity', caller: w.alpha, activity: 'thinking' });
+    expect(activity).toMatchObject({ member: { name: 'Alpha', status: 'busy' } });
+    expect(w.store.versionReads).toBe(reads + 1);
+    expect(w.onB.room.members.map((m) => m.name)).toEqual(['Ann', 'Alpha']);
+    // B published Alpha's join (taken from the store) before its own change.
+    expect(w.b.events.map((e) => e.event).filter((e) => e !== 'room_update')).toEqual(['member_join', 'member_status_change']);
+  });
+
+  it('a refusal that stands on the stored room is answered, and the rest of its batch commits once', async () => {
+    const w = await twoNodes();
+    const stranger = caller('Zed', 'ai_agent');
+    await w.a.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('through A') });
+    // Queued together on B, behind B's copy: a stranger's post (never a member) between two posts.
+    const first = w.onB.execute({ type: 'post', caller: w.person, input: post('one') });
+    const refused = w.onB.execute({ type: 'post', caller: stranger, input: post('let me in') });
+    const second = w.onB.execute({ type: 'post', caller: w.person, input: post('two') });
+    await expect(refused).rejects.toMatchObject({ code: 'not_a_member' });
+    const sent = (await Promise.all([first, second])) as Message[];
+    expect(sent.map((m) => m.seq)).toEqual([2, 3]);
+    const stored = await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 10 });
+    expect(stored.map((m) => m.text_content)).toEqual(['through A', 'one', 'two']);
+  });
+
+  it('a locked commit that fails: its callers get the error, only what other nodes committed is published, a retry writes anew', async () => {
+    const w = await twoNodes();
+    await w.a.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('through A') });
+    // B's optimistic commit meets A's (stale), so B computes under the lock; that commit fails.
+    w.store.failNextLocked = true;
+    await expect(w.onB.execute({ type: 'post', caller: w.person, input: post('through B') })).rejects.toMatchObject({ code: 'EIO' });
+    const texts = (events: RoomEvent[]) =>
+      events.filter((e) => e.event === 'message_new').map((e) => (e.data as { message: Message }).message.text_content);
+    expect(texts(w.b.events)).toEqual(['through A']);
+    expect(w.onB.committedSeq).toBe(1);
+    expect((await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 10 })).map((m) => m.text_content)).toEqual(['through A']);
+    // Still within the locked second: the retry commits under the lock.
+    const retry = (await w.onB.execute({ type: 'post', caller: w.person, input: post('through B') })) as Message;
+    expect(retry.seq).toBe(2);
+    expect(texts(w.b.events)).toEqual(['through A', 'through B']);
   });
 });
