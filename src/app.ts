@@ -2,7 +2,6 @@
 // waits → tools. The server mounts transports on top; tests may use it directly. Time (clock
 // and timers) is injected here and passed to every service that waits or times out.
 import { randomUUID } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
@@ -17,6 +16,7 @@ import { instrumentBus, instrumentStore, Metrics } from './observability/metrics
 import { RoomReads } from './runtime/reads.js';
 import { Rooms } from './runtime/rooms.js';
 import { TurnWaits } from './runtime/waits.js';
+import { makeDirectory } from './storage/fs-ops.js';
 import { createStore } from './storage/index.js';
 import { DeadlineWatcher, NodePresence, PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
 import type { Store } from './storage/store.js';
@@ -49,7 +49,13 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const bus = instrumentBus(new InProcessBus(), metrics);
   const shared = rawStore instanceof PgStore;
   // Uploads and exports stay files under DATA_DIR (shared by the nodes, docs/scale-out.md).
-  if (shared) for (const dir of ['uploads', 'exports']) await mkdir(path.join(config.dataDir, dir), { recursive: true });
+  if (shared) {
+    for (const dir of ['uploads', 'exports']) {
+      await makeDirectory(path.join(config.dataDir, dir)).catch((err: NodeJS.ErrnoException) => {
+        throw new Error(`DATA_DIR ${config.dataDir} cannot hold uploads and exports (${err.code ?? err.message})`);
+      });
+    }
+  }
   const participants = new Participants(
     store,
     { language: config.defaultLanguage, timezone: config.displayTimezone },

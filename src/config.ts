@@ -152,6 +152,19 @@ function hostVar(env: Env, name: string, fallback: string): string {
   return host;
 }
 
+/**
+ * Host names the page and /mcp accept (compared with the request's Host without its port):
+ * `*`, host names and IP addresses (an IPv6 one with or without brackets). A port, a scheme or a
+ * path would never match a Host header, so they are refused at start rather than ignored.
+ */
+function hostListVar(env: Env, name: string): string[] {
+  return listVar(env, name).map((entry) => {
+    const host = entry.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    if (host === '*' || isIP(host) !== 0 || HOST_NAME.test(host)) return host;
+    throw new ConfigError(name, `"${entry}" is not a host name or IP address (no scheme, port or path: the port is never compared)`);
+  });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -165,6 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('ALLOWED_ORIGINS', `"${origin}" is not an origin like http://host:port`);
     }
   }
+  const hosts = hostListVar(env, 'ALLOWED_HOSTS');
   const tlsCert = env.TLS_CERT?.trim() || null;
   const tlsKey = env.TLS_KEY?.trim() || null;
   if ((tlsCert === null) !== (tlsKey === null)) {
@@ -184,7 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxUploadBytes: intVar(env, 'MAX_UPLOAD_BYTES', 10_485_760, 1, 4_294_967_296),
     maxFrameBytes: intVar(env, 'MAX_FRAME_BYTES', 1_048_576, 1024, 268_435_456),
     allowedOrigins: origins,
-    allowedHosts: listVar(env, 'ALLOWED_HOSTS').map((h) => h.toLowerCase()),
+    allowedHosts: hosts,
     logLevel: logLevel as Config['logLevel'],
     exportFont: env.EXPORT_FONT?.trim() || null,
     linkSecret: env.LINK_SECRET?.trim() || null,

@@ -49,7 +49,7 @@ import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
-import { newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
+import { makeDirectory, newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
 import { IndexFiles, type ManifestEntry } from './index-files.js';
 import { CorruptLogError, metaOf, scanRoomLog } from './log-reader.js';
@@ -316,7 +316,7 @@ export class FileStore implements Store {
   private async doOpen(): Promise<void> {
     const started = Date.now();
     // Start-up errors name the variable (SPEC §2): a DATA_DIR that is a file, or not writable.
-    await mkdir(this.dataDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+    await makeDirectory(this.dataDir).catch((err: NodeJS.ErrnoException) => {
       throw new Error(`DATA_DIR ${this.dataDir} cannot be used as the data directory (${err.code ?? err.message})`);
     });
     this.lock = await DataDirLock.acquire(this.dataDir, this.logger);

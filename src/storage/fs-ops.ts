@@ -1,7 +1,8 @@
 // The file operations on the store's write paths, behind one small interface so tests can
 // make a write, fsync or rename fail (FileStoreOptions.fsOps) — an unwritable directory is
 // no test when the suite runs as root.
-import { open, rename, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 export interface FsOps {
   open(path: string, flags: string): Promise<FileHandle>;
@@ -96,4 +97,23 @@ export async function truncateDurably(path: string, length: number): Promise<voi
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * `mkdir -p`, one level at a time. Node's own `recursive: true` loops forever where a parent
+ * exists but refuses children with ENOENT (`/proc/…`, some FUSE mounts): here a second ENOENT
+ * after the parent was made is the error it is.
+ */
+export async function makeDirectory(dir: string): Promise<void> {
+  try {
+    await mkdir(dir);
+    return;
+  } catch (err) {
+    if (isCode(err, 'EEXIST') && (await stat(dir)).isDirectory()) return;
+    if (!isCode(err, 'ENOENT') || dirname(dir) === dir) throw err;
+  }
+  await makeDirectory(dirname(dir));
+  await mkdir(dir).catch(async (err: unknown) => {
+    if (!(isCode(err, 'EEXIST') && (await stat(dir)).isDirectory())) throw err;
+  });
 }

@@ -98,6 +98,13 @@ describe('durability', () => {
     expect(dataDir.code).toBe(1);
     expect(dataDir.output.trim().split('\n')).toHaveLength(1);
     expect(dataDir.output).toContain('DATA_DIR');
+    // Under /proc, where Node's own recursive mkdir loops forever: an error, not a hang.
+    if (process.platform === 'linux') {
+      const proc = await runCli({ DATA_DIR: '/proc/agent-chatroom-test/data' });
+      expect(proc.code).toBe(1);
+      expect(proc.output.trim().split('\n')).toHaveLength(1);
+      expect(proc.output).toContain('DATA_DIR');
+    }
   });
 
   it('logs the port it picked for PORT=0 and exits 0 on SIGTERM', async () => {

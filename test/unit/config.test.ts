@@ -30,6 +30,10 @@ describe('config', () => {
     ['MAX_MESSAGE_CHARS', '-1'],
     ['LOG_LEVEL', 'loud'],
     ['ALLOWED_ORIGINS', 'not an origin'],
+    ['ALLOWED_HOSTS', 'my-box:3000'],
+    ['ALLOWED_HOSTS', 'localhost,http://my-box'],
+    ['ALLOWED_HOSTS', 'my box'],
+    ['ALLOWED_HOSTS', 'my-box/mcp'],
     ['DEFAULT_LANGUAGE', 'Chinese (simplified)'],
     ['DEFAULT_LANGUAGE', 'zh_CN'],
     ['DEFAULT_LANGUAGE', 'x'],
@@ -92,5 +96,7 @@ describe('config', () => {
     const c = withBoundPort(loadConfig({ ALLOWED_ORIGINS: 'http://a.lan:3000, https://b.lan', ALLOWED_HOSTS: 'A.lan,b.lan' }), 3000);
     expect(c.allowedOrigins).toEqual(['http://a.lan:3000', 'https://b.lan']);
     expect(c.allowedHosts).toEqual(['a.lan', 'b.lan']);
+    // IP addresses (IPv6 with or without brackets, compared without them) and the wildcard.
+    expect(loadConfig({ ALLOWED_HOSTS: '10.0.0.7,[::1],fe80::1,*' }).allowedHosts).toEqual(['10.0.0.7', '::1', 'fe80::1', '*']);
   });
 });
