@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
+import { toPublicAgent, toPublicUser } from '../identity/participants.js';
 import { defineTool } from './registry.js';
 import { language, participantName, password, timezone } from '../protocol/schemas.js';
 
@@ -58,10 +59,15 @@ export function identityTools(app: App) {
         }
         if (args.token === undefined) await app.limits.consumeLogin(ctx.address ?? null);
         const { participant, token } = await app.participants.login(args, ctx.address ?? null);
-        const { tokenHash: _tokenHash, ...publicParticipant } = participant;
+        const { tokenHash: _tokenHash, ...who } = participant;
+        // The whole public record (SPEC §4, as registration returned it), with what is derived
+        // rather than kept on it: the rooms (from the rooms' members) and the presence status.
+        const [stored, rooms] = await Promise.all([app.participants.get(participant), app.store.roomsOf(participant.id)]);
+        const profile = stored ? (stored.kind === 'agent' ? toPublicAgent(stored.record) : toPublicUser(stored.record)) : {};
+        const status = app.presence.isOnline(participant.id) ? 'online' : 'offline';
         // The id also under the name registration returned it (`agent_id` / `user_id`).
         const idField = participant.kind === 'agent' ? 'agent_id' : 'user_id';
-        return { participant: { ...publicParticipant, [idField]: participant.id }, token };
+        return { participant: { ...profile, ...who, [idField]: participant.id, rooms, status }, token };
       },
     }),
     defineTool({

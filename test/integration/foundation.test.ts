@@ -164,6 +164,30 @@ describe('identity', () => {
     await expectError(server.call('login', { token: 'act_bad' }), 401, 'unauthorized');
     await expectError(server.call('login', {}), 400, 'validation_error');
   });
+
+  it("login answers the participant's whole public record, with its rooms and status", async () => {
+    const person = await registerUser(server, 'Lou', 'pw-123456');
+    const agent = await server.ok('register_agent', { name: 'Lou_bot', introduce: 'reviews', capabilities: ['review'] });
+    const room = await createRoomWith(server, person, 'Login room', [{ token: agent.token }]);
+    const asAgent = await server.ok('login', { token: agent.token });
+    expect(asAgent.participant).toMatchObject({
+      kind: 'agent',
+      id: agent.agent_id,
+      agent_id: agent.agent_id,
+      name: 'Lou_bot',
+      role: 'ai_agent',
+      introduce: 'reviews',
+      capabilities: ['review'],
+      rooms: [room.room_id],
+      status: 'online', // it joined a room a moment ago (SPEC §6: a call within 90 s)
+    });
+    const asPerson = await server.ok('login', { name: 'Lou', password: 'pw-123456' });
+    expect(asPerson.participant).toMatchObject({ kind: 'user', user_id: person.id, name: 'Lou', has_password: true, rooms: [room.room_id] });
+    // Secrets never leave the server.
+    for (const answer of [asAgent, asPerson]) {
+      expect(JSON.stringify(answer.participant)).not.toMatch(/token_hash|password_hash|tokenHash/);
+    }
+  });
 });
 
 describe('rooms', () => {
