@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Config } from './config.js';
 import { InProcessBus, type EventBus } from './events/bus.js';
 import { RateLimits } from './limits/rate-limits.js';
+import { LastActiveRecorder } from './identity/last-active.js';
 import { LinkSigner } from './identity/links.js';
 import { confusableKeys, nameKey } from './identity/names.js';
 import { Participants } from './identity/participants.js';
@@ -65,6 +66,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   );
   const presence = new Presence(now, timers, options.presenceWindowMs ?? PRESENCE_WINDOW_MS, options.socketGraceMs ?? SOCKET_GRACE_MS);
   await seedParticipants(store, participants, presence);
+  const lastActive = new LastActiveRecorder(participants, presence, now, timers, logger);
+  lastActive.start();
   // This node among the nodes sharing the database (random per start): heartbeats, deadline claims.
   const nodeId = randomUUID();
   const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, nodeId, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
@@ -97,6 +100,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     store,
     participants,
     presence,
+    lastActive,
     rooms,
     reads,
     waits,
@@ -111,6 +115,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     timers,
     registry: buildRegistry(services),
     async close() {
+      // Before the rooms stop: sockets closed a moment ago count as activity until now (SPEC §6,
+      // presence after a restart starts from the stored last_active).
+      await lastActive.flush();
       await nodePresence?.stop();
       rooms.stop();
       presence.stop();

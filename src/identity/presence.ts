@@ -73,6 +73,25 @@ export class Presence {
     return this.entries.get(participantId)?.lastActive;
   }
 
+  /**
+   * What this process saw of each participant's activity (its own calls, sockets and waits, not
+   * the start-up seed): when it was last active, `now` while a socket or wait is open.
+   */
+  activity(): Array<{ participantId: string; at: number; connected: boolean }> {
+    const now = this.now();
+    const seen: Array<{ participantId: string; at: number; connected: boolean }> = [];
+    for (const [participantId, entry] of this.entries) {
+      if (entry.sockets > 0) seen.push({ participantId, at: now, connected: true });
+      else if (!entry.seeded && entry.lastActive > 0) seen.push({ participantId, at: entry.lastActive, connected: false });
+    }
+    return seen;
+  }
+
+  /** Participants with a socket or a wait open in this process. */
+  *connected(): Iterable<string> {
+    for (const [participantId, entry] of this.entries) if (entry.sockets > 0) yield participantId;
+  }
+
   /** An authenticated call was made. */
   touch(participantId: string): void {
     const entry = this.entry(participantId);

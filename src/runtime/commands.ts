@@ -233,6 +233,7 @@ const roomAnswer: Answer = (room) => presentRoom(room);
 function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged = false, lead: Message[] = []): void {
   const running = draft.room.current_round && !draft.room.current_round.completed ? draft.room.current_round : null;
   const holderBefore = running?.turn?.agent ?? null;
+  const turnBefore = turnKey(draft.room);
   const online = new Set(draft.room.members.filter((m) => m.role === 'ai_agent' && env.isOnline(m)).map((m) => m.name));
   const step = runEngine({ room: draft.room, lastSeq: draft.lastSeq, lastPersonSeq: draft.lastPersonSeq }, action, { ...env, online });
   if (!step.ok) throw new AppError(step.code, step.message, step.details);
@@ -254,9 +255,20 @@ function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged
   draft.roomChanged ||= step.changed || roomChanged;
   if (step.timer !== undefined) draft.timer = step.timer;
   draft.turnsIssued.push(...step.turnsIssued);
-  // A reported activity lasts until the agent's turn ends (SPEC §7 set_activity).
-  const holderAfter = draft.room.current_round && !draft.room.current_round.completed ? (draft.room.current_round.turn?.agent ?? null) : null;
-  if (holderBefore !== null && holderBefore !== holderAfter) clearActivity(draft, holderBefore);
+  // A reported activity lasts until the agent's turn ends (SPEC §7 set_activity), also when the
+  // same agent is given the next turn in the same step (a new round that starts with it).
+  if (holderBefore !== null && turnKey(draft.room) !== turnBefore) clearActivity(draft, holderBefore);
+}
+
+/**
+ * Which turn is running: its round, its place in the queue and its holder (null: none). A turn
+ * that ends moves at least one of them; one that goes on (a post that does not end it, an
+ * extension, a resume, the holder mentioned again) keeps all three.
+ */
+function turnKey(room: RoomRecord): string | null {
+  const r = room.current_round;
+  if (!r || r.completed || !r.turn) return null;
+  return `${r.round_id}\u0000${r.current_agent_index}\u0000${r.turn.agent}`;
 }
 
 function roomUpdated(draft: Draft): void {

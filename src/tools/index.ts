@@ -8,11 +8,7 @@ import type { ToolServices } from './services.js';
 
 export type { ToolServices } from './services.js';
 
-/** Stored last_active is refreshed at most this often per participant (presence is in memory). */
-const LAST_ACTIVE_PERSIST_MS = 30_000;
-
 export function buildRegistry(app: ToolServices): ToolRegistry {
-  const persisted = new Map<string, number>();
   const registry = new ToolRegistry({
     limitAddress: (address) => app.limits.consumeAddress(address),
     limitCaller: (caller) => app.limits.consumeParticipant(caller.id),
@@ -26,14 +22,7 @@ export function buildRegistry(app: ToolServices): ToolRegistry {
     touched: (caller) => app.presence.touch(caller.id),
     // After the call, not before: a journal append made at the start of a call queued the call's
     // own commit behind its fsync (two fsyncs in a row for a join or a status change).
-    settled: (caller) => {
-      const now = app.now();
-      if (now - (persisted.get(caller.id) ?? 0) <= LAST_ACTIVE_PERSIST_MS) return;
-      persisted.set(caller.id, now);
-      app.participants
-        .recordLastActive(caller.id, new Date(now).toISOString())
-        .catch((err: unknown) => app.logger.warn({ err }, 'could not store last_active'));
-    },
+    settled: (caller) => app.lastActive.called(caller.id),
   });
   registry.register(...identityTools(app), ...roomTools(app), ...messageTools(app), ...exportTools(app));
   return registry;

@@ -1,6 +1,7 @@
 // What the tools need, passed in by the composition root (no service locator: each tool module
 // names what it uses from here).
 import type { Config } from '../config.js';
+import type { LastActiveRecorder } from '../identity/last-active.js';
 import type { LinkSigner } from '../identity/links.js';
 import type { Participants } from '../identity/participants.js';
 import type { Presence } from '../identity/presence.js';
@@ -19,6 +20,8 @@ export interface ToolServices {
   store: Store;
   participants: Participants;
   presence: Presence;
+  /** Stores last_active after calls (tools/index.ts). */
+  lastActive: Pick<LastActiveRecorder, 'called'>;
   rooms: Rooms;
   reads: RoomReads;
   waits: TurnWaits;

@@ -12,6 +12,7 @@ import { FileStore } from '../../src/storage/index.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import { restOk as ok } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
+import { TestSocket, wsUrl } from '../helpers/ws.js';
 
 let running: RunningServer | undefined;
 afterEach(async () => {
@@ -102,5 +103,27 @@ describe('stored last_active', () => {
     await server.close();
     running = undefined;
     expect((await storedAgent(dataDir, 'Unlucky')).last_active).toBe(registered.last_active);
+  });
+});
+
+describe('stored last_active at shutdown (SPEC §6: presence after a restart starts from it)', () => {
+  it('holds the last call, and for a WebSocket held to the end, the moment the server stopped', async () => {
+    const dataDir = await tempDataDir();
+    const { url, agent } = await roomAndAgent(dataDir, {}, 'Caller');
+    const listener = await ok(url, 'register_agent', { name: 'Listener' });
+    await ok(url, 'list_rooms', {}, agent.token);
+    // A second call right after the first: between calls last_active is stored only now and then.
+    await new Promise((r) => setTimeout(r, 50));
+    const lastCall = Date.now();
+    await ok(url, 'list_rooms', {}, agent.token);
+    // An agent waiting on its socket makes no calls at all.
+    const socket = await TestSocket.connect(wsUrl(url), listener.token);
+    await new Promise((r) => setTimeout(r, 100));
+    const beforeStop = Date.now();
+    await running!.close();
+    running = undefined;
+    await socket.closed;
+    expect(Date.parse((await storedAgent(dataDir, 'Caller')).last_active)).toBeGreaterThanOrEqual(lastCall);
+    expect(Date.parse((await storedAgent(dataDir, 'Listener')).last_active)).toBeGreaterThanOrEqual(beforeStop);
   });
 });

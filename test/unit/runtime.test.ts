@@ -181,6 +181,27 @@ describe('room runtime', () => {
     expect(statuses).toEqual(['busy', 'online']);
   });
 
+  it('set_activity ends with the turn also when the next turn, in a new round, is the same agent\'s', async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'leave', caller: w.b });
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('q1') });
+    await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'thinking', note: 'hmm' });
+    // A second question while Alpha holds the turn: Alpha's skip ends the round, and the next
+    // round (for q2) starts with Alpha again, in the same step.
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('q2') });
+    w.events.length = 0;
+    await w.rooms.execute(w.roomId, { type: 'skip', caller: w.a });
+    const runtime = await w.rooms.require(w.roomId);
+    expect(runtime.room.current_round).toMatchObject({ completed: false, turn: { agent: 'Alpha' } });
+    expect(runtime.room.members.find((m) => m.name === 'Alpha')).toMatchObject({ status: 'online', activity: null });
+    const statuses = w.events.filter((e) => e.event === 'member_status_change').map((e) => (e.data as { member: { name: string; status: string } }).member);
+    expect(statuses).toMatchObject([{ name: 'Alpha', status: 'online' }]);
+    // A turn that goes on keeps the activity: an extension is no new turn.
+    await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'working' });
+    await w.rooms.execute(w.roomId, { type: 'extend', caller: w.a });
+    expect(runtime.room.members.find((m) => m.name === 'Alpha')).toMatchObject({ status: 'busy', activity: 'working' });
+  });
+
   it('sends the queue as a room_update when a post changes it during a turn (no agent_turn carries it)', async () => {
     const w = await world();
     await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });

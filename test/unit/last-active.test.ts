@@ -1,0 +1,77 @@
+// The stored last_active (identity/last-active.ts) on a manual clock: after calls at most every
+// 5 s, every 30 s while a socket or wait is open, and everything newer at shutdown.
+import { describe, expect, it } from 'vitest';
+import { CALL_PERSIST_MS, LastActiveRecorder, SOCKET_PERSIST_MS } from '../../src/identity/last-active.js';
+import { Presence } from '../../src/identity/presence.js';
+import { silentLogger } from '../../src/logger.js';
+import { ManualClock } from '../helpers/clock.js';
+
+function recorder() {
+  const clock = new ManualClock();
+  const presence = new Presence(clock.now, clock);
+  const writes: Array<[string, string]> = [];
+  const last = new LastActiveRecorder(
+    { recordLastActive: async (id, at) => void writes.push([id, at]) },
+    presence,
+    clock.now,
+    clock,
+    silentLogger,
+  );
+  last.start();
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  return { clock, presence, writes, last, iso };
+}
+
+describe('stored last_active', () => {
+  it('is stored after a call, then at most every 5 s while calls go on', () => {
+    const { clock, presence, writes, last, iso } = recorder();
+    const t0 = clock.now();
+    presence.touch('a');
+    last.called('a');
+    clock.advance(CALL_PERSIST_MS);
+    presence.touch('a');
+    last.called('a'); // 5 s after the stored value: not yet
+    clock.advance(1);
+    presence.touch('a');
+    last.called('a');
+    expect(writes).toEqual([
+      ['a', iso(t0)],
+      ['a', iso(t0 + CALL_PERSIST_MS + 1)],
+    ]);
+    last.stop();
+  });
+
+  it('is stored every 30 s while a socket is open, though no call is made', () => {
+    const { clock, presence, writes, last } = recorder();
+    presence.socketOpened('w');
+    clock.advance(SOCKET_PERSIST_MS * 3);
+    const times = writes.filter(([id]) => id === 'w').map(([, at]) => Date.parse(at));
+    expect(times.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(SOCKET_PERSIST_MS);
+    // Never more than 30 s (plus the sweep's period) behind.
+    expect(clock.now() - times.at(-1)!).toBeLessThanOrEqual(SOCKET_PERSIST_MS + SOCKET_PERSIST_MS / 3);
+    last.stop();
+  });
+
+  it('at shutdown stores what is newer: a call between stores, and now for an open socket; nothing for the seeded', async () => {
+    const { clock, presence, writes, last, iso } = recorder();
+    presence.seed('seeded', clock.now()); // online only from the stored value: nothing to store
+    presence.touch('a');
+    last.called('a');
+    clock.advance(1000);
+    presence.touch('a');
+    last.called('a'); // within 5 s: not stored now
+    presence.socketOpened('w');
+    clock.advance(2000);
+    writes.length = 0;
+    await last.flush();
+    expect(writes.sort()).toEqual([
+      ['a', iso(clock.now() - 2000)],
+      ['w', iso(clock.now())],
+    ]);
+    // The sweep stopped with it.
+    writes.length = 0;
+    clock.advance(SOCKET_PERSIST_MS * 2);
+    expect(writes).toEqual([]);
+  });
+});
