@@ -2,8 +2,41 @@
 // Entry point: `start` (default) runs the server; other subcommands are added by their modules.
 // Each command loads only its own modules: a hook or an agent starts in a fraction of the time
 // the server's modules (PDF fonts, express, …) would take.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
+
+/**
+ * A command's own arguments, strictly (an unknown flag or a stray argument is a one-line error,
+ * exit 2, never silently ignored); `--help` prints `usage` and exits 0.
+ */
+function argsOrExit(usage: string, positionals: number): string[] {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: process.argv.slice(3), options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: positionals > 0, strict: true });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${usage}`);
+    process.exit(2);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  if (parsed.positionals.length > positionals) {
+    process.stderr.write(`Unexpected argument "${parsed.positionals[positionals]}".\n${usage}`);
+    process.exit(2);
+  }
+  return parsed.positionals;
+}
+
+const START_USAGE = `Usage: agent-chatroom start
+  Runs the server. Settings come from the environment (README, "Configuration"): PORT (3000),
+  HOST (127.0.0.1), DATA_DIR (./data), TURN_TIMEOUT_MS, STORE/DATABASE_URL, …
+`;
+const BACKUP_USAGE = `Usage: agent-chatroom backup <target-dir>
+  Copies DATA_DIR (default ./data) into <target-dir> (new or empty), also while the server runs.
+`;
 
 /** The environment as Config; an invalid variable ends the process with its one-line error. */
 function configOrExit(): Config {
@@ -19,6 +52,7 @@ function configOrExit(): Config {
 }
 
 async function start(): Promise<void> {
+  argsOrExit(START_USAGE, 0);
   const { createLogger, flushLogger, logFormat } = await import('./logger.js');
   const { startServer } = await import('./server.js');
   const config = configOrExit();
@@ -58,9 +92,9 @@ async function start(): Promise<void> {
 
 const command = process.argv[2] ?? 'start';
 async function backup(): Promise<void> {
-  const target = process.argv[3];
+  const [target] = argsOrExit(BACKUP_USAGE, 1);
   if (!target) {
-    process.stderr.write('Usage: agent-chatroom backup <target-dir>   (copies DATA_DIR, default ./data)\n');
+    process.stderr.write(BACKUP_USAGE);
     process.exit(2);
   }
   const { dataDir } = configOrExit();
@@ -85,8 +119,16 @@ const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people i
                                      keep an interactive Claude Code session in a room (docs/agents.md)
   backup DIR                         copy DATA_DIR
 
-Every command takes --help. The server URL defaults to http://127.0.0.1:3000.
+Every command takes --help (agent-chatroom --version prints the version). The server URL
+defaults to http://127.0.0.1:3000. Guides: the docs/ folder of the package (docs/agents.md).
 `;
+
+async function printVersion(): Promise<void> {
+  const { PACKAGE_ROOT } = await import('./paths.js');
+  const manifest = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  process.stdout.write(`${manifest.version}\n`);
+}
+
 
 const commands: Record<string, () => Promise<void>> = {
   start,
@@ -101,6 +143,11 @@ const commands: Record<string, () => Promise<void>> = {
   '--help': async () => {
     process.stdout.write(HELP);
   },
+  '-h': async () => {
+    process.stdout.write(HELP);
+  },
+  '--version': printVersion,
+  '-v': printVersion,
 };
 
 const run = commands[command];

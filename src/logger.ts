@@ -6,7 +6,9 @@
 // Two formats: JSON lines (the default, and always with LOG_FORMAT=json or when stdout is not a
 // terminal), and for a person at a terminal a short start-up banner followed by one readable line
 // per log entry.
+import path from 'node:path';
 import { pino, type Logger } from 'pino';
+import { PACKAGE_ROOT } from './paths.js';
 
 export type { Logger };
 
@@ -82,7 +84,7 @@ export function banner(info: ListeningInfo): string {
     '  Bring agents into a room (its id is in the page address):',
     `    agent-chatroom cli-agent${flag} --room <room_id> --name Claude --preset claude`,
     `    agent-chatroom agent${flag} --room <room_id> --name Qwen --model qwen2.5`,
-    '  More: docs/agents.md. Logs follow here; LOG_FORMAT=json for JSON lines.',
+    `  More: ${path.join(PACKAGE_ROOT, 'docs', 'agents.md')}. Logs follow here; LOG_FORMAT=json for JSON lines.`,
     '',
     '',
   ].join('\n');

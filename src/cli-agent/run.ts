@@ -3,6 +3,7 @@
 // as its prompt; its answer is posted, and a crash, a non-zero exit, silence or the deadline
 // becomes a skip whose reason people see. One child at a time; the CLI's session id is kept per
 // room so the next turn resumes the same conversation.
+import { statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -226,6 +227,11 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
   if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
   if (values.mcp && preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
   const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
+  // Checked now: a missing directory would otherwise fail every turn with spawn's ENOENT, which
+  // names the program, not the directory.
+  if (values.cwd !== undefined && !statSync(values.cwd, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`--cwd ${path.resolve(values.cwd)} is not a directory`);
+  }
   return {
     ...signIn,
     rooms,

@@ -1,5 +1,8 @@
 // `agent-chatroom hook <name>`: commands that IDE agents run as hooks (see docs/agents.md).
-// A hook never fails its IDE: problems go to stderr and the exit code is 0.
+// A hook never blocks its IDE: problems go to stderr and the exit code is 0 — except a mistake
+// in the hook's own command line (an unknown flag), which exits 1: Claude Code shows a hook's
+// non-zero exit (other than 2, which would block) to the user and carries on, so a typo in a
+// hand-edited settings file does not go unnoticed.
 import { numberFlag, parseFlags, SIGN_IN_FLAGS, signInOptions } from '../agent/command.js';
 import { stateDir } from '../agent/connect.js';
 import { claudeSessionStart, claudeStop, type HookIo } from './claude.js';
@@ -29,12 +32,31 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The hook's command line is wrong (not a failure of the hook's work). */
+class UsageError extends Error {}
+
 function maxWait(raw: string | undefined): number {
-  return numberFlag('max-wait', raw, 1, 86_400, 'number of seconds') ?? DEFAULT_MAX_WAIT_S;
+  try {
+    return numberFlag('max-wait', raw, 1, 86_400, 'number of seconds') ?? DEFAULT_MAX_WAIT_S;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+function flagsOf<T extends Parameters<typeof parseFlags>[1]>(rest: string[], spec: T): ReturnType<typeof parseFlags<T>> {
+  try {
+    return parseFlags(rest, spec);
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message} (agent-chatroom hook --help)`);
+  }
 }
 
 export async function hookCommand(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
+  if (name !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const io = (stdin: string): HookIo => ({
     stdin,
     env: process.env,
@@ -48,7 +70,7 @@ export async function hookCommand(argv: string[]): Promise<void> {
         code = await claudeSessionStart(io(await readStdin()));
         break;
       case 'claude-stop': {
-        const values = parseFlags(rest, { 'max-wait': { type: 'string' } });
+        const values = flagsOf(rest, { 'max-wait': { type: 'string' } });
         code = await claudeStop(io(await readStdin()), { maxWaitS: maxWait(values['max-wait']) });
         break;
       }
@@ -56,7 +78,7 @@ export async function hookCommand(argv: string[]): Promise<void> {
         code = await codexNotify(io(rest.length ? '' : await readStdin()), rest);
         break;
       case 'claude-init': {
-        const values = parseFlags(rest, {
+        const values = flagsOf(rest, {
           ...SIGN_IN_FLAGS,
           room: { type: 'string' },
           dir: { type: 'string' },
@@ -90,7 +112,7 @@ export async function hookCommand(argv: string[]): Promise<void> {
     }
   } catch (err) {
     process.stderr.write(`agent-chatroom hook ${name ?? ''}: ${(err as Error).message}\n`);
-    code = name === 'claude-init' ? 1 : 0;
+    code = name === 'claude-init' || err instanceof UsageError ? 1 : 0;
   }
   process.exitCode = code;
 }

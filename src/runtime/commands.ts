@@ -467,8 +467,10 @@ function setActivity(draft: Draft, caller: Caller, activity: Activity, note: str
   if (member.role !== 'ai_agent') throw new AppError('forbidden', 'Only agents report an activity');
   requireWritable(draft.room);
   if (activity === 'idle') {
+    // Busy no more; a note given with it stays until the turn ends (why an agent stopped: the
+    // runners report a failed turn that cannot be skipped this way, docs/agents.md).
     member.activity = null;
-    member.activity_note = null;
+    member.activity_note = note ?? null;
     member.status = 'online';
   } else {
     member.activity = activity;
@@ -482,7 +484,7 @@ function setActivity(draft: Draft, caller: Caller, activity: Activity, note: str
 
 function clearActivity(draft: Draft, name: string): void {
   const member = draft.room.members.find((m) => m.name === name);
-  if (!member?.activity) return;
+  if (!member || (!member.activity && !member.activity_note)) return;
   member.activity = null;
   member.activity_note = null;
   if (member.status === 'busy') member.status = 'online';

@@ -1,9 +1,10 @@
 // Backups of a live DATA_DIR and the restore path the README describes.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { restCall, runCli, spawnServer, userWithRoom } from '../helpers/process.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestServer, tempDataDir } from '../helpers/server.js';
 
 describe('backup and restore', () => {
@@ -83,5 +84,28 @@ describe('backup and restore', () => {
     const result = await runCli({ DATA_DIR: dataDir }, ['backup', target]);
     expect(result.code).toBe(1);
     expect(result.output).toContain('not empty');
+  });
+});
+
+describe('the command line of start and backup', () => {
+  it('--help prints the usage and does nothing else; unknown flags and stray arguments are refused', async () => {
+    const dataDir = path.join(await tempDataDir(), 'never-created');
+    const startHelp = await runCli({ DATA_DIR: dataDir }, ['start', '--help']);
+    expect(startHelp.code).toBe(0);
+    expect(startHelp.output).toContain('Usage: agent-chatroom start');
+    const backupHelp = await runCli({ DATA_DIR: dataDir }, ['backup', '--help']);
+    expect(backupHelp.code).toBe(0);
+    expect(backupHelp.output).toContain('Usage: agent-chatroom backup');
+    // Neither served nor copied anything: no data directory, no backup named "--help".
+    await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(path.join(PACKAGE_ROOT, '--help'))).rejects.toMatchObject({ code: 'ENOENT' });
+    for (const args of [['start', '--port', '4000'], ['start', 'extra'], ['backup', 'a', 'b'], ['backup', '--to', 'x']]) {
+      const refused = await runCli({ DATA_DIR: dataDir }, args);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.output).toContain('Usage: agent-chatroom');
+    }
+    const version = await runCli({}, ['--version']);
+    expect(version.code).toBe(0);
+    expect(version.output.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 });

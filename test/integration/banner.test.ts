@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { banner, humanLine, logFormat } from '../../src/logger.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { CLI } from '../helpers/process.js';
 
 
@@ -32,7 +33,9 @@ async function startInTerminal(env: Record<string, string>, until: RegExp): Prom
 
 describe('start-up screen', () => {
   it('at a terminal: a banner with the page, the MCP URL and the commands to bring agents in', async () => {
-    const out = await startInTerminal({ LOG_FORMAT: '' }, /More: docs\/agents\.md/);
+    const out = await startInTerminal({ LOG_FORMAT: '' }, /More: \S+docs\/agents\.md/);
+    // The guide by its full path: the command runs from any directory (the package's own docs).
+    expect(out).toContain(`More: ${path.join(PACKAGE_ROOT, 'docs', 'agents.md')}.`);
     const url = /Page {3}(http:\/\/127\.0\.0\.1:\d+)\//.exec(out)?.[1];
     expect(url).toBeDefined();
     expect(out).toContain(`MCP    ${url}/mcp`);

@@ -53,6 +53,8 @@ describe('the npm package', () => {
     expect(files).toContain('package/dist/src/cli.js');
     expect(files).toContain('package/dist/src/client/index.d.ts');
     expect(files).toContain('package/public/index.html');
+    // What the shipped README links to ships too.
+    expect(files).toEqual(expect.arrayContaining(['package/README.md', 'package/BENCHMARKS.md', 'package/LICENSE', 'package/docs/agents.md']));
     expect(files.some((f) => f.startsWith('package/test/') || f.startsWith('package/src/'))).toBe(false);
 
     const prefix = path.join(shared.work, 'prefix');

@@ -1,6 +1,7 @@
 // The cli-agent's pieces on their own: the presets read each CLI's real output format, the child
 // runner kills a whole process group, the failure texts people see, and the command line.
 import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runChild } from '../../src/cli-agent/child.js';
@@ -108,6 +109,8 @@ describe('command lines', () => {
     });
     expect(() => parseCliAgentArgs(['--name', 'X', '--preset', 'claude'], {})).toThrow(/--room/);
     expect(() => parseCliAgentArgs(['--room', 'r', '--preset', 'claude'], {})).toThrow(/--name/);
+    expect(() => parseCliAgentArgs(['--room', 'r', '--name', 'X', '--preset', 'claude', '--cwd', '/nonexistent/dir'], {})).toThrow('--cwd /nonexistent/dir is not a directory');
+    expect(parseCliAgentArgs(['--room', 'r', '--name', 'X', '--preset', 'claude', '--cwd', os.tmpdir()], {})).toMatchObject({ cwd: path.resolve(os.tmpdir()) });
     expect(() => parseCliAgentArgs(['--room', 'r', '--name', 'X'], {})).toThrow(/--preset or the command/);
     expect(() => parseCliAgentArgs(['--room', 'r', '--name', 'X', '--preset', 'gemini', '--mcp'], {})).toThrow(/--mcp works with/);
     expect(parseCliAgentArgs(['--help'], {})).toBe('help');

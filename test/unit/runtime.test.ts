@@ -181,6 +181,18 @@ describe('room runtime', () => {
     expect(statuses).toEqual(['busy', 'online']);
   });
 
+  it('idle with a note says why the agent stopped: broadcast with the note, kept until the turn ends', async () => {
+    const w = await world();
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('@Alpha please') });
+    await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'thinking' });
+    await w.rooms.execute(w.roomId, { type: 'set_activity', caller: w.a, activity: 'idle', note: 'model error: HTTP 500' });
+    const members = () => w.events.filter((e) => e.event === 'member_status_change').map((e) => (e.data as { member: object }).member);
+    expect(members().at(-1)).toMatchObject({ name: 'Alpha', status: 'online', activity: null, note: 'model error: HTTP 500' });
+    // The mention cannot be skipped: the timeout passes the turn, and the note goes with it.
+    w.clock.advance(TURN_MS);
+    await expect.poll(() => members().at(-1)).toMatchObject({ name: 'Alpha', status: 'online', activity: null, note: null });
+  });
+
   it('set_activity ends with the turn also when the next turn, in a new round, is the same agent\'s', async () => {
     const w = await world();
     await w.rooms.execute(w.roomId, { type: 'leave', caller: w.b });
