@@ -50,7 +50,9 @@ export async function removeUnreferencedUpload(store: Store, dataDir: string, ro
   const PAGE = 1000;
   for (let after = 0; ; ) {
     const page = await store.readMessages(roomId, { afterSeq: after, limit: PAGE });
-    if (page.some((m) => m.file_url === fileUrl && !m.deleted)) return;
+    // Compared by the file each URL names, not by its text: one name has many percent-encodings
+    // (a member must not remove another's upload by posting it spelled differently, then deleting).
+    if (page.some((m) => !m.deleted && m.file_url && (m.file_url === fileUrl || uploadFile(dataDir, roomId, m.file_url) === file))) return;
     if (page.length < PAGE) break;
     after = page[page.length - 1]!.seq;
   }

@@ -78,4 +78,20 @@ describe('deleting a message removes its upload (SPEC v2 §7)', () => {
     const gone = await fetch(`${server.url}${shared.file_url}`, { headers: { authorization: `Bearer ${owner.token}` } });
     expect(gone.status).toBe(404);
   });
+
+  it('counts a reference by the file it names: the same upload spelled with other percent-encodings keeps it', async () => {
+    const kept = await upload(roomId, 'report.txt');
+    const name = decodeURIComponent(kept.file_url.split('/').pop()!);
+    const original = (await send(kept.file_url)).body;
+    if (!original.ok) throw new Error('send failed');
+    // The same file, its name spelled differently (%2E for '.', %72 for 'r').
+    const respelled = kept.file_url.replace(/\.txt$/, '%2Etxt').replace(/_report/, '_%72eport');
+    expect(respelled).not.toBe(kept.file_url);
+    const other = (await send(respelled)).body;
+    if (!other.ok) throw new Error(`send failed: ${JSON.stringify(other)}`);
+    await server.ok('delete_message', { message_id: other.data.message.message_id }, owner.token);
+    expect(await files()).toContain(name); // the first message still refers to it
+    await server.ok('delete_message', { message_id: original.data.message.message_id }, owner.token);
+    expect(await files()).not.toContain(name);
+  });
 });
