@@ -11,13 +11,15 @@ import { announceListening, type Logger } from './logger.js';
 import { createHttpApp } from './transports/http.js';
 import { bodyLimit } from './transports/http-util.js';
 import { isToolCall, serveToolCall } from './transports/rest-tools.js';
-import { mcpMount } from './transports/mcp.js';
+import { createMcpMount, type McpMountOptions } from './transports/mcp.js';
 import type { Mount } from './transports/mount.js';
 import { createWsMount, type WsOptions } from './transports/ws.js';
 
 export interface ServerOptions extends AppOptions {
   /** WebSocket hub timers and limits (tests shorten them). */
   ws?: Partial<WsOptions>;
+  /** MCP session limits (tests lower them). */
+  mcp?: McpMountOptions;
 }
 
 export interface RunningServer {
@@ -38,7 +40,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
   const app = await createApp(config, logger, options);
   await exportModules;
   const ws = createWsMount(options.ws)(app);
-  const mounts: Mount[] = [ws, mcpMount(app)];
+  const mounts: Mount[] = [ws, createMcpMount(options.mcp)(app)];
   const expressApp = createHttpApp(app, mounts);
   const limit = bodyLimit(app);
   const handler: http.RequestListener = (req, res) => {

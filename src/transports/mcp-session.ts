@@ -101,6 +101,8 @@ export class McpSession {
     private readonly app: App,
     /** Client address of the request that opened the session (per-address rate limits). */
     private readonly address: string | null = null,
+    /** Told when the session becomes bound (the endpoint caps sessions per participant). */
+    private readonly onBound: (participantId: string) => void = () => undefined,
   ) {
     this.server = new McpServer(
       { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
@@ -118,6 +120,11 @@ export class McpSession {
   /** Name of the bound participant, or null. */
   get participant(): string | null {
     return this.boundName;
+  }
+
+  /** Id of the bound participant, or null. */
+  get participantId(): string | null {
+    return this.boundId;
   }
 
   /** The HTTP response that carried this request closed before the answer: stop waiting. */
@@ -276,17 +283,22 @@ export class McpSession {
   }
 
   private bind(caller: Caller, token: string): void {
+    const first = this.boundId === null;
     this.boundId = caller.id;
     this.boundName = caller.name;
     this.token = token;
+    if (first) this.onBound(caller.id);
   }
 }
 
 /** What the session table knows of one session (mcp.ts keeps one per session id). */
 export interface SessionSlot {
   session: McpSession;
-  /** HTTP requests of this session still open. */
+  /** POST requests of this session still being answered. */
   open: number;
+  /** Standalone GET (SSE) streams of this session still open. */
+  streams: number;
+  /** Last request (an unbound session: last POST; a stream alone never keeps it, SPEC §10). */
   lastSeen: number;
 }
 
@@ -303,9 +315,11 @@ export interface SessionLimits {
 
 /**
  * Room for a new session (which starts unbound), SPEC §10: when the unbound sessions are at
- * their cap, or all sessions are, the least recently used idle *unbound* session makes room. A
- * bound session is never evicted for an unbound one: a flood of anonymous `initialize` can
- * only push out other anonymous sessions. `evict` is the id to close; `ok: false` means refuse.
+ * their cap, or all sessions are, the least recently used *unbound* session with no POST being
+ * answered makes room (an open GET stream does not protect it: 100 anonymous streams held open
+ * must not lock every new client out). A bound session is never evicted for an unbound one: a
+ * flood of anonymous `initialize` can only push out other anonymous sessions. `evict` is the id
+ * to close; `ok: false` means refuse.
  */
 export function roomForNewSession(sessions: ReadonlyMap<string, SessionSlot>, limits: SessionLimits): { ok: boolean; evict?: string } {
   let unbound = 0;
@@ -320,9 +334,28 @@ export function roomForNewSession(sessions: ReadonlyMap<string, SessionSlot>, li
   return oldest ? { ok: true, evict: oldest[0] } : { ok: false };
 }
 
-/** Whether an idle session has outlived its idle time (unbound ones live 60 s, bound ones long). */
+/**
+ * Whether an idle session has outlived its idle time: an unbound one 60 s after its last POST
+ * (an open GET stream does not keep it), a bound one after its idle time with no request and no
+ * stream open.
+ */
 export function sessionExpired(slot: SessionSlot, now: number, limits: SessionLimits): boolean {
   if (slot.open > 0) return false;
-  const idleMs = slot.session.participant === null ? limits.unboundIdleMs : limits.idleMs;
-  return now - slot.lastSeen >= idleMs;
+  const unbound = slot.session.participant === null;
+  if (!unbound && slot.streams > 0) return false;
+  return now - slot.lastSeen >= (unbound ? limits.unboundIdleMs : limits.idleMs);
+}
+
+/**
+ * The sessions to close so that `participantId` keeps at most `max` (SPEC §10: one registration
+ * must not take every session of the server): its least recently used ones other than `keep`.
+ */
+export function overParticipantCap(sessions: ReadonlyMap<string, SessionSlot>, participantId: string, keep: McpSession, max: number): string[] {
+  const own = [...sessions].filter(([, slot]) => slot.session.participantId === participantId && slot.session !== keep);
+  const excess = own.length + 1 - max;
+  if (excess <= 0) return [];
+  return own
+    .sort((a, b) => a[1].lastSeen - b[1].lastSeen)
+    .slice(0, excess)
+    .map(([id]) => id);
 }

@@ -8,7 +8,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { App } from '../app.js';
 import { hostAllowed } from './http-util.js';
 import { AppError } from '../errors.js';
-import { McpSession, roomForNewSession, sessionExpired, type SessionLimits } from './mcp-session.js';
+import { McpSession, overParticipantCap, roomForNewSession, sessionExpired, type SessionLimits } from './mcp-session.js';
 import type { Mount, MountFactory } from './mount.js';
 
 export const MCP_PATH = '/mcp';
@@ -22,14 +22,21 @@ export interface McpMountOptions {
   maxUnboundSessions?: number;
   /** An unbound session idle this long is closed (default MCP_UNBOUND_IDLE_MS, 60 s). */
   unboundIdleMs?: number;
+  /** Sessions one participant keeps at most; binding one more closes its least recently used (default 20). */
+  maxSessionsPerParticipant?: number;
 }
+
+/** Sessions per participant (as WebSocket's MAX_SOCKETS_PER_TOKEN default): an IDE or two, with room to spare. */
+export const MCP_SESSIONS_PER_PARTICIPANT = 20;
 
 interface Entry {
   session: McpSession;
   transport: StreamableHTTPServerTransport;
   lastSeen: number;
-  /** HTTP requests of this session still open (POST answers, the GET stream). */
+  /** POST requests of this session still being answered. */
   open: number;
+  /** GET (SSE) streams of this session still open. */
+  streams: number;
 }
 
 /** On shutdown, running calls are stopped and get this long to send their answers. */
@@ -59,6 +66,7 @@ function requestIds(body: unknown): Array<string | number> {
 export class McpEndpoint implements Mount {
   private readonly sessions = new Map<string, Entry>();
   private readonly limits: SessionLimits;
+  private readonly perParticipant: number;
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
 
@@ -72,6 +80,7 @@ export class McpEndpoint implements Mount {
       maxUnbound: options.maxUnboundSessions ?? app.config.mcpMaxUnboundSessions,
       unboundIdleMs: options.unboundIdleMs ?? app.config.mcpUnboundIdleMs,
     };
+    this.perParticipant = options.maxSessionsPerParticipant ?? MCP_SESSIONS_PER_PARTICIPANT;
   }
 
   /** Open sessions (for tests and health). */
@@ -172,12 +181,20 @@ export class McpEndpoint implements Mount {
     }
 
     const current = entry;
-    current.lastSeen = Date.now();
-    current.open += 1;
+    // A GET is the standalone SSE stream: it keeps a bound session alive, never an unbound one
+    // (SPEC §10: unbound sessions expire after 60 s; a held stream must not make them permanent).
+    const stream = req.method === 'GET';
+    const seen = (): void => {
+      if (!stream || current.session.participant !== null) current.lastSeen = Date.now();
+    };
+    seen();
+    if (stream) current.streams += 1;
+    else current.open += 1;
     const ids = req.method === 'POST' ? requestIds(req.body) : [];
     res.on('close', () => {
-      current.open -= 1;
-      current.lastSeen = Date.now();
+      if (stream) current.streams -= 1;
+      else current.open -= 1;
+      seen();
       // The client went away before the answer (e.g. gave up on a long wait_for_turn): stop it.
       if (!res.writableFinished) for (const id of ids) current.session.abortRequest(id);
     });
@@ -187,7 +204,9 @@ export class McpEndpoint implements Mount {
   }
 
   private async createSession(address: string | null): Promise<Entry> {
-    const session = new McpSession(this.app, address);
+    const session = new McpSession(this.app, address, (participantId) => {
+      for (const id of overParticipantCap(this.sessions, participantId, session, this.perParticipant)) void this.drop(id);
+    });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -197,7 +216,7 @@ export class McpEndpoint implements Mount {
         void this.drop(id);
       },
     });
-    const entry: Entry = { session, transport, lastSeen: Date.now(), open: 0 };
+    const entry: Entry = { session, transport, lastSeen: Date.now(), open: 0, streams: 0 };
     transport.onclose = () => {
       if (transport.sessionId) void this.drop(transport.sessionId);
     };

@@ -1,12 +1,13 @@
 // Limits against abuse (SPEC §10), each tested as the attack that found it (issue 16): the
 // attacker floods from 127.0.0.2 while the victim is served from 127.0.0.1.
-import type http from 'node:http';
+import http from 'node:http';
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { MCP_SESSIONS_PER_PARTICIPANT } from '../../src/transports/mcp.js';
 import { agentFrom, requestFrom, toolFrom } from '../helpers/from-address.js';
 import { connectMcp } from '../helpers/mcp.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
@@ -296,6 +297,68 @@ describe('MCP sessions (SPEC §10)', () => {
     } finally {
       await bound.close();
     }
+  });
+
+  /** Opens the session's standalone GET (SSE) stream from `address` and keeps it open. */
+  function holdStream(id: string, address: string): Promise<http.ClientRequest> {
+    const url = new URL('/mcp', server.url);
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'GET',
+          localAddress: address,
+          agent: false,
+          headers: { accept: 'text/event-stream', host: '127.0.0.1', 'mcp-session-id': id, 'mcp-protocol-version': '2025-03-26' },
+        },
+        (res) => (res.statusCode === 200 ? resolve(req) : reject(new Error(`GET stream: HTTP ${res.statusCode}`))),
+      );
+      req.on('error', () => undefined);
+      req.end();
+    });
+  }
+
+  it('an unbound session holding a GET stream is still evicted by the cap and still expires after its idle time', async () => {
+    server = await startTestServer({ mcpMaxUnboundSessions: 3, mcpUnboundIdleMs: 1500 });
+    const held: http.ClientRequest[] = [];
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const opened = await initializeFrom(ATTACKER);
+        const id = String(opened.headers['mcp-session-id']);
+        ids.push(id);
+        held.push(await holdStream(id, ATTACKER));
+      }
+      // The cap is full of anonymous sessions, each holding a stream: a newcomer still gets in.
+      const newcomer = await initializeFrom(VICTIM);
+      expect(newcomer.status).toBe(200);
+      expect((await pingSession(ids[0]!)).status).toBe(404); // the least recently used made room
+      // The others expire after their idle time, their streams notwithstanding.
+      await expect.poll(async () => (await Promise.all(ids.slice(1).map(pingSession))).map((a) => a.status), { timeout: 10_000, interval: 2000 }).toEqual([404, 404]);
+    } finally {
+      for (const req of held) req.destroy();
+    }
+  });
+
+  it('keeps at most MCP_SESSIONS_PER_PARTICIPANT sessions of one participant: binding one more closes its least recently used', async () => {
+    server = await startTestServer({}, { mcp: { maxSessionsPerParticipant: 3 } });
+    expect(MCP_SESSIONS_PER_PARTICIPANT).toBe(20);
+    const mallory = await registerUser(server, 'Hoarder');
+    const sessions = [];
+    for (let i = 0; i < 5; i++) {
+      const session = await rawBoundSession(mallory.token);
+      expect((await session.call('list_rooms', {}, true)).status).toBe(200); // the header binds it
+      sessions.push(session);
+    }
+    const alive = await Promise.all(sessions.map(async (s) => (await pingSession(s.id)).status));
+    expect(alive).toEqual([404, 404, 200, 200, 200]);
+    // Other participants are not touched by it.
+    const other = await registerUser(server, 'Neighbour');
+    const theirs = await rawBoundSession(other.token);
+    expect((await theirs.call('list_rooms', {}, true)).status).toBe(200);
+    expect((await pingSession(sessions[4]!.id)).status).toBe(200);
   });
 
   it('limits initialize per address (RATE_LIMIT_MCP_INIT_PER_MINUTE)', async () => {
