@@ -12,6 +12,12 @@ import { AppError } from '../errors.js';
 import { addressKey } from './address.js';
 
 export const RATE_WINDOW_S = 10;
+/**
+ * Room passwords a participant may set per minute (create_room, update_room): each is a scrypt
+ * hash (~40 ms of a thread-pool thread the file store also needs), so a flood of them would slow
+ * every other caller's writes; the call budget alone allows hundreds a second.
+ */
+export const PASSWORD_SETS_PER_MINUTE = 10;
 
 export interface RateLimitOptions {
   /** Calls per 10 s per participant; 0 disables. */
@@ -24,6 +30,8 @@ export interface RateLimitOptions {
   loginPerMinute?: number;
   /** MCP sessions opened (`initialize`) per minute per address; 0 disables. */
   mcpInitPerMinute?: number;
+  /** Room passwords set per minute per participant (default PASSWORD_SETS_PER_MINUTE); 0 disables. */
+  passwordSetsPerMinute?: number;
   /** Builds each limiter (default: counters in this process's memory). */
   limiters?: LimiterFactory;
 }
@@ -39,6 +47,7 @@ export class RateLimits {
   private readonly registrations: RateLimiterAbstract | null;
   private readonly logins: RateLimiterAbstract | null;
   private readonly mcpInits: RateLimiterAbstract | null;
+  private readonly passwordSets: RateLimiterAbstract | null;
 
   constructor(options: RateLimitOptions) {
     const make = options.limiters ?? inMemory;
@@ -49,6 +58,7 @@ export class RateLimits {
     this.registrations = limiter('register', options.registerPerHour, 3600);
     this.logins = limiter('login', options.loginPerMinute, 60);
     this.mcpInits = limiter('mcp-init', options.mcpInitPerMinute, 60);
+    this.passwordSets = limiter('password-set', options.passwordSetsPerMinute ?? PASSWORD_SETS_PER_MINUTE, 60);
   }
 
   static fromConfig(config: Config, limiters?: LimiterFactory): RateLimits {
@@ -87,6 +97,11 @@ export class RateLimits {
   /** Counts one new MCP session (`initialize`) against the address. */
   consumeMcpInitialize(address: string | null): Promise<void> {
     return keyed(this.mcpInits, address, 'Too many new MCP sessions from this address; try again later');
+  }
+
+  /** Counts one room password about to be hashed against the participant who sets it. */
+  consumePasswordSet(participantId: string): Promise<void> {
+    return this.passwordSets ? take(this.passwordSets, participantId, 'Too many room passwords set; try again in a minute') : Promise.resolve();
   }
 
   /** Counts one call against the participant (once the token is known to be valid). */

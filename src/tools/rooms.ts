@@ -12,7 +12,7 @@ import { language, password, roomDescription, roomId, roomName, timezone } from 
 const mode = z.enum(['default', 'host']);
 
 export function roomTools(app: ToolServices) {
-  const { rooms, reads } = app;
+  const { rooms, reads, limits } = app;
   const passwordFailures = new FailureDelay();
 
   /** A new member as it joins: profile from the participant record, status from presence. */
@@ -85,6 +85,7 @@ export function roomTools(app: ToolServices) {
         })
         .strict(),
       handler: async ({ password, ...args }, ctx) => {
+        if (password) await limits.consumePasswordSet(ctx.caller.id);
         const password_hash = password ? await hashPassword(password) : null;
         return { room: await rooms.create(ctx.caller, { ...args, password_hash }, await newMember(ctx.caller)) };
       },
@@ -144,6 +145,7 @@ export function roomTools(app: ToolServices) {
         if (room.created_by_id !== caller.id && !room.members.some((m) => m.participant_id === caller.id && m.is_host)) {
           throw new AppError('forbidden', 'Only the room creator or host may do this');
         }
+        if (password) await limits.consumePasswordSet(caller.id);
         const password_hash = password === undefined ? undefined : password ? await hashPassword(password) : null;
         const change = { ...changes, ...(password_hash !== undefined ? { password_hash } : {}) };
         return { type: 'update_settings', caller, change };

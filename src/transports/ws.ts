@@ -345,6 +345,21 @@ export class WsHub {
     const tokenHash = session.caller?.tokenHash;
     if (participants.isShared && tokenHash && !(await participants.stillValid(tokenHash))) return;
     if (session.state !== 'open') return;
+    // A subscribe costs like a call (with after_seq it starts a replay of up to a chunk of the
+    // room's history): it counts against the participant's budget (SPEC §10), and a socket that
+    // keeps sending after rate_limited is closed like one that keeps calling.
+    try {
+      await this.app.limits.consumeParticipant(session.caller!.id);
+    } catch (err) {
+      const error = toWireError(err);
+      session.send({ type: 'error', error, room_id: roomId });
+      if (error.code === 'rate_limited' && ++session.rateLimitStrikes >= MAX_RATE_LIMIT_STRIKES) {
+        session.close(CLOSE.POLICY_VIOLATION, 'subscribes kept coming after rate_limited');
+      }
+      return;
+    }
+    session.rateLimitStrikes = 0;
+    if (session.state !== 'open') return;
     return this.subscribe(session, roomId, afterSeq);
   }
 

@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { PASSWORD_SETS_PER_MINUTE } from '../../src/limits/rate-limits.js';
 import { MCP_SESSIONS_PER_PARTICIPANT } from '../../src/transports/mcp.js';
 import { agentFrom, requestFrom, toolFrom } from '../helpers/from-address.js';
 import { connectMcp } from '../helpers/mcp.js';
@@ -207,6 +208,26 @@ describe('connections (SPEC §10)', () => {
     } finally {
       await defaults.stop();
     }
+  });
+});
+
+describe('room passwords (SPEC §10: a flood of slow hashes must not slow everyone else)', () => {
+  it(`a participant sets at most PASSWORD_SETS_PER_MINUTE room passwords a minute; rooms without one, and other participants, are not limited by it`, async () => {
+    server = await startTestServer();
+    expect(PASSWORD_SETS_PER_MINUTE).toBe(10);
+    const owner = await registerUser(server, 'Locksmith');
+    const codes: string[] = [];
+    for (let i = 0; i < PASSWORD_SETS_PER_MINUTE; i++) codes.push(code(await server.call('create_room', { room_name: `Locked ${i}`, password: `pw-${i}` }, owner.token)));
+    expect(codes.every((c) => c === 'ok')).toBe(true);
+    const over = await server.call('create_room', { room_name: 'One more', password: 'pw-x' }, owner.token);
+    expect([over.status, code(over)]).toEqual([429, 'rate_limited']);
+    expect((over.body as { error: { details: { retry_after_ms: number } } }).error.details.retry_after_ms).toBeGreaterThan(0);
+    // update_room with a password counts the same; without one it is not hashed and not counted.
+    const { room } = await server.ok('create_room', { room_name: 'Open' }, owner.token);
+    expect(code(await server.call('update_room', { room_id: room.room_id, password: 'pw-y' }, owner.token))).toBe('rate_limited');
+    expect(code(await server.call('update_room', { room_id: room.room_id, room_description: 'still fine' }, owner.token))).toBe('ok');
+    const other = await registerUser(server, 'Neighbour2');
+    expect(code(await server.call('create_room', { room_name: 'Theirs', password: 'pw-z' }, other.token))).toBe('ok');
   });
 });
 

@@ -106,6 +106,23 @@ describe('WebSocket limits', () => {
     expect(results.filter((r) => r.ok).length).toBeLessThanOrEqual(5);
     expect(results.some((r) => !r.ok && r.error.code === 'rate_limited')).toBe(true);
   });
+
+  it('counts subscribe frames like calls: rate_limited past the budget, then 1008 for a socket that keeps sending', async () => {
+    server = await startTestServer({ rateLimitPerToken: 5, rateLimitPerAddress: 0 });
+    const user = await registerUser(server, 'Resubscriber');
+    const { room } = await server.ok('create_room', { room_name: 'Replayed' }, user.token);
+    for (let i = 0; i < 3; i++) await server.ok('send_message', { room_id: room.room_id, text_content: `m${i}` }, user.token);
+    const socket = openSocket(server, user.token);
+    await until(() => socket.frames.some((f) => f.type === 'auth_ok'));
+    // Each one would start a replay of the room's history.
+    for (let i = 0; i < 40; i++) socket.ws.send(JSON.stringify({ type: 'subscribe', room_id: room.room_id, after_seq: 0 }));
+    expect(await socket.closed).toBe(1008);
+    const limited = socket.frames.filter((f) => f.type === 'error' && f.error.code === 'rate_limited');
+    expect(limited.length).toBeGreaterThan(0);
+    expect(limited[0].room_id).toBe(room.room_id);
+    // At most the budget's subscribes were served (a replay each: three messages).
+    expect(socket.frames.filter((f) => f.type === 'event' && f.event === 'message_new').length).toBeLessThanOrEqual(5 * 3);
+  });
 });
 
 async function until(check: () => boolean, ms = 5000) {
