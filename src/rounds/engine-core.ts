@@ -247,7 +247,7 @@ export function guardText(view: RoomView): string {
   const n = view.maxAutoRounds;
   return view.language.toLowerCase().startsWith('zh')
     ? `已达到自动轮次上限（${n} 轮），等待用户发言或手动开始新一轮。`
-    : `Automatic round limit reached (${n} rounds). Waiting for a person to post or for a new round to be started manually.`;
+    : `Automatic round limit reached (${n} ${n === 1 ? 'round' : 'rounds'}). Waiting for a person to post or for a new round to be started manually.`;
 }
 
 /**

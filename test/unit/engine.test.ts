@@ -145,7 +145,7 @@ describe('6.1.1 Start', () => {
     const sim = room({ agents: ['A'], maxAutoRounds: 1, language: 'en' });
     sim.post('U');
     expect(ok(sim.post('A'), sim)).toEqual([
-      'system r1 Automatic round limit reached (1 rounds). Waiting for a person to post or for a new round to be started manually.',
+      'system r1 Automatic round limit reached (1 round). Waiting for a person to post or for a new round to be started manually.',
       'round_end r1 guard',
       'timer off',
     ]);
