@@ -168,6 +168,10 @@ function startLive() {
     },
     onStatus: showStatus,
     onFatal: () => signOut(t('app.sessionExpired')),
+    onUnsubscribed: (roomId) => {
+      myRooms.delete(roomId);
+      view?.onUnsubscribed?.(roomId);
+    },
   });
   live = connection;
   connection.start();

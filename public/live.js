@@ -17,10 +17,12 @@ export class LiveConnection {
    * @param {(status: object) => void} opts.onStatus  { state: 'connecting'|'open'|'reconnecting'|'stopped', attempt, retryAt }
    * @param {(authOk: object) => void} opts.onAuth    every successful auth (first and after reconnects)
    * @param {(reason: string) => void} opts.onFatal   the token was refused (4401): sign out
+   * @param {(roomId: string) => void} [opts.onUnsubscribed]  the server ended a room's subscription (removed, or left elsewhere)
    */
-  constructor({ token, onEvent, onStatus, onAuth, onFatal }) {
+  constructor({ token, onEvent, onStatus, onAuth, onFatal, onUnsubscribed }) {
     this.token = token;
     this.onEvent = onEvent;
+    this.onUnsubscribed = onUnsubscribed;
     this.onStatus = onStatus;
     this.onAuth = onAuth;
     this.onFatal = onFatal;
@@ -185,8 +187,11 @@ export class LiveConnection {
       case 'pong':
         this.syncClock(frame.server_time);
         break;
+      case 'unsubscribed':
+        this.onUnsubscribed?.(frame.room_id);
+        break;
       default:
-        // subscribed / unsubscribed / result / error: nothing to do for the page
+        // subscribed / result / error: nothing to do for the page
         break;
     }
   }

@@ -351,6 +351,29 @@ export class MessageList {
     this.scrollToBottom();
   }
 
+  /**
+   * After a reconnect: an edit or deletion made meanwhile to a message held here has no event (a
+   * replay carries only newer messages), so the window is read again from the server and redrawn;
+   * held messages outside it are forgotten (paging reads them again when they come into view).
+   */
+  async refreshHeld() {
+    const lo = this.lo;
+    const hi = Math.min(this.hi, this.store.resumeSeq ?? this.hi);
+    if (hi < lo || this.rendered.size === 0) return;
+    try {
+      for (let after = lo - 1; after < hi; ) {
+        const page = await this.ctx.fetchPage({ after_seq: after, limit: Math.min(200, hi - after) });
+        if (page.length === 0) break;
+        for (const m of page) if (m.seq <= hi) this.store.put(m);
+        after = page[page.length - 1].seq;
+      }
+    } catch {
+      return; // the next reconnect tries again; what is shown stays as it was
+    }
+    this.store.forgetOutside(this.lo, this.hi);
+    this.refreshAll();
+  }
+
   /** Redraws the window (timezone, members, language changed); keeps the place. */
   refreshAll() {
     const stick = this.isNearBottom();

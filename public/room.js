@@ -464,7 +464,11 @@ export function mountRoom(container, ctx) {
       return data;
     } catch (err) {
       let text = errorText(err);
-      if (tool === 'start_round' && /** @type {any} */ (err).code === 'conflict') text = t('room.startConflict');
+      if (tool === 'start_round' && /** @type {any} */ (err).code === 'conflict') {
+        // The server says why (docs/turns.md): a person host starts rounds by mentioning agents.
+        const reason = /** @type {any} */ (err).details?.reason;
+        text = reason === 'person_host' ? t('room.startPersonHost') : reason === 'guard' ? t('room.startGuard') : t('room.startConflict');
+      }
       toast(text, 'error');
       return null;
     }
@@ -483,7 +487,19 @@ export function mountRoom(container, ctx) {
   settingsBtn.addEventListener('click', () => {
     if (!room()) return;
     if (narrow()) setSideOpen(false);
-    openSettings({ room: room(), me: me(), isCreator: isCreator(), onRoom: (r) => !destroyed && dispatch({ type: 'room', room: r }) });
+    // A snapshot the panel's calls answered may be older than events that came in meanwhile (a
+    // resume's answer after the next agent_turn): like adminCall, apply it only if no event came.
+    const epoch = liveEpoch;
+    openSettings({
+      room: room(),
+      me: me(),
+      isCreator: isCreator(),
+      onRoom: (r) => {
+        if (destroyed) return;
+        if (epoch === liveEpoch) dispatch({ type: 'room', room: r });
+        else scheduleRefresh();
+      },
+    });
   });
 
   /** @param {string} format @param {HTMLButtonElement} btn */
@@ -584,7 +600,14 @@ export function mountRoom(container, ctx) {
       if (room()) {
         scheduleRefresh();
         stats.schedule();
+        // Edits and deletions made while the socket was down reach the page only this way.
+        void list.refreshHeld();
       }
+    },
+    /** The server ended this socket's subscription to the room (removed, or left elsewhere). @param {string} id */
+    onUnsubscribed(id) {
+      // get_room answers not_a_member when the caller is out, and the page says so (kickedOut).
+      if (id === roomId && room()) scheduleRefresh();
     },
     /** The connection went up or down: the turn bar and members show it. */
     onConnection() {

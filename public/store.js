@@ -124,6 +124,17 @@ export class MessageStore {
     return known ? 'updated' : 'new';
   }
 
+  /** Forgets every message outside [keepLo, keepHi] (they may be stale; paging reads them again). @param {number} keepLo @param {number} keepHi */
+  forgetOutside(keepLo, keepHi) {
+    const kept = this.maxKept;
+    this.maxKept = 0;
+    try {
+      this.trim(keepLo, keepHi);
+    } finally {
+      this.maxKept = kept;
+    }
+  }
+
   /** Marks [lo, hi] as held, merging with touching ranges. @param {number} lo @param {number} hi */
   cover(lo, hi) {
     const out = [];

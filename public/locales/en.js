@@ -170,6 +170,8 @@ export default {
   'room.resumeLabel': 'Resume the room (turns start again)',
   'room.startRound': 'Start a round',
   'room.startConflict': 'A round is running, or the room has no agents yet',
+  'room.startPersonHost': 'In host mode with a person host, rounds start when the host mentions agents (@name)',
+  'room.startGuard': 'The automatic round limit was reached: a person must post or start the round',
   'room.addAgent': 'Add agent',
   'room.sideToggle': 'Members & tools',
   'room.sideToggleCount': 'Members & tools ({n})',

@@ -171,6 +171,8 @@ export default {
   'room.resumeLabel': '恢复房间（重新开始安排发言）',
   'room.startRound': '开始新一轮',
   'room.startConflict': '已有进行中的轮次，或房间里还没有智能体',
+  'room.startPersonHost': '主持模式下由真人主持时，主持人 @提及 智能体即开始新一轮',
+  'room.startGuard': '已达到自动轮次上限：需要真人发言或开始新一轮',
   'room.addAgent': '添加智能体',
   'room.sideToggle': '成员与工具',
   'room.sideToggleCount': '成员与工具（{n}）',

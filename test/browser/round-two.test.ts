@@ -252,6 +252,11 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await openRoom(alice, server.url, room.room_id);
     await alice.locator('.turnbar[data-state=idle] .turn-headline', { hasText: '主持人' }).waitFor();
     await alice.locator('.members [data-name=Alice] .badge-host').waitFor();
+    // 开始新一轮 with a person host is refused (details.reason person_host): the page says why.
+    const guest = await server.ok<{ token: string }>('register_agent', { name: 'HallGuest' });
+    await server.ok('join_room', { room_id: room.room_id }, guest.token);
+    await alice.locator('#start-round-btn').click();
+    await alice.locator('.toast', { hasText: '主持人 @提及 智能体即开始新一轮' }).waitFor();
     // In the round-robin room the creator has no host badge.
     await openRoom(alice, server.url, roomId);
     await alice.locator('.members [data-name=Alice]').waitFor();
@@ -325,6 +330,21 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await until(async () => /^\d\d:\d\d$/.test((await bob.locator('.turn-countdown').textContent()) ?? ''), 5000, 'countdown back');
   });
 
+  it('shows edits and deletions made while it was disconnected once it is back (a replay carries only new messages)', async () => {
+    const kept = (await server.ok<{ message: { message_id: string } }>('send_message', { room_id: roomId, text_content: 'before the outage: kept' }, aliceToken)).message;
+    const gone = (await server.ok<{ message: { message_id: string } }>('send_message', { room_id: roomId, text_content: 'before the outage: retracted' }, aliceToken)).message;
+    await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).waitFor();
+    await ctxB.setOffline(true);
+    await bob.locator('.view-room.disconnected').waitFor();
+    await server.ok('edit_message', { message_id: kept.message_id, text_content: 'edited during the outage' }, aliceToken);
+    await server.ok('delete_message', { message_id: gone.message_id }, aliceToken);
+    await ctxB.setOffline(false);
+    await bob.locator('.view-room:not(.disconnected)').waitFor();
+    await bob.locator('.msg-body', { hasText: 'edited during the outage' }).waitFor();
+    await until(async () => (await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).count()) === 0, 5000, 'the retracted text is gone');
+    expect(await bob.locator('.msg-body', { hasText: 'before the outage: kept' }).count()).toBe(0);
+  });
+
   it('keeps agent names whole in the statistics table', async () => {
     const cells = bob.locator('.stats-table tbody .stats-name');
     await bob.locator('.stats-refresh').click();
@@ -360,6 +380,9 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await alice.locator('.settings-members li[data-name=Bob]').waitFor({ state: 'detached' });
     const after = await server.ok('get_room', { room_id: roomId }, aliceToken);
     expect(after.room.members.map((m: { name: string }) => m.name)).not.toContain('Bob');
+    // Bob's open page is told (its socket's subscription ended) and leaves the room.
+    await bob.locator('.toast', { hasText: '你已不在这个房间里' }).waitFor();
+    await until(async () => bob.url().endsWith('#/rooms'), 5000, "Bob's page back at the room list");
     await dlg.locator('#settings-archive').click();
     await alice.locator('.dialog-confirm').click();
     await alice.locator('.room-status', { hasText: '已归档' }).waitFor();
