@@ -113,7 +113,8 @@ const LABELS: { [K in keyof Labels]: readonly [zh: Labels[K], en: Labels[K]] } =
   attachment: ['附件', 'Attachment'],
   deleted: ['（已撤回）', '(deleted)'],
   edited: ['（已编辑）', '(edited)'],
-  page: [(n, total) => `第 ${n} / ${total} 页`, (n, total) => `Page ${n} / ${total}`],
+  // SPEC §9 names this footer for every export: English rooms get it too.
+  page: [(n, total) => `第 ${n} / ${total} 页`, (n, total) => `第 ${n} / ${total} 页`],
   image: ['图片', 'Image'],
   room: ['房间', 'Room'],
   mode: ['模式', 'Mode'],

@@ -34,7 +34,29 @@ const isoTime = z
   .string()
   .max(40)
   .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/, 'not an ISO 8601 time')
-  .refine((s) => !Number.isNaN(Date.parse(s)), 'not a valid time');
+  .refine(isRealTime, 'not a valid time');
+
+/**
+ * A time that exists as written: Date.parse accepts 2026-02-30 (as 2026-03-02) and 24:00, which
+ * would be stored as another time than the file says. The fields are read back from the parsed
+ * time in the written offset and must equal what was written.
+ */
+function isRealTime(s: string): boolean {
+  const ms = Date.parse(s);
+  if (Number.isNaN(ms)) return false;
+  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?(Z|([+-])(\d\d):(\d\d))$/.exec(s)!;
+  const offsetMin = m[7] === 'Z' ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10]));
+  if (Math.abs(offsetMin) > 14 * 60) return false;
+  const local = new Date(ms + offsetMin * 60_000);
+  return (
+    local.getUTCFullYear() === Number(m[1]) &&
+    local.getUTCMonth() + 1 === Number(m[2]) &&
+    local.getUTCDate() === Number(m[3]) &&
+    local.getUTCHours() === Number(m[4]) &&
+    local.getUTCMinutes() === Number(m[5]) &&
+    local.getUTCSeconds() === Number(m[6])
+  );
+}
 const id = z.string().min(1).max(128);
 
 const announcement = z

@@ -30,7 +30,7 @@ function renderHeader(words: ExportWords): string {
   const field = (name: string, value: string): void => {
     lines.push(`- **${name}**${labels.colon}${indentContinuation(value)}`);
   };
-  lines.push(`# ${labels.title}${labels.colon}${room.room_name}`, '');
+  lines.push(`# ${labels.title}${labels.colon}${escapeInline(room.room_name)}`, '');
   field(labels.description, room.room_description.trim() || labels.none);
   const announcement = words.announcement();
   field(labels.announcement, announcement ? announcement.text + announcement.by : labels.none);
@@ -43,7 +43,7 @@ function renderHeader(words: ExportWords): string {
   lines.push('', `## ${labels.members}`, '');
   if (room.members.length === 0) lines.push(labels.none);
   for (const member of room.members) {
-    lines.push(`- **${member.name}** — ${words.remarks(member)}`);
+    lines.push(`- **${escapeInline(member.name)}** — ${words.remarks(member)}`);
   }
   lines.push('', '---', '', '');
   return lines.join('\n');
@@ -57,7 +57,7 @@ function indentContinuation(value: string): string {
 function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, words: ExportWords): string {
   const { labels } = words;
   const parts: string[] = [];
-  const meta = [`#${m.seq}`, m.sender, words.role(m.role), words.time(m.timestamp)];
+  const meta = [`#${m.seq}`, escapeInline(m.sender), words.role(m.role), words.time(m.timestamp)];
   let heading = `### ${meta.join(' · ')}`;
   if (m.edited_at && !m.deleted) heading += ` ${labels.edited}`;
   parts.push(heading, '');
@@ -67,7 +67,7 @@ function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, words: Ex
   if (m.deleted) {
     parts.push(`*${labels.deleted}*`, '');
   } else {
-    const text = closeOpenFence(cleanText(m.text_content)).trim();
+    const text = closeOpenFence(escapeHtmlBlockStarts(cleanText(m.text_content))).trim();
     if (text) parts.push(text, '');
   }
   const att = words.attachment(m);
@@ -81,6 +81,36 @@ function renderMessage(m: Message, reply: ReplyRef | 'unknown' | null, words: Ex
 
 function escapeLinkText(text: string): string {
   return text.replace(/([\\[\]*_`<>])/g, '\\$1');
+}
+
+/** A name or title shown as written: `_bob_` or `__init__` must not turn into emphasis. */
+function escapeInline(text: string): string {
+  return escapeLinkText(text).replace(/\n/g, ' ');
+}
+
+/**
+ * HTML blocks that only their own end marker closes (CommonMark types 1–5: `<script`, `<pre`,
+ * `<style`, `<textarea`, `<!--`, `<?`, `<!X`, `<![CDATA[`) would swallow every later message
+ * of the document: outside code fences their `<` is escaped, so the line shows as written.
+ * (Other HTML blocks end at the blank line after each message.)
+ */
+export function escapeHtmlBlockStarts(text: string): string {
+  let fence: { char: string; len: number } | null = null;
+  return text
+    .split('\n')
+    .map((line) => {
+      const f = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+      if (f) {
+        const mark = f[1] ?? '';
+        if (!fence) {
+          if (!(mark[0] === '`' && (f[2] ?? '').includes('`'))) fence = { char: mark[0] ?? '`', len: mark.length };
+        } else if (mark[0] === fence.char && mark.length >= fence.len && (f[2] ?? '').trim() === '') fence = null;
+        return line;
+      }
+      if (fence) return line;
+      return line.replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<');
+    })
+    .join('\n');
 }
 
 function linkDestination(url: string): string {

@@ -190,6 +190,20 @@ describe('import: validation', () => {
     hidden.messages[0].visible = false;
     expectValidationError(() => parseRoomFile(hidden, 32_000), /skip record/);
   });
+
+  it('refuses times that do not exist (Date.parse would move 2026-02-30 to 2026-03-02) and keeps real ones in any offset', async () => {
+    const good = await jsonOf();
+    for (const bad of ['2026-02-30T10:00:00Z', '2026-04-31T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T10:60:00Z', '2026-01-01T10:00:00+15:00']) {
+      const file = JSON.parse(JSON.stringify(good));
+      file.messages[0].timestamp = bad;
+      expectValidationError(() => parseRoomFile(file, 32_000), /valid time/);
+    }
+    for (const fine of ['2024-02-29T23:59:59.999Z', '2026-03-08T02:30:00-05:00', '2026-01-01T00:00:00+08:00']) {
+      const file = JSON.parse(JSON.stringify(good));
+      file.messages[0].timestamp = fine;
+      expect(() => parseRoomFile(file, 32_000)).not.toThrow();
+    }
+  });
 });
 
 describe('import: the new room', () => {

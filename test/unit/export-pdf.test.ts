@@ -148,7 +148,7 @@ describe('pdf export', () => {
     const en = await pdf('english', { room: makeRoom({ language: 'en-US' }) });
     const t = run('pdftotext', ['-enc', 'UTF-8', en.file, '-']);
     expect(t).toContain('Chat history export');
-    expect(t).toMatch(/Page 1 \/ \d+/);
+    expect(t).toMatch(/第\s*1\s*\/\s*\d+\s*页/); // SPEC §9's footer, in every language
     expect(t).toContain('Round 1');
     expect(t).toContain('AI agent');
     expect(t).toContain('Reply to #1 bob');

@@ -3,7 +3,8 @@ import { PassThrough } from 'node:stream';
 import { formatInTimeZone } from 'date-fns-tz';
 import { describe, expect, it } from 'vitest';
 import { displayTime, exportFilename, labelsFor, type ExportInput } from '../../src/export/format.js';
-import { closeOpenFence, writeMarkdownExport } from '../../src/export/markdown.js';
+import { marked } from 'marked';
+import { closeOpenFence, escapeHtmlBlockStarts, writeMarkdownExport } from '../../src/export/markdown.js';
 import { exportItems } from '../../src/export/walk.js';
 import type { Message } from '../../src/types.js';
 import { makeMessage, makeRoom, MemorySink as Sink, sampleInput as input } from './export-fixtures.js';
@@ -128,6 +129,33 @@ describe('markdown export', () => {
     expect(closeOpenFence('~~~~\ncode\n~~~')).toBe('~~~~\ncode\n~~~\n~~~~');
     expect(closeOpenFence('```\na\n```')).toBe('```\na\n```');
     expect(closeOpenFence('``inline`` text')).toBe('``inline`` text');
+  });
+
+  it('contains HTML blocks a message opens: every later message still renders (a comment, <pre> or <script> line ran to the end)', async () => {
+    const openers = ['<!-- draft', '<pre>', '<script>', '<style>', '<textarea>', '<?php', '<![CDATA[', '<!DOCTYPE x'];
+    for (const opener of openers) {
+      const msgs = [
+        makeMessage({ seq: 1, text_content: 'first' }),
+        makeMessage({ seq: 2, text_content: `note\n${opener}` }),
+        makeMessage({ seq: 3, text_content: 'LATER-A' }),
+        makeMessage({ seq: 4, text_content: '```html\n<!-- kept as code -->\n```' }),
+      ];
+      const html = await marked.parse(await markdown({ messages: msgs }));
+      expect(html, opener).toContain('<p>LATER-A</p>');
+      expect((html.match(/<h3>#\d+ /g) ?? []).length, opener).toBe(4);
+      // Inside a code fence nothing is escaped.
+      expect(html).toContain('&lt;!-- kept as code --&gt;');
+    }
+    expect(escapeHtmlBlockStarts('<div>ok</div>\n  <!-- x')).toBe('<div>ok</div>\n  \\<!-- x');
+  });
+
+  it('shows names as they are written: _bob_ or __init__ are no emphasis', async () => {
+    const msgs = [makeMessage({ seq: 1, sender: '__init__', text_content: 'hi' })];
+    const html = await marked.parse(await markdown({ messages: msgs, room: makeRoom({ room_name: 'Room _x_' }) }));
+    expect(html).toContain('#1 · __init__ ·');
+    expect(html).toContain('Room _x_');
+    expect(html).not.toContain('<em>');
+    expect(html).not.toContain('<strong>init</strong>');
   });
 
   it('accepts an async iterable and an empty room', async () => {
