@@ -38,9 +38,10 @@ export async function* exportItems(
     const roundId = message.round_id ?? null;
     if (roundId !== null && !roundNumbers.has(roundId)) roundNumbers.set(roundId, roundNumbers.size + 1);
     if (!message.visible) continue;
-    // A person's message during a round belongs to no round; it gets no divider of its own, and
-    // the round's own messages after it do not announce the round again.
-    if (roundId !== null && !announced.has(roundId)) {
+    // A person's message during a round carries the round's id (it was posted in it) but does
+    // not open the round: the divider stands before the round's first visible agent or system
+    // message, once.
+    if (roundId !== null && message.role !== 'user' && !announced.has(roundId)) {
       announced.add(roundId);
       yield { kind: 'round', roundId, number: roundNumbers.get(roundId) ?? 0, timestamp: message.timestamp };
     }

@@ -227,6 +227,18 @@ describe('shared helpers', () => {
     expect(replies).toEqual([null, { seq: 1, sender: 'alice' }, 'unknown']);
   });
 
+  it("puts a round's divider before its first agent or system message, not before a person's message posted during it", async () => {
+    const before = makeMessage({ seq: 1, role: 'user', sender: 'bob' });
+    const during = makeMessage({ seq: 2, role: 'user', sender: 'bob', round_id: 'r1' });
+    const answer = makeMessage({ seq: 3, role: 'ai_agent', round_id: 'r1' });
+    const next = makeMessage({ seq: 4, role: 'ai_agent', round_id: 'r1' });
+    const items = [];
+    for await (const item of exportItems([before, during, answer, next])) items.push(item);
+    expect(items.map((i) => (i.kind === 'message' ? `m${i.message.seq}` : i.kind === 'round' ? `r${i.number}` : 'o'))).toEqual(['m1', 'm2', 'r1', 'm3', 'm4']);
+    const divider = items.find((i) => i.kind === 'round');
+    expect(divider && divider.kind === 'round' ? divider.timestamp : null).toBe(answer.timestamp);
+  });
+
   it('walks in slices: other work gets the event loop once a slice has used its time', async () => {
     const messages = [1, 2, 3].map((seq) => makeMessage({ seq }));
     const order: string[] = [];
