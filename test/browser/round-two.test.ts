@@ -359,6 +359,44 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect(lines.every((n) => n === 1)).toBe(true);
   });
 
+  it("a late answer to the settings panel's resume does not roll the turn bar back to the turn it handed out", async () => {
+    const { room } = await server.ok<{ room: { room_id: string } }>('create_room', { room_name: 'Late Answer' }, aliceToken);
+    const quick = await EchoAgent.start(server.url, 'Quick1', room.room_id, '先答');
+    const slow = await EchoAgent.start(server.url, 'Quick2', room.room_id, '后答');
+    quick.mode = 'silent';
+    slow.mode = 'silent';
+    agents.push(quick, slow);
+    await openRoom(alice, server.url, room.room_id);
+    await alice.locator('.members [data-name=Quick2][data-status=online]').waitFor();
+    await send(alice, 'late answer test');
+    await alice.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Quick1' }).waitFor();
+    await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, aliceToken);
+    await alice.locator('.room-status', { hasText: '已暂停' }).waitFor();
+    // Resumed, Quick1 gets its turn again and answers at once, so Quick2 holds the turn before
+    // the resume's answer (held back 700 ms, a slow network) reaches the page.
+    quick.mode = 'echo';
+    await alice.route('**/api/v1/tools/set_room_status', async (route) => {
+      const response = await route.fetch();
+      await new Promise((r) => setTimeout(r, 700));
+      await route.fulfill({ response });
+    });
+    try {
+      await alice.locator('#settings-btn').click();
+      const dlg = alice.locator('.settings-dialog');
+      await dlg.waitFor();
+      await dlg.locator('#settings-pause').click();
+      await alice.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Quick2' }).waitFor();
+      await dlg.locator('#settings-pause', { hasText: '暂停' }).waitFor(); // the late answer has arrived
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await alice.locator('.turnbar .turn-agent').textContent()).toContain('Quick2');
+      await alice.keyboard.press('Escape');
+      await dlg.waitFor({ state: 'detached' });
+    } finally {
+      await alice.unroute('**/api/v1/tools/set_room_status');
+    }
+    await openRoom(alice, server.url, roomId);
+  });
+
   it('the settings panel changes the room, removes a member and archives', async () => {
     await alice.locator('#settings-btn').click();
     const dlg = alice.locator('.settings-dialog');
