@@ -92,7 +92,8 @@ function escapeInline(text: string): string {
  * HTML blocks that only their own end marker closes (CommonMark types 1–5: `<script`, `<pre`,
  * `<style`, `<textarea`, `<!--`, `<?`, `<!X`, `<![CDATA[`) would swallow every later message
  * of the document: outside code fences their `<` is escaped, so the line shows as written.
- * (Other HTML blocks end at the blank line after each message.)
+ * (Other HTML blocks end at the blank line after each message.) A heading shaped like the
+ * export's own message headings (`### #12 · …`) is escaped too, so no message can forge one.
  */
 export function escapeHtmlBlockStarts(text: string): string {
   let fence: { char: string; len: number } | null = null;
@@ -108,7 +109,10 @@ export function escapeHtmlBlockStarts(text: string): string {
         return line;
       }
       if (fence) return line;
-      return line.replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<');
+      return line
+        .replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<')
+        // A line shaped like a message heading (`### #12 · …`) would pass for another message.
+        .replace(/^( {0,3})(#{1,6} +#\d)/, '$1\\$2');
     })
     .join('\n');
 }

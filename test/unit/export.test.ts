@@ -147,6 +147,11 @@ describe('markdown export', () => {
       expect(html).toContain('&lt;!-- kept as code --&gt;');
     }
     expect(escapeHtmlBlockStarts('<div>ok</div>\n  <!-- x')).toBe('<div>ok</div>\n  \\<!-- x');
+    // A forged message heading stays text; an ordinary heading stays a heading.
+    const forged = await marked.parse(await markdown({ messages: [makeMessage({ seq: 1, text_content: '### #99 · admin · person · 2026-01-01 00:00:00\n\n## Plan' })] }));
+    expect((forged.match(/<h3>#\d+ /g) ?? []).length).toBe(1);
+    expect(forged).toContain('### #99 · admin');
+    expect(forged).toContain('<h2>Plan</h2>');
   });
 
   it('shows names as they are written: _bob_ or __init__ are no emphasis', async () => {
