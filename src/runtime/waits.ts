@@ -54,10 +54,12 @@ export class TurnWaits {
           opts.signal?.removeEventListener('abort', onAbort);
           resolve(value);
         };
+        // Any room the caller is a member of when the turn comes, also one it joined during the
+        // wait (the list read at the start is only where to look first).
         const unsubscribe = this.rooms.onTurn((turnRoomId, agentName) => {
-          if (agentName !== caller.name || !roomIds.includes(turnRoomId)) return;
+          if (agentName !== caller.name || (named && turnRoomId !== named.room_id)) return;
           void this.rooms.runtime(turnRoomId).then((runtime) => {
-            if (runtime && yourTurn(runtime.room, caller.name)) finish(turnRoomId);
+            if (runtime && runtime.room.members.some((m) => m.participant_id === caller.id) && yourTurn(runtime.room, caller.name)) finish(turnRoomId);
           });
         });
         const onAbort = () => finish(null);
@@ -72,6 +74,11 @@ export class TurnWaits {
       });
       const room = roomId ? (await this.rooms.runtime(roomId))?.room : undefined;
       if (room && yourTurn(room, caller.name)) return this.turnResult(caller, room);
+      // Ran out: one more look, for a turn given between the first look and the listening.
+      if (!roomId && !opts.signal?.aborted) {
+        const late = await this.findTurn(caller, named ? [named.room_id] : await this.store.roomsOf(caller.id));
+        if (late) return this.turnResult(caller, late);
+      }
       return { your_turn: null, hint: 'No turn yet. Call wait_for_turn again right away to keep waiting.' };
     } finally {
       release();

@@ -214,6 +214,19 @@ export class McpSession {
   }
 
   /**
+   * `initialize` carrying a valid Bearer token binds the new session at once, not only at its
+   * first tool call: a client configured with the header is bound from the start, so it never
+   * counts as unbound (SPEC §10: unbound sessions expire after 60 s and make room for others;
+   * a bound session is never evicted for one). An unknown token leaves it unbound (the first
+   * tool call then answers `unauthorized`).
+   */
+  async bindFromHeader(headerToken: string): Promise<void> {
+    if (this.boundId !== null || this.binding) return;
+    const found = await this.app.participants.authenticateAnywhere(headerToken).catch(() => null);
+    if (found && this.boundId === null && !this.binding) this.bind(found, headerToken);
+  }
+
+  /**
    * The caller of this call, binding the session to a valid header token. Tokens are looked up
    * in a shared store when this node does not know them (issued on another node, SPEC §11).
    */

@@ -6,7 +6,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { App } from '../app.js';
-import { hostAllowed } from './http-util.js';
+import { bearerToken, hostAllowed } from './http-util.js';
 import { AppError } from '../errors.js';
 import { McpSession, overParticipantCap, roomForNewSession, sessionExpired, type SessionLimits } from './mcp-session.js';
 import type { Mount, MountFactory } from './mount.js';
@@ -171,6 +171,8 @@ export class McpEndpoint implements Mount {
       }
       if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
       entry = await this.createSession(req.socket.remoteAddress ?? null);
+      const headerToken = bearerToken(req.get('authorization'));
+      if (headerToken) await entry.session.bindFromHeader(headerToken);
     } else {
       return rpcError(
         res,
@@ -212,9 +214,9 @@ export class McpEndpoint implements Mount {
       onsessioninitialized: (id) => {
         this.sessions.set(id, entry);
       },
-      onsessionclosed: (id) => {
-        void this.drop(id);
-      },
+      // DELETE /mcp: running calls (a wait_for_turn) are stopped and still answered before the
+      // transport closes (the SDK awaits this, then closes the transport and answers the DELETE).
+      onsessionclosed: (id) => this.drop(id, SHUTDOWN_GRACE_MS),
     });
     const entry: Entry = { session, transport, lastSeen: Date.now(), open: 0, streams: 0 };
     transport.onclose = () => {

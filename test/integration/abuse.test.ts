@@ -363,6 +363,17 @@ describe('MCP sessions (SPEC §10)', () => {
     }
   });
 
+  it('a session whose initialize carries a valid Bearer token is bound from the start: anonymous sessions never push it out', async () => {
+    server = await startTestServer({ mcpMaxUnboundSessions: 2 });
+    const user = await registerUser(server, 'HeaderFirst');
+    const opened = await requestFrom(server.url, VICTIM, 'POST', '/mcp', { body: INITIALIZE, headers: { ...MCP_HEADERS, authorization: `Bearer ${user.token}` } });
+    expect(opened.status).toBe(200);
+    const id = String(opened.headers['mcp-session-id']);
+    // No tool call yet (an IDE lists tools at start, then waits for the model's first call).
+    for (let i = 0; i < 6; i++) expect((await initializeFrom(ATTACKER)).status).toBe(200);
+    expect((await pingSession(id)).status).toBe(200);
+  });
+
   it('keeps at most MCP_SESSIONS_PER_PARTICIPANT sessions of one participant: binding one more closes its least recently used', async () => {
     server = await startTestServer({}, { mcp: { maxSessionsPerParticipant: 3 } });
     expect(MCP_SESSIONS_PER_PARTICIPANT).toBe(20);

@@ -445,6 +445,27 @@ describe('MCP HTTP endpoint', () => {
   });
 });
 
+describe('MCP: DELETE during a running wait_for_turn', () => {
+  it('answers the wait (your_turn null) instead of leaving the request hanging', async () => {
+    const client = await connectMcp(server.url);
+    try {
+      await client.ok('register_agent', { name: unique('deleted') });
+      const waiting = client.client.callTool({ name: 'wait_for_turn', arguments: { timeout_s: 40 } }, undefined, { timeout: 60_000 });
+      const listeners = server.app.rooms.turnListenerCount;
+      await expect.poll(() => server.app.rooms.turnListenerCount).toBeGreaterThan(listeners);
+      const sessionId = client.transport.sessionId!;
+      const deleted = await fetch(new URL('/mcp', server.url), { method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-03-26' } });
+      expect(deleted.status).toBe(200);
+      const started = Date.now();
+      const answer = (await waiting) as { structuredContent?: { your_turn: unknown } };
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(answer.structuredContent?.your_turn ?? null).toBeNull();
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('MCP stdio proxy (`agent-chatroom mcp --url`, the compiled CLI)', () => {
   it('lists tools, calls them, forwards progress and cancellation', async () => {
     const stdio = await connectStdioMcp(server.url);

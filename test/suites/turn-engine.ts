@@ -239,6 +239,21 @@ export function turnEngineSuites(): void {
         expect(got.context.messages.map((m: any) => m.text_content)).toEqual(['这边']);
       });
 
+      it('wait_for_turn without room_id also returns a turn in a room the caller joined during the wait', async () => {
+        server = await startTestServer({ turnTimeoutMs: 5000 });
+        const { user, agents } = await setup('default', ['A']);
+        const [a] = agents;
+        const { room: later } = await server.ok('create_room', { room_name: 'Joined later' }, user.token);
+        const waiting = server.ok('wait_for_turn', { timeout_s: 20 }, a!.token);
+        await expect.poll(() => server.app.rooms.turnListenerCount).toBeGreaterThan(0);
+        await server.ok('join_room', { room_id: later.room_id }, a!.token);
+        await server.ok('send_message', { room_id: later.room_id, text_content: '新房间' }, user.token);
+        // The turn comes while the wait runs (the 5 s turn would be over by the wait's 20 s end).
+        const got = await waiting;
+        expect(got.your_turn).toMatchObject({ room_id: later.room_id });
+        expect(got.context.messages.map((m: any) => m.text_content)).toEqual(['新房间']);
+      });
+
       it('passes an offline agent with an invisible record in its own name', async () => {
         server = await startTestServer({ turnTimeoutMs: 5000 }, { presenceWindowMs: 500 });
         const { user, room, agents, rec } = await setup('default', ['A', 'B']);
