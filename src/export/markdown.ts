@@ -96,25 +96,38 @@ function escapeInline(text: string): string {
  * export's own message headings (`### #12 · …`) is escaped too, so no message can forge one.
  */
 export function escapeHtmlBlockStarts(text: string): string {
-  let fence: { char: string; len: number } | null = null;
+  const fences = new FenceTracker();
   return text
     .split('\n')
-    .map((line) => {
-      const f = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
-      if (f) {
-        const mark = f[1] ?? '';
-        if (!fence) {
-          if (!(mark[0] === '`' && (f[2] ?? '').includes('`'))) fence = { char: mark[0] ?? '`', len: mark.length };
-        } else if (mark[0] === fence.char && mark.length >= fence.len && (f[2] ?? '').trim() === '') fence = null;
-        return line;
-      }
-      if (fence) return line;
-      return line
-        .replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<')
-        // A line shaped like a message heading (`### #12 · …`) would pass for another message.
-        .replace(/^( {0,3})(#{1,6} +#\d)/, '$1\\$2');
-    })
+    .map((line) =>
+      fences.inCode(line)
+        ? line
+        : line
+            .replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<')
+            // A line shaped like a message heading (`### #12 · …`) would pass for another message.
+            .replace(/^( {0,3})(#{1,6} +#\d)/, '$1\\$2'),
+    )
     .join('\n');
+}
+
+/** Follows a text's code fences line by line (CommonMark: ``` or ~~~, closed by a run at least as long). */
+class FenceTracker {
+  open: { char: string; len: number } | null = null;
+
+  /** Takes the next line; true when it is a fence line or inside a fenced block. */
+  inCode(line: string): boolean {
+    const m = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (!m) return this.open !== null;
+    const fence = m[1] ?? '';
+    const rest = m[2] ?? '';
+    if (!this.open) {
+      if (fence[0] === '`' && rest.includes('`')) return false; // inline code, not a fence opener
+      this.open = { char: fence[0] ?? '`', len: fence.length };
+    } else if (fence[0] === this.open.char && fence.length >= this.open.len && rest.trim() === '') {
+      this.open = null;
+    }
+    return true;
+  }
 }
 
 function linkDestination(url: string): string {
@@ -126,18 +139,7 @@ function linkDestination(url: string): string {
  * close it at the end of the message.
  */
 export function closeOpenFence(text: string): string {
-  let open: { char: string; len: number } | null = null;
-  for (const line of text.split('\n')) {
-    const m = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
-    if (!m) continue;
-    const fence = m[1] ?? '';
-    const rest = m[2] ?? '';
-    if (!open) {
-      if (fence[0] === '`' && rest.includes('`')) continue; // not a fence opener
-      open = { char: fence[0] ?? '`', len: fence.length };
-    } else if (fence[0] === open.char && fence.length >= open.len && rest.trim() === '') {
-      open = null;
-    }
-  }
-  return open ? `${text}\n${open.char.repeat(open.len)}` : text;
+  const fences = new FenceTracker();
+  for (const line of text.split('\n')) fences.inCode(line);
+  return fences.open ? `${text}\n${fences.open.char.repeat(fences.open.len)}` : text;
 }

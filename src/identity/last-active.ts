@@ -62,10 +62,13 @@ export class LastActiveRecorder {
   }
 
   private record(participantId: string, at: number): Promise<void> {
+    // Set first, so calls meanwhile do not write the same again; a failed write forgets it, so
+    // the next call or sweep tries again instead of waiting out the interval.
     this.stored.set(participantId, at);
-    return this.participants
-      .recordLastActive(participantId, new Date(at).toISOString())
-      .catch((err: unknown) => this.logger.warn({ err, participant_id: participantId }, 'could not store last_active'));
+    return this.participants.recordLastActive(participantId, new Date(at).toISOString()).catch((err: unknown) => {
+      if (this.stored.get(participantId) === at) this.stored.delete(participantId);
+      this.logger.warn({ err, participant_id: participantId }, 'could not store last_active');
+    });
   }
 
   private sweep(): void {

@@ -32,57 +32,67 @@ export class TurnWaits {
 
   async wait(caller: Caller, opts: WaitOptions) {
     const timeoutMs = Math.min(WAIT_MAX_S, Math.max(0, opts.timeout_s ?? WAIT_DEFAULT_S)) * 1000;
-    // A named room is read once, current (memberRoom checks its committed version).
-    const named = opts.room_id ? await this.reads.memberRoom(opts.room_id, caller) : undefined;
-    const roomIds = named ? [named.room_id] : await this.store.roomsOf(caller.id);
-    const ready = named ? (yourTurn(named, caller.name) ? named : undefined) : await this.findTurn(caller, roomIds);
-    if (ready) return this.turnResult(caller, ready);
-
-    const release = this.presence.hold(caller.id);
-    try {
-      const roomId = await new Promise<string | null>((resolve) => {
-        const started = this.now();
-        let settled = false;
-        let timer: unknown;
-        let progress: unknown;
-        const finish = (value: string | null) => {
-          if (settled) return;
-          settled = true;
-          unsubscribe();
-          this.timers.clearTimeout(timer);
-          this.timers.clearTimeout(progress);
-          opts.signal?.removeEventListener('abort', onAbort);
-          resolve(value);
-        };
-        // Any room the caller is a member of when the turn comes, also one it joined during the
-        // wait (the list read at the start is only where to look first).
-        const unsubscribe = this.rooms.onTurn((turnRoomId, agentName) => {
-          if (agentName !== caller.name || (named && turnRoomId !== named.room_id)) return;
-          void this.rooms.runtime(turnRoomId).then((runtime) => {
-            if (runtime && runtime.room.members.some((m) => m.participant_id === caller.id) && yourTurn(runtime.room, caller.name)) finish(turnRoomId);
-          });
-        });
-        const onAbort = () => finish(null);
-        opts.signal?.addEventListener('abort', onAbort);
-        timer = this.timers.setTimeout(() => finish(null), timeoutMs);
-        const tick = () => {
-          opts.onProgress?.(this.now() - started, timeoutMs);
-          progress = this.timers.setTimeout(tick, PROGRESS_EVERY_MS);
-        };
-        progress = this.timers.setTimeout(tick, PROGRESS_EVERY_MS);
-        if (opts.signal?.aborted) finish(null);
+    // Listening starts before the first look, so a turn given in between is not missed. Any room
+    // the caller is a member of when the turn comes counts, also one it joined during the wait.
+    let given: string | undefined;
+    let wake: ((roomId: string) => void) | undefined;
+    const unsubscribe = this.rooms.onTurn((turnRoomId, agentName) => {
+      if (agentName !== caller.name || (opts.room_id !== undefined && turnRoomId !== opts.room_id)) return;
+      void this.rooms.runtime(turnRoomId).then((runtime) => {
+        if (!runtime || !runtime.room.members.some((m) => m.participant_id === caller.id) || !yourTurn(runtime.room, caller.name)) return;
+        given ??= turnRoomId;
+        wake?.(turnRoomId);
       });
-      const room = roomId ? (await this.rooms.runtime(roomId))?.room : undefined;
-      if (room && yourTurn(room, caller.name)) return this.turnResult(caller, room);
-      // Ran out: one more look, for a turn given between the first look and the listening.
-      if (!roomId && !opts.signal?.aborted) {
-        const late = await this.findTurn(caller, named ? [named.room_id] : await this.store.roomsOf(caller.id));
-        if (late) return this.turnResult(caller, late);
+    });
+    try {
+      // A named room is read once, current (memberRoom checks its committed version).
+      const named = opts.room_id ? await this.reads.memberRoom(opts.room_id, caller) : undefined;
+      const ready = named ? (yourTurn(named, caller.name) ? named : undefined) : await this.findTurn(caller, await this.store.roomsOf(caller.id));
+      if (ready) return await this.turnResult(caller, ready);
+
+      const release = this.presence.hold(caller.id);
+      try {
+        const roomId = given ?? (await this.until((resolve) => (wake = resolve), timeoutMs, opts));
+        const room = roomId ? (await this.rooms.runtime(roomId))?.room : undefined;
+        if (room && yourTurn(room, caller.name)) return await this.turnResult(caller, room);
+        return { your_turn: null, hint: 'No turn yet. Call wait_for_turn again right away to keep waiting.' };
+      } finally {
+        release();
       }
-      return { your_turn: null, hint: 'No turn yet. Call wait_for_turn again right away to keep waiting.' };
     } finally {
-      release();
+      unsubscribe();
     }
+  }
+
+  /**
+   * Resolves with the room `listen` hands over, or null when the wait runs out or is aborted;
+   * reports progress every PROGRESS_EVERY_MS meanwhile.
+   */
+  private until(listen: (resolve: (roomId: string) => void) => void, timeoutMs: number, opts: WaitOptions): Promise<string | null> {
+    return new Promise<string | null>((resolve) => {
+      const started = this.now();
+      let settled = false;
+      let timer: unknown;
+      let progress: unknown;
+      const finish = (value: string | null) => {
+        if (settled) return;
+        settled = true;
+        this.timers.clearTimeout(timer);
+        this.timers.clearTimeout(progress);
+        opts.signal?.removeEventListener('abort', onAbort);
+        resolve(value);
+      };
+      listen(finish);
+      const onAbort = () => finish(null);
+      opts.signal?.addEventListener('abort', onAbort);
+      timer = this.timers.setTimeout(() => finish(null), timeoutMs);
+      const tick = () => {
+        opts.onProgress?.(this.now() - started, timeoutMs);
+        progress = this.timers.setTimeout(tick, PROGRESS_EVERY_MS);
+      };
+      progress = this.timers.setTimeout(tick, PROGRESS_EVERY_MS);
+      if (opts.signal?.aborted) finish(null);
+    });
   }
 
   private async findTurn(caller: Caller, roomIds: readonly string[]): Promise<RoomRecord | undefined> {

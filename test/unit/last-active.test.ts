@@ -41,6 +41,33 @@ describe('stored last_active', () => {
     last.stop();
   });
 
+  it('a failed write is tried again at the next call, not only after the interval', async () => {
+    const clock = new ManualClock();
+    const presence = new Presence(clock.now, clock);
+    const attempts: string[] = [];
+    let failing = true;
+    const last = new LastActiveRecorder(
+      {
+        recordLastActive: async (id, at) => {
+          attempts.push(at);
+          if (failing) throw Object.assign(new Error('injected'), { code: 'ENOSPC' });
+        },
+      },
+      presence,
+      clock.now,
+      clock,
+      silentLogger,
+    );
+    last.called('a');
+    await new Promise((r) => setImmediate(r));
+    failing = false;
+    clock.advance(1000); // well inside the 5 s interval
+    last.called('a');
+    await new Promise((r) => setImmediate(r));
+    expect(attempts).toHaveLength(2);
+    last.stop();
+  });
+
   it('is stored every 30 s while a socket is open, though no call is made', () => {
     const { clock, presence, writes, last } = recorder();
     presence.socketOpened('w');
