@@ -6,7 +6,7 @@
 // default, or a table every node shares (STORE=postgres: src/storage/postgres/rate-limits.ts),
 // so that a client spreading its calls over N nodes still gets one budget (SPEC §11).
 import { LRUCache } from 'lru-cache';
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { addressKey } from './address.js';
@@ -36,22 +36,27 @@ export interface RateLimitOptions {
   limiters?: LimiterFactory;
 }
 
+/** What a limiter does: takes a point, or rejects with RateLimiterRes when the key is over its limit. */
+interface Limiter {
+  consume(key: string): Promise<RateLimiterRes>;
+}
+
 /** One limiter: `keyPrefix` keeps the limiters' keys apart where they share a table. */
-export type LimiterFactory = (spec: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
+export type LimiterFactory = (spec: { keyPrefix: string; points: number; duration: number }) => Limiter;
 
 const inMemory: LimiterFactory = (spec) => new RateLimiterMemory(spec);
 
 export class RateLimits {
-  private readonly byToken: RateLimiterAbstract | null;
-  private readonly byAddress: RateLimiterAbstract | null;
-  private readonly registrations: RateLimiterAbstract | null;
-  private readonly logins: RateLimiterAbstract | null;
-  private readonly mcpInits: RateLimiterAbstract | null;
-  private readonly passwordSets: RateLimiterAbstract | null;
+  private readonly byToken: Limiter | null;
+  private readonly byAddress: Limiter | null;
+  private readonly registrations: Limiter | null;
+  private readonly logins: Limiter | null;
+  private readonly mcpInits: Limiter | null;
+  private readonly passwordSets: Limiter | null;
 
   constructor(options: RateLimitOptions) {
     const make = options.limiters ?? inMemory;
-    const limiter = (keyPrefix: string, points: number | undefined, duration: number): RateLimiterAbstract | null =>
+    const limiter = (keyPrefix: string, points: number | undefined, duration: number): Limiter | null =>
       points !== undefined && points > 0 ? make({ keyPrefix, points, duration }) : null;
     this.byToken = limiter('token', options.perToken, RATE_WINDOW_S);
     this.byAddress = limiter('address', options.perAddress, RATE_WINDOW_S);
@@ -110,13 +115,13 @@ export class RateLimits {
   }
 }
 
-function keyed(limiter: RateLimiterAbstract | null, address: string | null, message?: string): Promise<void> {
+function keyed(limiter: Limiter | null, address: string | null, message?: string): Promise<void> {
   const key = addressKey(address);
   return key && limiter ? take(limiter, key, message) : Promise.resolve();
 }
 
 /** Takes a point; throws `rate_limited` (with retry_after_ms) when the key is over its limit. */
-async function take(limiter: RateLimiterAbstract, key: string, message = 'Too many requests; slow down'): Promise<void> {
+async function take(limiter: Limiter, key: string, message = 'Too many requests; slow down'): Promise<void> {
   try {
     await limiter.consume(key);
   } catch (err) {

@@ -51,6 +51,30 @@ describe.skipIf(!enabled)('PostgreSQL limiters', () => {
     await expect(byAddress.consume('agent-1')).rejects.toBeInstanceOf(RateLimiterRes);
   });
 
+  it('counts the calls that arrive together in one statement, each call still counted in order', async () => {
+    const pool = nodes[0]!.connectionPool;
+    await pool.query(`
+      CREATE TABLE test_counter_statements (n int);
+      CREATE FUNCTION test_count_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO test_counter_statements VALUES (1); RETURN NULL; END $$;
+      CREATE TRIGGER test_counter AFTER INSERT ON chatroom_rate_limits FOR EACH STATEMENT EXECUTE FUNCTION test_count_statement();`);
+    try {
+      const limiter = postgresLimiters(pool)({ keyPrefix: 'together', points: 15, duration: 10 });
+      // 24 calls at once on one node, two keys: the first two go alone (two slots), the others together.
+      const results = await Promise.allSettled(Array.from({ length: 24 }, (_, i) => limiter.consume(i < 20 ? 'busy' : 'quiet')));
+      const statements = await pool.query<{ n: string }>('SELECT count(*) AS n FROM test_counter_statements');
+      expect(Number(statements.rows[0]!.n)).toBe(3);
+      // The first 15 calls of the busy key pass, the grouped ones in the order they were made; all quiet ones pass.
+      expect(results.map((r) => r.status === 'fulfilled')).toEqual([...Array(15).fill(true), ...Array(5).fill(false), ...Array(4).fill(true)]);
+      const counts = results.slice(0, 15).map((r) => (r as PromiseFulfilledResult<RateLimiterRes>).value.consumedPoints);
+      // (The two calls that went alone ran in parallel: either may have counted first.)
+      expect([...counts.slice(0, 2)].sort()).toEqual([1, 2]);
+      expect(counts.slice(2)).toEqual(Array.from({ length: 13 }, (_, i) => i + 3));
+    } finally {
+      await pool.query('DROP TRIGGER test_counter ON chatroom_rate_limits');
+    }
+  });
+
   it('the counter pool (what the server counts in) shares the budget and skips only the WAL flush wait, the store\'s pool keeps it', async () => {
     const [a, b] = nodes.map((n) => postgresLimiters(n.counterPool)({ keyPrefix: 'counted', points: 5, duration: 10 }));
     const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => (i % 2 ? a! : b!).consume('agent-1')));

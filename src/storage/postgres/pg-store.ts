@@ -41,6 +41,7 @@ import { turnDeadlineOf } from './deadlines.js';
 import { SOCKETS_CHANNEL, TOKEN_CHANNEL } from './feed.js';
 import { commitPayload } from './feed.js';
 import { migrate } from './migrations.js';
+import { StatementGroup } from './statement-group.js';
 import { CommitNotifier } from './notifier.js';
 
 export interface PgStoreOptions {
@@ -64,6 +65,11 @@ export interface PgStoreOptions {
    * layer's function; without it only `nameKey` is unique).
    */
   lookAlikeKeysOf?: (name: string) => string[];
+  /**
+   * Room commit statements in flight at once before commits start to go in groups
+   * (./statement-group.ts; default 4).
+   */
+  commitSlots?: number;
 }
 
 /** SQLSTATEs raised by chatroom_commit_room. */
@@ -71,6 +77,8 @@ const NO_SUCH_ROOM = 'CRNRM';
 const STALE = 'CRSTL';
 const BAD_SEQ = 'CRSEQ';
 const UNIQUE_VIOLATION = '23505';
+/** A group's commit found its room locked by another transaction (NOWAIT). */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 interface ParticipantRow {
   kind: 'agent' | 'user';
@@ -109,9 +117,13 @@ function deadlineParams(room: RoomRecord | undefined): [deadline: string | null,
   return turn ? [turn.deadline, turn.turnKey] : [null, null];
 }
 
-/** The columns a room row keeps beside its state. */
-/** The parameters of chatroom_commit_room (001_initial.sql), in its order. */
-const COMMIT_ARGS = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json[], $11, $12, $13, $14, $15, $16, $17, $18, $19, $20';
+/** How many parameters one commit takes (commitParams). */
+const COMMIT_PARAM_COUNT = 20;
+/** The parameters of chatroom_commit_room (003_commit_events.sql), in its order, from `$offset+1`. */
+function commitArgs(offset: number): string {
+  return Array.from({ length: COMMIT_PARAM_COUNT }, (_, i) => `$${offset + i + 1}${i === 9 ? '::json[]' : ''}`).join(', ');
+}
+const COMMIT_ARGS = commitArgs(0);
 /** Where commitParams puts the state's JSON ($4), the message records' JSON ($10) and the events ($20). */
 const STATE_PARAM = 3;
 const RECORDS_PARAM = 9;
@@ -141,6 +153,7 @@ function commitParams(roomId: string, commit: RoomCommit, commitId: string, noti
   ];
 }
 
+/** The columns a room row keeps beside its state. */
 function roomColumns(room: RoomRecord): [summary: string, archived: boolean, memberIds: string[]] {
   return [JSON.stringify(summarise(room)), room.archived, room.members.map((m) => column(m.participant_id))];
 }
@@ -163,6 +176,53 @@ async function runCommitStatement(client: pg.PoolClient, params: unknown[]): Pro
     values: params,
   });
   return { version: Number(rows[0]!.new_version), lastSeq: Number(rows[0]!.new_last_seq) };
+}
+
+/** One room commit on its way to the database (a CommitGroup item). */
+interface PendingCommit {
+  roomId: string;
+  commitId: string;
+  params: unknown[];
+}
+
+/** What a commit made; `lastSeq` is absent when the in-doubt path already announced it. */
+interface CommitMade {
+  version: number;
+  lastSeq?: number;
+}
+
+/** One row of a group statement: the commit's result, or the error it was answered with. */
+interface GroupRow {
+  i: number;
+  new_version: string | null;
+  new_last_seq: string | null;
+  error_code: string | null;
+  error_message: string | null;
+}
+
+/** Commit statements a node keeps in flight before commits start to go in groups (./statement-group.ts). */
+const COMMIT_SLOTS = 4;
+/**
+ * Most commits in one group: each is a subtransaction, and a transaction with more than 64
+ * subtransactions that wrote overflows PostgreSQL's per-backend cache (slowing every snapshot).
+ */
+const MAX_COMMIT_GROUP = 32;
+
+/** The statement that runs `n` commits through chatroom_try_commit_room (004_grouped_commits.sql). */
+function groupStatement(n: number): string {
+  return Array.from(
+    { length: n },
+    (_, j) => `SELECT ${j + 1} AS i, * FROM chatroom_try_commit_room(${commitArgs(j * COMMIT_PARAM_COUNT)})`,
+  ).join(' UNION ALL ');
+}
+
+const byRoomId = (a: PendingCommit, b: PendingCommit): number => (a.roomId < b.roomId ? -1 : a.roomId > b.roomId ? 1 : 0);
+
+/** The error a commit that certainly did not happen is answered with. */
+function commitError(roomId: string, code: string | undefined, message: string, original?: unknown): unknown {
+  if (code === STALE) return new StaleRoomError(roomId);
+  if (code === NO_SUCH_ROOM || code === BAD_SEQ) return new Error(message);
+  return original ?? new Error(message);
 }
 
 /** A pool or a checked-out connection: either runs a statement. */
@@ -224,6 +284,7 @@ async function changesSince(q: Queryable, roomId: string, from: { version: numbe
 export class PgStore implements Store {
   private readonly pool: pg.Pool;
   private readonly notifier: CommitNotifier | undefined;
+  private readonly commits: StatementGroup<PendingCommit, CommitMade>;
   private counters: pg.Pool | undefined;
   private opened = false;
   private closed = false;
@@ -238,6 +299,10 @@ export class PgStore implements Store {
     // crash the process. The pool replaces the client on its own.
     this.pool.on('error', (err) => options.onPoolError?.(err));
     if (options.notify !== 'in-commit') this.notifier = new CommitNotifier(this.pool, options.onPoolError);
+    this.commits = new StatementGroup((items) => this.runCommitGroup(items), {
+      slots: options.commitSlots ?? COMMIT_SLOTS,
+      maxGroup: MAX_COMMIT_GROUP,
+    });
   }
 
   /** Where the store connects (the room feed opens its own LISTEN connection there). */
@@ -519,20 +584,64 @@ export class PgStore implements Store {
     checkMessagesOf(roomId, commit.messages);
     const commitId = randomUUID();
     const params = commitParams(roomId, commit, commitId, this.notifier === undefined);
+    const made = await this.commits.submit({ roomId, commitId, params });
+    if (made.lastSeq !== undefined) this.announce(roomId, { version: made.version, lastSeq: made.lastSeq }, params);
+    return made.version;
+  }
+
+  /**
+   * Runs one group of commits as one statement (one transaction): each commit is answered by
+   * its own row, so a stale or refused one fails alone and leaves no trace. A commit whose room
+   * another transaction holds, and every commit of a group whose statement failed as a whole
+   * (nothing committed), is tried again alone, outside the group's slot. When the connection
+   * fails before the answer, each commit's outcome is settled by its id.
+   */
+  private async runCommitGroup(items: PendingCommit[]): Promise<Promise<CommitMade>[]> {
+    // Rooms are locked in one order by every group (no two groups wait for each other).
+    const sorted = items.map((item, index) => ({ item, index })).sort((a, b) => byRoomId(a.item, b.item));
     const { client, done } = await this.checkOut();
     let broken = false;
     try {
-      const made = await runCommitStatement(client, params);
-      this.announce(roomId, made, params);
-      return made.version;
+      const { rows } = await client.query<GroupRow>({
+        name: `chatroom-commit-group-${items.length}`,
+        text: groupStatement(items.length),
+        values: sorted.flatMap(({ item }) => item.params),
+      });
+      const outcomes = new Array<Promise<CommitMade>>(items.length);
+      for (const row of rows) {
+        const { item, index } = sorted[row.i - 1]!;
+        outcomes[index] = this.groupOutcome(item, row);
+      }
+      return outcomes;
     } catch (err) {
       if (isDefiniteFailure(err)) {
-        if (err.code === STALE) throw new StaleRoomError(roomId);
-        if (err.code === NO_SUCH_ROOM || err.code === BAD_SEQ) throw new Error(err.message);
-        throw err;
+        if (items.length === 1) return [Promise.reject(commitError(items[0]!.roomId, err.code, err.message, err))];
+        return items.map((item) => this.commitAlone(item));
       }
       broken = true;
-      return await this.settleInDoubt(roomId, commitId, backendPid(client), err);
+      const pid = backendPid(client);
+      return items.map(async (item) => ({ version: await this.settleInDoubt(item.roomId, item.commitId, pid, err) }));
+    } finally {
+      done(broken);
+    }
+  }
+
+  private groupOutcome(item: PendingCommit, row: GroupRow): Promise<CommitMade> {
+    if (row.error_code === null) return Promise.resolve({ version: Number(row.new_version), lastSeq: Number(row.new_last_seq) });
+    if (row.error_code === LOCK_NOT_AVAILABLE) return this.commitAlone(item);
+    return Promise.reject(commitError(item.roomId, row.error_code, row.error_message ?? row.error_code));
+  }
+
+  /** One commit in a transaction of its own, waiting for its room's lock if another holds it. */
+  private async commitAlone(item: PendingCommit): Promise<CommitMade> {
+    const { client, done } = await this.checkOut();
+    let broken = false;
+    try {
+      return await runCommitStatement(client, item.params);
+    } catch (err) {
+      if (isDefiniteFailure(err)) throw commitError(item.roomId, err.code, err.message, err);
+      broken = true;
+      return { version: await this.settleInDoubt(item.roomId, item.commitId, backendPid(client), err) };
     } finally {
       done(broken);
     }

@@ -6,14 +6,16 @@
 //   const byToken = limiters({ keyPrefix: 'token', points: perToken, duration: RATE_WINDOW_S });
 //   await byToken.consume(participantId);   // rejects with RateLimiterRes when over the limit
 //
-// On PostgreSQL this is rate-limiter-flexible's RateLimiterPostgres on the table that
-// 001_initial.sql creates (the store must be open). Each consume is one atomic upsert, so
-// parallel calls on several nodes never let more than `points` through per window. If the
-// database cannot be reached, an in-memory limiter with the same limits takes over on that node
-// (`insuranceLimiter`) instead of failing the call: limits then hold per node until it is back.
-// Windows use the nodes' clocks (the library stores expiry in epoch ms): keep them in sync.
+// On PostgreSQL the counters are rows of the table that 001_initial.sql creates (the store must
+// be open), counted by `BatchedPostgresLimiter` (./batched-limiter.ts): one atomic upsert per
+// key, with the calls that arrive together on a node counted in one statement, so parallel calls
+// on several nodes never let more than `points` through per window. If the database cannot be
+// reached, an in-memory limiter with the same limits takes over on that node instead of failing
+// the call: limits then hold per node until it is back. Windows use the nodes' clocks (expiry is
+// stored in epoch ms, like rate-limiter-flexible's RateLimiterPostgres): keep them in sync.
 import type pg from 'pg';
-import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
+import { BatchedPostgresLimiter } from './batched-limiter.js';
 
 export const RATE_LIMIT_TABLE = 'chatroom_rate_limits';
 
@@ -26,7 +28,12 @@ export interface LimiterSpec {
   duration: number;
 }
 
-export type LimiterFactory = (spec: LimiterSpec) => RateLimiterAbstract;
+/** What the server asks of a limiter: a point taken, or a RateLimiterRes rejection over the limit. */
+export interface Limiter {
+  consume(key: string): Promise<RateLimiterRes>;
+}
+
+export type LimiterFactory = (spec: LimiterSpec) => Limiter;
 
 /** Counters in this process only (the file store, or a single node). */
 export const memoryLimiters: LimiterFactory = (spec) => new RateLimiterMemory(spec);
@@ -38,13 +45,5 @@ export interface PostgresLimiterOptions {
 
 /** Counters in PostgreSQL, shared by every node on the same database. */
 export function postgresLimiters(pool: pg.Pool, options: PostgresLimiterOptions = {}): LimiterFactory {
-  return (spec) =>
-    new RateLimiterPostgres({
-      ...spec,
-      storeClient: pool,
-      storeType: 'pool',
-      tableName: RATE_LIMIT_TABLE,
-      tableCreated: true,
-      ...(options.insurance === false ? {} : { insuranceLimiter: new RateLimiterMemory(spec) }),
-    });
+  return (spec) => new BatchedPostgresLimiter(pool, spec, options.insurance !== false);
 }

@@ -1,0 +1,73 @@
+// Grouped room commits (004_grouped_commits.sql, src/storage/postgres/statement-group.ts): when
+// a node's commit slots are busy, the commits that wait go to the database as one statement.
+// Each one is still answered alone: a stale or refused commit fails without a trace and without
+// failing the others, and a room another transaction holds is not waited for by the group.
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { PgStore } from '../../src/storage/postgres/pg-store.js';
+import { StaleRoomError } from '../../src/storage/store.js';
+import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
+import { pgTestsEnabled, usePgServer } from './pg-server.js';
+
+describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
+  const pgServer = usePgServer();
+
+  it('answers each commit of a group alone, and does not hold the group for a locked room', async () => {
+    const url = await pgServer().createDatabase();
+    // One slot: the first commit takes it alone, the ones submitted beside it wait and go together.
+    const store = new PgStore({ connectionString: url, poolSize: 4, commitSlots: 1 });
+    await store.open();
+    const admin = new pg.Client({ connectionString: url });
+    const holder = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await holder.connect();
+    try {
+      // Which transaction wrote each message (txid_current() is the top-level transaction's id,
+      // also inside the function's subtransactions).
+      await admin.query(`
+        CREATE TABLE test_writers (room_id text, txid bigint);
+        CREATE FUNCTION test_record_writer() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO test_writers VALUES (NEW.room_id, txid_current()); RETURN NEW; END $$;
+        CREATE TRIGGER test_writer AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION test_record_writer();`);
+      const ids = ['alone', 'g1', 'g2', 'g3', 'locked', 'stale', 'badseq'];
+      const version = new Map<string, number>();
+      for (const id of ids) version.set(id, await store.createRoom(makeRoom(id)));
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM rooms WHERE room_id = 'locked' FOR UPDATE");
+
+      const commit = (id: string, seq = 1, expectedVersion = version.get(id)!) =>
+        store.commitRoom(id, { messages: [makeMessage(id, seq)], expectedVersion });
+      const alone = commit('alone');
+      const grouped = ['g1', 'g2', 'g3'].map((id) => commit(id));
+      let lockedSettled = false;
+      const locked = commit('locked').finally(() => (lockedSettled = true));
+      const stale = commit('stale', 1, version.get('stale')! + 5);
+      const badSeq = commit('badseq', 5);
+
+      expect(await alone).toBe(version.get('alone')! + 1);
+      expect(await Promise.all(grouped)).toEqual(['g1', 'g2', 'g3'].map((id) => version.get(id)! + 1));
+      await expect(stale).rejects.toBeInstanceOf(StaleRoomError);
+      await expect(badSeq).rejects.toThrow(/seq/);
+      // The group went on without the locked room; that commit waits alone for its lock.
+      expect(lockedSettled).toBe(false);
+
+      const { rows } = await admin.query<{ room_id: string; txid: string }>('SELECT room_id, txid FROM test_writers');
+      const txidOf = new Map(rows.map((r) => [r.room_id, r.txid]));
+      expect(new Set(['g1', 'g2', 'g3'].map((id) => txidOf.get(id))).size).toBe(1);
+      expect(txidOf.get('g1')).not.toBe(txidOf.get('alone'));
+      // The refused commits left no trace.
+      for (const id of ['stale', 'badseq']) {
+        expect(await store.loadRoom(id)).toMatchObject({ version: version.get(id), lastSeq: 0 });
+        expect(txidOf.has(id)).toBe(false);
+      }
+
+      await holder.query('COMMIT');
+      expect(await locked).toBe(version.get('locked')! + 1);
+      expect((await store.readMessages('locked', { afterSeq: 0, limit: 5 })).map((m) => m.seq)).toEqual([1]);
+    } finally {
+      await holder.end();
+      await admin.end();
+      await store.close();
+    }
+  });
+});
