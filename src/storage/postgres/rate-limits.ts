@@ -7,15 +7,15 @@
 //   await byToken.consume(participantId);   // rejects with RateLimiterRes when over the limit
 //
 // On PostgreSQL the counters are rows of the table that 001_initial.sql creates (the store must
-// be open), counted by `BatchedPostgresLimiter` (./batched-limiter.ts): one atomic upsert per
+// be open), counted by `BatchedPostgresLimiter` (below): one atomic upsert per
 // key, with the calls that arrive together on a node counted in one statement, so parallel calls
 // on several nodes never let more than `points` through per window. If the database cannot be
 // reached, an in-memory limiter with the same limits takes over on that node instead of failing
 // the call: limits then hold per node until it is back. Windows use the nodes' clocks (expiry is
 // stored in epoch ms, like rate-limiter-flexible's RateLimiterPostgres): keep them in sync.
 import type pg from 'pg';
-import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
-import { BatchedPostgresLimiter } from './batched-limiter.js';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { StatementGroup } from './statement-group.js';
 
 export const RATE_LIMIT_TABLE = 'chatroom_rate_limits';
 
@@ -46,4 +46,91 @@ export interface PostgresLimiterOptions {
 /** Counters in PostgreSQL, shared by every node on the same database. */
 export function postgresLimiters(pool: pg.Pool, options: PostgresLimiterOptions = {}): LimiterFactory {
   return (spec) => new BatchedPostgresLimiter(pool, spec, options.insurance !== false);
+}
+
+// ── BatchedPostgresLimiter ──
+// Every authenticated call takes a point (RATE_LIMIT_PER_TOKEN), so with one upsert per call the
+// counter was a second round trip beside each send's commit; at 64 busy senders it cost a
+// quarter to a third of the cluster's throughput (BENCHMARKS.md). Here a node keeps at most two
+// counter statements in flight (./statement-group.ts); calls that arrive while both are busy are
+// added up per key and counted by the next one, together.
+//
+// It stays exact across nodes: one statement adds a key's n points atomically (the same upsert
+// as rate-limiter-flexible's RateLimiterPostgres, on the same table and keys), and the total it
+// returns says which of the n calls fell over the limit: the calls of a batch take the counts
+// total−n+1 … total in their order, as n separate upserts in a row would have. While the
+// database cannot be reached, an in-memory limiter with the same limits counts on this node
+// (like the library's `insuranceLimiter`).
+
+/** Counter statements in flight at once on a node; the rest wait and go together. */
+const SLOTS = 2;
+/** Most calls counted by one statement. */
+const MAX_CALLS = 500;
+
+interface CounterRow {
+  key: string;
+  points: number;
+  expire: string | null;
+}
+
+export class BatchedPostgresLimiter {
+  private readonly group = new StatementGroup<string, RateLimiterRes>((keys) => this.count(keys), { slots: SLOTS, maxGroup: MAX_CALLS });
+  private readonly insurance: RateLimiterMemory | undefined;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly spec: LimiterSpec,
+    insurance = true,
+  ) {
+    this.insurance = insurance ? new RateLimiterMemory(spec) : undefined;
+  }
+
+  /** Takes a point for `key`: resolves while within the limit, rejects with RateLimiterRes over it. */
+  async consume(key: string): Promise<RateLimiterRes> {
+    const res = await this.group.submit(key);
+    if (res.consumedPoints > this.spec.points) throw res;
+    return res;
+  }
+
+  /** One statement for a group of calls (each an entry of `keys`, a key possibly repeated). */
+  private async count(keys: string[]): Promise<Promise<RateLimiterRes>[]> {
+    const perKey = new Map<string, number>();
+    for (const key of keys) perKey.set(key, (perKey.get(key) ?? 0) + 1);
+    const now = Date.now();
+    let rows: CounterRow[];
+    try {
+      ({ rows } = await this.pool.query<CounterRow>({
+        name: 'chatroom-count-calls',
+        text: `INSERT INTO ${RATE_LIMIT_TABLE} AS t (key, points, expire)
+                 SELECT k, p, $3 FROM unnest($1::text[], $2::int[]) AS u(k, p)
+               ON CONFLICT (key) DO UPDATE SET
+                 points = CASE WHEN t.expire <= $4 THEN EXCLUDED.points ELSE t.points + EXCLUDED.points END,
+                 expire = CASE WHEN t.expire <= $4 THEN EXCLUDED.expire ELSE t.expire END
+               RETURNING key, points, expire`,
+        values: [[...perKey.keys()].map((key) => this.tableKey(key)), [...perKey.values()], now + this.spec.duration * 1000, now],
+      }));
+    } catch (err) {
+      if (!this.insurance) throw err;
+      const insurance = this.insurance;
+      return keys.map((key) => insurance.consume(key).catch((res: unknown) => res as RateLimiterRes));
+    }
+    // The calls of each key take its counts in order: total − n + 1, …, total.
+    const total = new Map(rows.map((row) => [row.key, row]));
+    const taken = new Map<string, number>();
+    return keys.map((key) => {
+      const row = total.get(this.tableKey(key));
+      if (!row) return Promise.reject(new Error(`no counter row for ${key}`));
+      const n = perKey.get(key)!;
+      const index = (taken.get(key) ?? 0) + 1;
+      taken.set(key, index);
+      const consumed = row.points - n + index;
+      const msBeforeNext = row.expire === null ? -1 : Math.max(Number(row.expire) - Date.now(), 0);
+      return Promise.resolve(new RateLimiterRes(Math.max(this.spec.points - consumed, 0), msBeforeNext, consumed, consumed === 1));
+    });
+  }
+
+  /** The table's key: the library's `<prefix>:<key>`, so both kinds of limiter share the table. */
+  private tableKey(key: string): string {
+    return `${this.spec.keyPrefix}:${key}`;
+  }
 }

@@ -1,5 +1,5 @@
 // Grouped statements: many small writes of one node to PostgreSQL sent as one statement when
-// they pile up (room commits: 004_grouped_commits.sql; rate-limit counters: ./batched-limiter.ts).
+// they pile up (room commits: 004_grouped_commits.sql; rate-limit counters: ./rate-limits.ts).
 // Each statement is a transaction with its own round trip, backend wake-up and (for commits) WAL
 // flush; with many callers at once (64 senders, each in its own room) that per-statement cost,
 // not the work, is most of the database's and the node's CPU. So a node runs at most `slots`
