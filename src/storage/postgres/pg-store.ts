@@ -67,7 +67,7 @@ export interface PgStoreOptions {
   lookAlikeKeysOf?: (name: string) => string[];
   /**
    * Room commit statements in flight at once before commits start to go in groups
-   * (./statement-group.ts; default 4).
+   * (./statement-group.ts; default 2).
    */
   commitSlots?: number;
 }
@@ -200,8 +200,13 @@ interface GroupRow {
   error_message: string | null;
 }
 
-/** Commit statements a node keeps in flight before commits start to go in groups (./statement-group.ts). */
-const COMMIT_SLOTS = 4;
+/**
+ * Commit statements a node keeps in flight before commits start to go in groups
+ * (./statement-group.ts). Two, measured: with 64 busy senders in their own rooms, 1 and 2 slots
+ * carried 1,800–2,100 sends/s on the benchmark machine and 4 slots 1,580–1,610 (smaller groups);
+ * two keep a second statement going while one waits for a slow WAL flush.
+ */
+const COMMIT_SLOTS = 2;
 /**
  * Most commits in one group: each is a subtransaction, and a transaction with more than 64
  * subtransactions that wrote overflows PostgreSQL's per-backend cache (slowing every snapshot).
