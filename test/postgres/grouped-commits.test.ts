@@ -14,7 +14,7 @@ describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
 
   it('answers each commit of a group alone, and does not hold the group for a locked room', async () => {
     const url = await pgServer().createDatabase();
-    // One slot: the first commit takes it alone, the ones submitted beside it wait and go together.
+    // The commits submitted in one turn of the event loop go together.
     const store = new PgStore({ connectionString: url, poolSize: 4, commitSlots: 1 });
     await store.open();
     const admin = new pg.Client({ connectionString: url });
@@ -37,7 +37,9 @@ describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
 
       const commit = (id: string, seq = 1, expectedVersion = version.get(id)!) =>
         store.commitRoom(id, { messages: [makeMessage(id, seq)], expectedVersion });
+      // A commit of the turn before holds the one slot; the next ones wait for it, together.
       const alone = commit('alone');
+      await new Promise((resolve) => setImmediate(resolve));
       const grouped = ['g1', 'g2', 'g3'].map((id) => commit(id));
       let lockedSettled = false;
       const locked = commit('locked').finally(() => (lockedSettled = true));

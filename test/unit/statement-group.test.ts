@@ -1,4 +1,5 @@
-// StatementGroup: items go alone while a slot is free, and together once every slot is busy.
+// StatementGroup: the items of one event-loop turn go together, and so do the items that wait
+// while every slot is busy.
 import { describe, expect, it } from 'vitest';
 import { StatementGroup } from '../../src/storage/postgres/statement-group.js';
 
@@ -15,36 +16,50 @@ function manualRun() {
   return { run, groups, finish };
 }
 
+const endOfTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 describe('StatementGroup', () => {
-  it('sends an item alone while a slot is free, then groups what waits, up to maxGroup', async () => {
+  it('sends the items of one turn together at its end, then groups what waits for a slot, up to maxGroup', async () => {
     const { run, groups, finish } = manualRun();
     const group = new StatementGroup(run, { slots: 2, maxGroup: 3 });
-    const results = [1, 2, 3, 4, 5, 6, 7].map((i) => group.submit(i));
-    expect(groups).toEqual([[1], [2]]);
+    const first = [1, 2].map((i) => group.submit(i));
+    expect(groups).toEqual([]);
+    await endOfTurn();
+    expect(groups).toEqual([[1, 2]]);
+    const second = [3].map((i) => group.submit(i));
+    await endOfTurn();
+    expect(groups).toEqual([[1, 2], [3]]);
+    // Both slots busy: these wait, and go as groups of at most 3 when slots free up.
+    const waiting = [4, 5, 6, 7].map((i) => group.submit(i));
+    await endOfTurn();
+    expect(groups).toHaveLength(2);
     finish[0]!(true);
-    expect(await results[0]).toBe(10);
-    expect(groups).toEqual([[1], [2], [3, 4, 5]]);
+    expect(await Promise.all(first)).toEqual([10, 20]);
+    expect(groups).toEqual([[1, 2], [3], [4, 5, 6]]);
     finish[1]!(true);
-    await results[1];
-    expect(groups).toEqual([[1], [2], [3, 4, 5], [6, 7]]);
+    await second[0];
+    expect(groups).toEqual([[1, 2], [3], [4, 5, 6], [7]]);
     finish[2]!(true);
     finish[3]!(true);
-    expect(await Promise.all(results)).toEqual([10, 20, 30, 40, 50, 60, 70]);
+    expect(await Promise.all(waiting)).toEqual([40, 50, 60, 70]);
   });
 
   it('answers each item of a group alone, and every item of a statement that failed', async () => {
     const { run, finish } = manualRun();
     const group = new StatementGroup(run, { slots: 1, maxGroup: 10 });
     const first = group.submit(1);
+    await endOfTurn();
     const grouped = [2, -3, 4].map((i) => group.submit(i));
+    await endOfTurn();
     finish[0]!(false);
     await expect(first).rejects.toThrow('statement failed');
     await expect.poll(() => finish.length).toBe(2);
     finish[1]!(true);
     const settled = await Promise.allSettled(grouped);
     expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message))).toEqual([20, 'refused -3', 40]);
-    // The slot is free again: the next item goes alone at once.
+    // The slot is free again: the next item goes at the end of its turn.
     const next = group.submit(5);
+    await endOfTurn();
     expect(finish).toHaveLength(3);
     finish[2]!(true);
     expect(await next).toBe(50);

@@ -201,10 +201,9 @@ interface GroupRow {
 }
 
 /**
- * Commit statements a node keeps in flight before commits start to go in groups
- * (./statement-group.ts). Two, measured: with 64 busy senders in their own rooms, 1 and 2 slots
- * carried 1,800–2,100 sends/s on the benchmark machine and 4 slots 1,580–1,610 (smaller groups);
- * two keep a second statement going while one waits for a slow WAL flush.
+ * Commit statements a node keeps in flight (./statement-group.ts). Two, measured: with 64 busy
+ * senders in their own rooms, 1 and 2 slots carried more sends than 4 (bigger groups); two keep
+ * a second statement going while one waits for a slow WAL flush.
  */
 const COMMIT_SLOTS = 2;
 /**

@@ -51,9 +51,9 @@ export function postgresLimiters(pool: pg.Pool, options: PostgresLimiterOptions 
 // ── BatchedPostgresLimiter ──
 // Every authenticated call takes a point (RATE_LIMIT_PER_TOKEN), so with one upsert per call the
 // counter was a second round trip beside each send's commit; at 64 busy senders it cost a
-// quarter to a third of the cluster's throughput (BENCHMARKS.md). Here a node keeps at most two
-// counter statements in flight (./statement-group.ts); calls that arrive while both are busy are
-// added up per key and counted by the next one, together.
+// quarter to a third of the cluster's throughput (BENCHMARKS.md). Here the calls a node reads in
+// one turn of its event loop, and those that arrive while its two counter statements are busy,
+// are added up per key and counted by one statement (./statement-group.ts).
 //
 // It stays exact across nodes: one statement adds a key's n points atomically (the same upsert
 // as rate-limiter-flexible's RateLimiterPostgres, on the same table and keys), and the total it
