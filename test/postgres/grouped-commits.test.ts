@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { StaleRoomError } from '../../src/storage/store.js';
 import { makeMessage, makeRoom } from '../unit/storage-helpers.js';
+import { startCutProxy } from './cut-proxy.js';
 import { pgTestsEnabled, usePgServer } from './pg-server.js';
 
 describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
@@ -70,6 +71,39 @@ describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
       await holder.end();
       await admin.end();
       await store.close();
+    }
+  });
+
+  it('settles every commit of a group whose answer was lost by its own id, and none that never ran', async () => {
+    const url = await pgServer().createDatabase('grouped_in_doubt');
+    const proxy = await startCutProxy(pgServer().port, 'grouped_in_doubt');
+    // NOTIFY inside the commit: no after-commit notification shares the pool with the cut.
+    const store = new PgStore({ connectionString: proxy.url, poolSize: 2, notify: 'in-commit' });
+    try {
+      await store.open();
+      const ids = ['a', 'b', 'c'];
+      const version = new Map<string, number>();
+      for (const id of ids) version.set(id, await store.createRoom(makeRoom(id)));
+      const commitAll = (seq: number) =>
+        Promise.allSettled(ids.map((id) => store.commitRoom(id, { messages: [makeMessage(id, seq)], expectedVersion: version.get(id)! })));
+
+      // The group ran and committed, its answer was lost: every commit resolves with its version.
+      proxy.cutNext('after-server');
+      const landed = await commitAll(1);
+      expect(landed.map((r) => (r.status === 'fulfilled' ? r.value : r.reason))).toEqual(ids.map((id) => version.get(id)! + 1));
+      for (const id of ids) version.set(id, version.get(id)! + 1);
+
+      // The group never reached the server: every commit rejects, and nothing of it is stored.
+      proxy.cutNext('before-server');
+      const lost = await commitAll(2);
+      expect(lost.every((r) => r.status === 'rejected')).toBe(true);
+      for (const id of ids) {
+        expect(await store.loadRoom(id)).toMatchObject({ version: version.get(id), lastSeq: 1 });
+        expect((await store.readMessages(id, { afterSeq: 0, limit: 5 })).map((m) => m.seq)).toEqual([1]);
+      }
+    } finally {
+      await store.close();
+      await proxy.close();
     }
   });
 });

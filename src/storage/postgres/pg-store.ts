@@ -178,7 +178,7 @@ async function runCommitStatement(client: pg.PoolClient, params: unknown[]): Pro
   return { version: Number(rows[0]!.new_version), lastSeq: Number(rows[0]!.new_last_seq) };
 }
 
-/** One room commit on its way to the database (a CommitGroup item). */
+/** One room commit on its way to the database (a StatementGroup item). */
 interface PendingCommit {
   roomId: string;
   commitId: string;

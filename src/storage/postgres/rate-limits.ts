@@ -95,7 +95,8 @@ export class BatchedPostgresLimiter {
   /** One statement for a group of calls (each an entry of `keys`, a key possibly repeated). */
   private async count(keys: string[]): Promise<Promise<RateLimiterRes>[]> {
     const perKey = new Map<string, number>();
-    for (const key of keys) perKey.set(key, (perKey.get(key) ?? 0) + 1);
+    // Sorted, so that two nodes' statements lock shared keys' rows in the same order (no deadlock).
+    for (const key of [...keys].sort()) perKey.set(key, (perKey.get(key) ?? 0) + 1);
     const now = Date.now();
     let rows: CounterRow[];
     try {
