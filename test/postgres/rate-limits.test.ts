@@ -4,7 +4,7 @@ import pg from 'pg';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
-import { memoryLimiters, postgresLimiters } from '../../src/storage/postgres/rate-limits.js';
+import { clearExpiredCounters, memoryLimiters, postgresLimiters } from '../../src/storage/postgres/rate-limits.js';
 import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
 
 const enabled = pgTestsEnabled();
@@ -93,6 +93,19 @@ describe.skipIf(!enabled)('PostgreSQL limiters', () => {
     await expect
       .poll(() => limiter.consume('k').then(() => 'passed', () => 'refused'), { timeout: 3_000, interval: 100 })
       .toBe('passed');
+  });
+
+  it('deletes counter rows whose window ended over an hour ago, and keeps the others', async () => {
+    const pool = nodes[0]!.connectionPool;
+    const limiter = postgresLimiters(pool)({ keyPrefix: 'cleared', points: 3, duration: 10 });
+    await limiter.consume('live');
+    await pool.query(`INSERT INTO chatroom_rate_limits (key, points, expire) VALUES ('cleared:gone', 1, $1), ('cleared:recent', 1, $2)`, [
+      Date.now() - 2 * 3_600_000,
+      Date.now() - 60_000,
+    ]);
+    expect(await clearExpiredCounters(pool)).toBeGreaterThanOrEqual(1);
+    const { rows } = await pool.query<{ key: string }>(`SELECT key FROM chatroom_rate_limits WHERE key LIKE 'cleared:%' ORDER BY key`);
+    expect(rows.map((r) => r.key)).toEqual(['cleared:live', 'cleared:recent']);
   });
 
   it('falls back to per-node counters while the database is unreachable', async () => {

@@ -43,9 +43,31 @@ export interface PostgresLimiterOptions {
   insurance?: boolean;
 }
 
-/** Counters in PostgreSQL, shared by every node on the same database. */
+/** How often expired counter rows are deleted, and how long after their window (as the library did). */
+const CLEAR_EVERY_MS = 5 * 60_000;
+const CLEAR_AFTER_MS = 60 * 60_000;
+
+/**
+ * Counters in PostgreSQL, shared by every node on the same database. Rows whose window ended
+ * over an hour ago are deleted every 5 minutes, so keys that stop calling (participants gone,
+ * addresses that came once) do not pile up in the table.
+ */
 export function postgresLimiters(pool: pg.Pool, options: PostgresLimiterOptions = {}): LimiterFactory {
-  return (spec) => new BatchedPostgresLimiter(pool, spec, options.insurance !== false);
+  let clearing: NodeJS.Timeout | undefined;
+  return (spec) => {
+    clearing ??= setInterval(() => void clearExpiredCounters(pool), CLEAR_EVERY_MS).unref();
+    return new BatchedPostgresLimiter(pool, spec, options.insurance !== false);
+  };
+}
+
+/** Deletes the counter rows whose window ended over an hour before `now`; never rejects (not critical). */
+export async function clearExpiredCounters(pool: pg.Pool, now = Date.now()): Promise<number> {
+  try {
+    const { rowCount } = await pool.query(`DELETE FROM ${RATE_LIMIT_TABLE} WHERE expire < $1`, [now - CLEAR_AFTER_MS]);
+    return rowCount ?? 0;
+  } catch {
+    return 0;
+  }
 }
 
 // ── BatchedPostgresLimiter ──
