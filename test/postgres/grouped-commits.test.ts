@@ -1,7 +1,8 @@
-// Grouped room commits (004_grouped_commits.sql, src/storage/postgres/statement-group.ts): when
-// a node's commit slots are busy, the commits that wait go to the database as one statement.
-// Each one is still answered alone: a stale or refused commit fails without a trace and without
-// failing the others, and a room another transaction holds is not waited for by the group.
+// Grouped room commits (004_grouped_commits.sql, src/storage/postgres/statement-group.ts): the
+// commits a node computes in one event-loop turn, and those that wait while its commit slots are
+// busy, go to the database as one statement. Each one is still answered alone: a stale or
+// refused commit fails without a trace and without failing the others, a room another
+// transaction holds is not waited for by the group, and a lost answer is settled per commit.
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
@@ -15,7 +16,7 @@ describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
 
   it('answers each commit of a group alone, and does not hold the group for a locked room', async () => {
     const url = await pgServer().createDatabase();
-    // The commits submitted in one turn of the event loop go together.
+    // One commit slot, so that the test controls which commits share a statement.
     const store = new PgStore({ connectionString: url, poolSize: 4, commitSlots: 1 });
     await store.open();
     const admin = new pg.Client({ connectionString: url });
