@@ -107,4 +107,33 @@ describe.skipIf(!pgTestsEnabled())('PgStore: grouped commits', () => {
       await proxy.close();
     }
   });
+
+  it('tries each commit of a group again alone when the statement fails as a whole: only the failing one fails', async () => {
+    const url = await pgServer().createDatabase();
+    const store = new PgStore({ connectionString: url, poolSize: 4 });
+    await store.open();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      // An error no commit answers by itself (not stale, seq or lock) aborts the whole statement.
+      await admin.query(`
+        CREATE FUNCTION test_fault_raise() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.room_id = 'bad' THEN RAISE EXCEPTION 'injected failure in %', NEW.room_id; END IF; RETURN NEW; END $$;
+        CREATE TRIGGER test_fault AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION test_fault_raise();`);
+      const ids = ['g1', 'bad', 'g2'];
+      const version = new Map<string, number>();
+      for (const id of ids) version.set(id, await store.createRoom(makeRoom(id)));
+      // Submitted in one turn: one group.
+      const outcomes = await Promise.allSettled(ids.map((id) => store.commitRoom(id, { messages: [makeMessage(id, 1)], expectedVersion: version.get(id)! })));
+      expect(outcomes[0]).toEqual({ status: 'fulfilled', value: version.get('g1')! + 1 });
+      expect(outcomes[2]).toEqual({ status: 'fulfilled', value: version.get('g2')! + 1 });
+      expect(outcomes[1]!.status).toBe('rejected');
+      expect(String((outcomes[1] as PromiseRejectedResult).reason)).toMatch(/injected failure in bad/);
+      expect(await store.loadRoom('bad')).toMatchObject({ version: version.get('bad'), lastSeq: 0 });
+      for (const id of ['g1', 'g2']) expect((await store.readMessages(id, { afterSeq: 0, limit: 5 })).map((m) => m.seq)).toEqual([1]);
+    } finally {
+      await admin.end();
+      await store.close();
+    }
+  });
 });

@@ -623,8 +623,12 @@ export class PgStore implements Store {
         return items.map((item) => this.commitAlone(item));
       }
       broken = true;
-      const pid = backendPid(client);
-      return items.map(async (item) => ({ version: await this.settleInDoubt(item.roomId, item.commitId, pid, err) }));
+      const versions = this.committedVersions(items, backendPid(client), err);
+      return items.map(async (_, i) => {
+        const version = (await versions)[i];
+        if (version === undefined) throw err;
+        return { version };
+      });
     } finally {
       done(broken);
     }
@@ -681,36 +685,48 @@ export class PgStore implements Store {
 
   /**
    * The connection failed while a commit was in flight: it may or may not have committed.
-   * First makes the outcome final: the backend that ran it is terminated and waited for (a
-   * statement still running there rolls back). Then asks whether this commit's id is among
-   * the room's recent commits. Resolves with the version it produced when it committed (if
-   * another node has committed on top since, the caller's next commit is simply stale), and
-   * rejects with the original error when it did not. Tries for ~5 s while the database is
-   * unreachable, then rejects with the original error: the outcome is then unknown, which the
-   * docs (scale-out.md) name as the one case a reject may still have committed.
+   * Resolves with the version it produced when it committed (if another node has committed on
+   * top since, the caller's next commit is simply stale), and rejects with the original error
+   * when it did not (`committedVersions` says how).
    */
   private async settleInDoubt(roomId: string, commitId: string, backendPid: number | null, original: unknown): Promise<number> {
+    const [version] = await this.committedVersions([{ roomId, commitId }], backendPid, original);
+    if (version === undefined) throw original;
+    return version;
+  }
+
+  /**
+   * The connection failed while one or more commits (a group) were in flight. First makes their
+   * outcome final: the backend that ran them is terminated and waited for (a statement still
+   * running there rolls back). Then asks, in one query, which of their ids are among their
+   * rooms' recent commits, announces those, and answers each commit's version, or undefined for
+   * one that did not commit. Tries for ~5 s while the database is unreachable, then rejects with
+   * the original error: the outcome is then unknown, which the docs (scale-out.md) name as the
+   * one case a reject may still have committed.
+   */
+  private async committedVersions(
+    commits: readonly { roomId: string; commitId: string }[],
+    backendPid: number | null,
+    original: unknown,
+  ): Promise<(number | undefined)[]> {
     for (let attempt = 0; attempt < 10; attempt++) {
-      let rows: { version: string }[];
+      let rows: { commit_id: string; room_id: string; version: string; last_seq: string }[];
       try {
         if (backendPid) await this.pool.query('SELECT pg_terminate_backend($1, 5000)', [backendPid]);
-        ({ rows } = await this.pool.query<{ version: string }>(
-          'SELECT version FROM room_commits WHERE room_id = $1 AND commit_id = $2',
-          [roomId, commitId],
+        ({ rows } = await this.pool.query(
+          `SELECT c.commit_id::text, c.room_id, c.version, r.last_seq FROM room_commits c JOIN rooms r USING (room_id)
+           WHERE (c.room_id, c.commit_id) IN (SELECT * FROM unnest($1::text[], $2::uuid[]))`,
+          [commits.map((c) => c.roomId), commits.map((c) => c.commitId)],
         ));
       } catch {
         await new Promise((resolve) => setTimeout(resolve, 500));
         continue;
       }
-      if (!rows[0]) throw original;
-      const version = Number(rows[0].version);
       // The last seq is not recorded per commit; the room's current one is a safe hint (the
       // follower reads from the tables whatever the payload says).
-      if (this.notifier) {
-        const room = await this.pool.query<{ last_seq: string }>('SELECT last_seq FROM rooms WHERE room_id = $1', [roomId]).catch(() => undefined);
-        if (room?.rows[0]) this.notifier.push(`${roomId}:${version}:${room.rows[0].last_seq}`);
-      }
-      return version;
+      for (const row of rows) this.notifier?.push(`${row.room_id}:${row.version}:${row.last_seq}`);
+      const versions = new Map(rows.map((row) => [row.commit_id, Number(row.version)]));
+      return commits.map((c) => versions.get(c.commitId));
     }
     throw original;
   }
