@@ -101,8 +101,17 @@ export class Rooms {
     return runtime.room;
   }
 
-  execute(roomId: string, cmd: Command): Promise<unknown> {
-    return this.require(roomId).then((runtime) => runtime.execute(cmd));
+  /**
+   * Runs a command in its room. A caller whose presence change (the first call in a while marks
+   * it online) is still being queued waits until it is: its own command then follows it into the
+   * same room's queue in the same event-loop turn, and the two share one commit (one fsync)
+   * instead of the call waiting for the presence commit and then for its own.
+   */
+  async execute(roomId: string, cmd: Command): Promise<unknown> {
+    const presenceWrite = 'caller' in cmd ? this.presenceWrites.get(cmd.caller.id) : undefined;
+    if (presenceWrite) await presenceWrite;
+    const runtime = await this.require(roomId);
+    return runtime.execute(cmd);
   }
 
   /** Running waits listening for turns (a gauge; tests watch a wait start and end). */

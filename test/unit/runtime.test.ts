@@ -138,6 +138,24 @@ describe('room runtime', () => {
     expect(room.members.find((m) => m.participant_id === w.person.id)?.status).toBe('online');
   });
 
+  it("a call of a person who was offline: the presence change it causes and the call's command share one commit", async () => {
+    const w = await world();
+    w.clock.advance(90_001); // nobody called: everyone goes offline
+    const runtime = await w.rooms.require(w.roomId);
+    await expect.poll(() => runtime.room.members.map((m) => m.status)).toEqual(['offline', 'offline', 'offline']);
+    w.commits.length = 0;
+    w.events.length = 0;
+    // What the transports do for a call: authenticate (presence.touch marks the person online,
+    // which is stored in each of their rooms), then run the tool's command at once.
+    w.presence.touch(w.person.id);
+    await w.rooms.execute(w.roomId, { type: 'set_status', caller: w.person, status: 'paused' });
+    expect(w.commits.filter((c) => c === 'commitRoom')).toHaveLength(1);
+    expect(runtime.room.system_status).toBe('paused');
+    expect(runtime.room.members.find((m) => m.participant_id === w.person.id)?.status).toBe('online');
+    // In that order: the member came online, then paused the room.
+    expect(w.events.map((e) => e.event).filter((e) => e === 'member_status_change' || e === 'room_update')).toEqual(['member_status_change', 'room_update']);
+  });
+
   it('times a silent agent out from the injected timers, with one record, and only once', async () => {
     const w = await world();
     await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
