@@ -108,6 +108,24 @@ describe.skipIf(!enabled)('PostgreSQL limiters', () => {
     expect(rows.map((r) => r.key)).toEqual(['cleared:live', 'cleared:recent']);
   });
 
+  it('deletes them on its own, periodically, and stops once its pool has ended', async () => {
+    const pool = new pg.Pool({ connectionString: nodes[0]!.connectionString, max: 2 });
+    const limiter = postgresLimiters(pool, { clearEveryMs: 20 })({ keyPrefix: 'periodic', points: 3, duration: 10 });
+    await limiter.consume('live');
+    await pool.query(`INSERT INTO chatroom_rate_limits (key, points, expire) VALUES ('periodic:gone', 1, $1)`, [Date.now() - 2 * 3_600_000]);
+    const keys = async () => (await nodes[0]!.connectionPool.query<{ key: string }>(`SELECT key FROM chatroom_rate_limits WHERE key LIKE 'periodic:%' ORDER BY key`)).rows.map((r) => r.key);
+    await expect.poll(keys).toEqual(['periodic:live']);
+    await pool.end();
+    // Any query on the ended pool from here on would be the clean-up's timer still running.
+    let queried = 0;
+    pool.query = (async () => {
+      queried++;
+      throw new Error('Cannot use a pool after calling end on the pool');
+    }) as unknown as typeof pool.query;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(queried).toBe(0);
+  });
+
   it('falls back to per-node counters while the database is unreachable', async () => {
     // A pool pointing at a port nobody listens on stands for a database that went away.
     const dead = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:1/none`, connectionTimeoutMillis: 500 });

@@ -41,6 +41,8 @@ export const memoryLimiters: LimiterFactory = (spec) => new RateLimiterMemory(sp
 export interface PostgresLimiterOptions {
   /** Fall back to per-node memory counters while the database is unreachable (default true). */
   insurance?: boolean;
+  /** How often expired counter rows are deleted (default every 5 minutes). */
+  clearEveryMs?: number;
 }
 
 /** How often expired counter rows are deleted, and how long after their window (as the library did). */
@@ -50,12 +52,19 @@ const CLEAR_AFTER_MS = 60 * 60_000;
 /**
  * Counters in PostgreSQL, shared by every node on the same database. Rows whose window ended
  * over an hour ago are deleted every 5 minutes, so keys that stop calling (participants gone,
- * addresses that came once) do not pile up in the table.
+ * addresses that came once) do not pile up in the table. The clean-up stops when the pool ends.
  */
 export function postgresLimiters(pool: pg.Pool, options: PostgresLimiterOptions = {}): LimiterFactory {
   let clearing: NodeJS.Timeout | undefined;
+  const clear = (): void => {
+    if (pool.ending || pool.ended) {
+      clearInterval(clearing);
+      return;
+    }
+    void clearExpiredCounters(pool);
+  };
   return (spec) => {
-    clearing ??= setInterval(() => void clearExpiredCounters(pool), CLEAR_EVERY_MS).unref();
+    clearing ??= setInterval(clear, options.clearEveryMs ?? CLEAR_EVERY_MS).unref();
     return new BatchedPostgresLimiter(pool, spec, options.insurance !== false);
   };
 }
