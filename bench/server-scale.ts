@@ -8,7 +8,8 @@
 //   (--context-calls N: get_context calls of the never-posted member, default 500;
 //    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below;
 //    --no-settle: the join phase without waiting for the server to fall idle first;
-//    --online-callers: the join phase's callers are online already, see there)
+//    --online-callers: the join phase's callers are online already, see there;
+//    --dump FILE: the join phase's latency of every op, in op order)
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -25,7 +26,7 @@
 // Rate limits: RATE_LIMIT_PER_TOKEN=0 and RATE_LIMIT_PER_ADDRESS=0 (one client address opens
 // every connection and exceeds them by design), registration limit off (bench/util.ts).
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -267,12 +268,17 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
       const joins: number[] = [];
       const statuses: number[] = [];
       cpu0 = cpuMs(pid);
+      const each: Array<{ i: number; tool: string; ms: number }> = [];
       const latencies = await fixedRate(rate, total, async (i) => {
         const op = opOf(i);
         const started = performance.now();
         await ok(url, op.tool, op.args, op.token);
         (op.tool === 'join_room' ? joins : statuses).push(performance.now() - started);
+        each.push({ i, tool: op.tool, ms: round(performance.now() - started) });
       });
+      // --dump FILE: every op's own latency (from its send), to see where the slow ones fall.
+      const dump = arg('dump');
+      if (dump) await writeFile(dump, JSON.stringify(each.sort((a, b) => a.i - b.i)));
       result.join_and_status = {
         rate,
         ops: total,
