@@ -304,6 +304,13 @@ function onHostModeAgentMessage(w: Work, a: MessageAction): Refusal | undefined 
     countAnswer(w, a.sender);
   } else {
     if (!isHost && !a.isAdmin) return refuse('not_your_turn', 'It is not your turn');
+    if (w.state.current_round === null && mentioned.length > 0) {
+      // No round ever ran here, so there is no count yet to add to: the message is counted in
+      // the round it starts (as every later host message is). It cannot trip the guard: the
+      // limit is at least 2 with the host and one mentioned agent.
+      startHostRound(w, mentioned, 1);
+      return undefined;
+    }
     countAnswer(w, a.sender);
   }
   // The answer just counted may have tripped the guard: then the mentions start nothing.

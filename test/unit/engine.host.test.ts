@@ -167,12 +167,11 @@ describe('6.2.3 Host floor', () => {
 
   it("in host mode too, only a person's start_round resets a tripped guard; the agent host's gets conflict (guard)", () => {
     const sim = agentHost({ agents: ['H', 'A'], maxAutoRounds: 1 }); // limit 2
-    sim.post('H', { mentions: ['A'] }); // no round had run yet: not counted
-    sim.post('A'); // 1, then the floor
-    sim.post('H', { mentions: ['A'] }); // 2: trips
+    sim.post('H', { mentions: ['A'] }); // 1 (counted in the round it starts)
+    sim.post('A'); // 2: trips
     expect(sim.round).toMatchObject({ guard_tripped: true });
     expect(sim.startRound('H')).toMatchObject({ ok: false, code: 'conflict', details: { reason: 'guard' } });
-    expect(ok(sim.startRound('U'), sim)).toEqual(['round_start r3 host_floor [H]', 'agent_turn r3 H host +180s', 'timer +180s']);
+    expect(ok(sim.startRound('U'), sim)).toEqual(['round_start r2 host_floor [H]', 'agent_turn r2 H host +180s', 'timer +180s']);
     expect(sim.round).toMatchObject({ guard_count: 0, guard_tripped: false });
   });
 });
@@ -210,22 +209,44 @@ describe('6.2.4 Who may post', () => {
     expect(ok(sim.post('U'), sim)).toEqual([]);
   });
 
-  it("the guard counts in host mode; once tripped the agent host's mentions start nothing until a person posts", () => {
+  it("the guard counts in host mode, the host's first message too; once tripped the agent host's mentions start nothing until a person posts", () => {
     const sim = agentHost({ agents: ['H', 'A'], maxAutoRounds: 1 }); // limit 2
-    sim.post('H', { mentions: ['A'] }); // no round had run yet: not counted
-    sim.post('A'); // 1, then the floor
+    // No round had run yet: the host's message is counted in the round it starts.
     expect(ok(sim.post('H', { mentions: ['A'] }), sim)).toEqual([
-      'system r2 已达到自动轮次上限（1 轮），等待用户发言或手动开始新一轮。',
-      'round_end r2 guard',
+      'round_start r1 host [A]',
+      'agent_turn r1 A host no-skip +180s',
+      'timer +180s',
+    ]);
+    expect(sim.round).toMatchObject({ guard_count: 1 });
+    expect(ok(sim.post('A'), sim)).toEqual([
+      'system r1 已达到自动轮次上限（1 轮），等待用户发言或手动开始新一轮。',
+      'round_end r1 guard',
       'timer off',
     ]);
+    // Tripped: no floor for the host, and its mentions start nothing.
     expect(ok(sim.post('H', { mentions: ['A'] }), sim)).toEqual([]);
     expect(sim.round).toMatchObject({ guard_tripped: true, guard_count: 3 });
     expect(ok(sim.post('U'), sim)).toEqual([]);
     expect(ok(sim.post('H', { mentions: ['A'] }), sim)).toEqual([
-      'round_start r3 host [A]',
-      'agent_turn r3 A host no-skip +180s',
+      'round_start r2 host [A]',
+      'agent_turn r2 A host no-skip +180s',
       'timer +180s',
     ]);
+    // After the person's message the count starts again from the host's message, as at first.
+    expect(sim.round).toMatchObject({ guard_count: 1, guard_tripped: false });
+  });
+
+  it('the same count whether or not a round ran before: the host, then one answer, trips a limit of 2', () => {
+    for (const ranBefore of [false, true]) {
+      const sim = agentHost({ agents: ['H', 'A'], maxAutoRounds: 1 });
+      if (ranBefore) {
+        sim.post('H', { mentions: ['A'] });
+        sim.post('A'); // trips
+        sim.post('U'); // a person resets the guard
+      }
+      sim.post('H', { mentions: ['A'] });
+      sim.post('A');
+      expect(sim.round, `ran before: ${ranBefore}`).toMatchObject({ guard_tripped: true, end_reason: 'guard' });
+    }
   });
 });
