@@ -300,8 +300,10 @@ export function applyMentions(w: Work, r: RunningRound, mentioned: readonly stri
   }
 }
 
-/** A host round (rule 6.2.2): supersedes a running round; queue = the mentioned agents. */
-/** `counted`: answers to add to the new round's guard count before its first turn is issued. */
+/**
+ * A host round (rule 6.2.2): supersedes a running round; queue = the mentioned agents.
+ * `counted`: answers to add to the new round's guard count before its first turn is issued.
+ */
 export function startHostRound(w: Work, mentioned: readonly string[], counted = 0): void {
   if (running(w)) endRound(w, 'superseded');
   startRound(w, 'host', [...mentioned], 0, []).guard_count += counted;
