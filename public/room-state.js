@@ -33,7 +33,9 @@ export function reduceRoom(state, action) {
   const d = action.data || {};
   switch (action.event) {
     case 'room_update':
-      return d.room ? withRoom(state, d.room) : state;
+      // The event's room has no history_rounds (SPEC §8: it carries status, settings, members
+      // and the running round; the list is kept here from get_room and each round_end).
+      return d.room ? withRoom(state, { ...d.room, history_rounds: d.room.history_rounds ?? room.history_rounds }) : state;
     case 'member_join': {
       if (!d.member) return state;
       const members = room.members.filter((/** @type {any} */ m) => !same(m.name, d.member.name));

@@ -119,6 +119,9 @@ export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'process
   has_password: boolean;
 };
 
+/** The room a `room_update` event carries: without `history_rounds` (rooms/present.ts). */
+export type RoomUpdateRoom = Omit<Room, 'history_rounds'>;
+
 export interface PublicRoomSummary {
   room_id: string;
   room_name: string;

@@ -1,7 +1,7 @@
 // Room events (SPEC §8) and the turn context: the one definition shared by the server (runtime,
 // WebSocket hub, MCP) and the typed client. Types plus the pure builders of `agent_turn` and
 // `your_turn`, so the frame is built in exactly one place.
-import type { Member, Message, Room, RoomRecord } from '../types.js';
+import type { Member, Message, RoomRecord, RoomUpdateRoom } from '../types.js';
 import type { EngineEffect, RoundEndReason, RoundKind, TurnReason } from '../rounds/types.js';
 
 export type Activity = 'thinking' | 'working' | 'idle';
@@ -31,7 +31,7 @@ export type RoomEvent =
     }
   | { event: 'round_end'; room_id: string; data: { round_id: string; reason: RoundEndReason } }
   | { event: 'agent_turn'; room_id: string; data: AgentTurnData }
-  | { event: 'room_update'; room_id: string; data: { room: Room } };
+  | { event: 'room_update'; room_id: string; data: { room: RoomUpdateRoom } };
 
 export type RoomEventName = RoomEvent['event'];
 

@@ -1,10 +1,23 @@
 // What leaves the server: stored records without their secrets and internal bookkeeping.
 import { cloneRoom } from '../clone.js';
-import type { Message, PublicRoomSummary, Room, RoomRecord } from '../types.js';
+import type { Message, PublicRoomSummary, Room, RoomRecord, RoomUpdateRoom } from '../types.js';
 
 export function presentRoom(record: RoomRecord): Room {
   const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, recent_round_ends: _ends, ...rest } = record;
   return cloneRoom({ ...rest, has_password: password_hash !== null });
+}
+
+/**
+ * The room as a `room_update` event carries it: everything but `history_rounds`. That list holds
+ * one id per round ever played, so in an old room it was most of the event, and every round
+ * sends a room_update to every subscriber: the event's cost grew with the room's age. SPEC §8
+ * names what the event is for (status, announcement, mode, settings, members, host flags, the
+ * running round); `get_room` still answers the whole room, and each `round_end` names the round
+ * that joins the list (docs/websocket.md).
+ */
+export function presentRoomUpdate(record: RoomRecord): RoomUpdateRoom {
+  const { history_rounds: _history, ...room } = presentRoom({ ...record, history_rounds: [] });
+  return room;
 }
 
 export function presentRoomSummary(record: RoomRecord): PublicRoomSummary {

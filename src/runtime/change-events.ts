@@ -9,7 +9,7 @@
 // deletions), which become `message_update`.
 import { cloneJson } from '../clone.js';
 import { agentTurnData, type AccessEvent, type RoomEvent } from '../protocol/events.js';
-import { presentMessage, presentRoom } from '../rooms/present.js';
+import { presentMessage, presentRoomUpdate } from '../rooms/present.js';
 import type { CurrentRound, RoundEndReason } from '../rounds/types.js';
 import type { LoadedRoom, Store } from '../storage/store.js';
 import type { Message, RoomRecord } from '../types.js';
@@ -160,8 +160,9 @@ export function changeEvents(
     events.push({ event: 'agent_turn', room_id: roomId, data: newTurn });
     turnsIssued.push(newTurn.agent_name);
   }
-  if (JSON.stringify(presentRoom(before)) !== JSON.stringify(presentRoom(after))) {
-    events.push({ event: 'room_update', room_id: roomId, data: { room: presentRoom(after) } });
+  const roomAfter = presentRoomUpdate(after);
+  if (JSON.stringify(presentRoomUpdate(before)) !== JSON.stringify(roomAfter)) {
+    events.push({ event: 'room_update', room_id: roomId, data: { room: roomAfter } });
   }
   return { access, events, turnsIssued };
 }

@@ -6,7 +6,7 @@ import { v4 as uuidv4 } from 'uuid';
 import { cloneJson } from '../clone.js';
 import { AppError } from '../errors.js';
 import { yourTurn, type Activity, type AccessEvent, type MemberStatus, type RoomEvent } from '../protocol/events.js';
-import { presentMessage, presentRoom } from '../rooms/present.js';
+import { presentMessage, presentRoom, presentRoomUpdate } from '../rooms/present.js';
 import type { EngineAction } from '../rounds/types.js';
 import type { Caller, InteractionMode, Member, Message, RoomRecord, SystemStatus } from '../types.js';
 import { runEngine, type StepEnv } from './engine-step.js';
@@ -249,7 +249,7 @@ function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged
   draft.lastSeq += step.messages.length;
   if (roomChanged) {
     // One room_update, with the room as the step left it, covers the step's own as well.
-    draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoom(draft.room) } });
+    draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoomUpdate(draft.room) } });
     draft.events.push(...step.events.filter((e) => e.event !== 'room_update'));
   } else draft.events.push(...step.events);
   draft.roomChanged ||= step.changed || roomChanged;
@@ -273,7 +273,7 @@ function turnKey(room: RoomRecord): string | null {
 
 function roomUpdated(draft: Draft): void {
   draft.roomChanged = true;
-  draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoom(draft.room) } });
+  draft.events.push({ event: 'room_update', room_id: draft.room.room_id, data: { room: presentRoomUpdate(draft.room) } });
 }
 
 // ── messages ──

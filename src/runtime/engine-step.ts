@@ -7,7 +7,7 @@ import { engineMessage } from '../rounds/engine-messages.js';
 import { applyAction } from '../rounds/engine.js';
 import type { EngineAction, EngineEffect, RoomView } from '../rounds/types.js';
 import type { Message, RoomRecord } from '../types.js';
-import { presentMessage, presentRoom } from '../rooms/present.js';
+import { presentMessage, presentRoomUpdate } from '../rooms/present.js';
 
 /**
  * How many ended rounds a room remembers with their reasons (`recent_round_ends`). One action
@@ -145,7 +145,7 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   const roundBoundary = result.effects.some((e) => e.type === 'round_start' || e.type === 'round_end');
   const turnIssued = result.effects.some((e) => e.type === 'agent_turn');
   if (roundBoundary || (!turnIssued && queueOf(room) !== queueBefore)) {
-    events.push({ event: 'room_update', room_id: room.room_id, data: { room: presentRoom(room) } });
+    events.push({ event: 'room_update', room_id: room.room_id, data: { room: presentRoomUpdate(room) } });
   }
   // Records are announced with the processed marks of the room as it is now.
   for (const event of events) {

@@ -59,6 +59,16 @@ describe('room reducer', () => {
     expect(visibleQueue(s.room.current_round)).toEqual({ names: ['Alpha', 'Gamma'], current: 0 });
   });
 
+  it("keeps the rounds played across a room_update, whose room has no history_rounds (it grows with the room's age)", () => {
+    let s = reduceRoom(initialRoomState(), { type: 'room', room: { ...room(), history_rounds: ['R0'] } });
+    s = reduceRoom(s, { type: 'event', event: 'round_start', data: { round_id: 'R1', agent_queue: ['Alpha'] } });
+    s = reduceRoom(s, { type: 'event', event: 'round_end', data: { round_id: 'R1', reason: 'completed' } });
+    const { history_rounds: _none, ...update } = { ...room(), announcement: { user_announcement: 'new' } };
+    s = reduceRoom(s, { type: 'event', event: 'room_update', data: { room: update } });
+    expect(s.room.history_rounds).toEqual(['R0', 'R1']);
+    expect(s.room.announcement.user_announcement).toBe('new');
+  });
+
   it('without agent_queue follows the stored queue, and marks the state stale when the turn lands elsewhere', () => {
     let s = reduceRoom(initialRoomState(), { type: 'room', room: room() });
     s = reduceRoom(s, { type: 'event', event: 'round_start', data: { round_id: 'R1', agent_queue: ['Alpha', 'Beta', 'Gamma'] } });

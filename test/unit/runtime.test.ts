@@ -156,6 +156,29 @@ describe('room runtime', () => {
     expect(w.events.map((e) => e.event).filter((e) => e === 'member_status_change' || e === 'room_update')).toEqual(['member_status_change', 'room_update']);
   });
 
+  it("a room_update carries the room without history_rounds: its size does not grow with the rounds played", async () => {
+    const w = await world();
+    const updateSizes: number[] = [];
+    const ask = async (): Promise<void> => {
+      w.events.length = 0;
+      await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
+      await w.rooms.execute(w.roomId, { type: 'post', caller: w.a, input: post('a') });
+      await w.rooms.execute(w.roomId, { type: 'post', caller: w.b, input: post('b') });
+      const updates = w.events.filter((e) => e.event === 'room_update');
+      expect(updates.length).toBeGreaterThan(0);
+      for (const e of updates) {
+        expect(e.data.room).not.toHaveProperty('history_rounds');
+        expect(e.data.room).toMatchObject({ room_id: w.roomId, members: expect.any(Array) });
+        updateSizes.push(JSON.stringify(e).length);
+      }
+    };
+    await ask();
+    const first = Math.max(...updateSizes);
+    for (let i = 0; i < 30; i++) await ask();
+    expect((await w.rooms.room(w.roomId)).history_rounds.length).toBeGreaterThanOrEqual(31);
+    expect(Math.max(...updateSizes)).toBeLessThan(first + 200); // round ids of 30 rounds would be ~1,200 bytes more
+  });
+
   it('times a silent agent out from the injected timers, with one record, and only once', async () => {
     const w = await world();
     await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
