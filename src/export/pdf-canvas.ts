@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
-import { coverageOf, installFastLayout } from './pdf-fastfont.js';
+import { coverageOf, installFastLayout, shapingKeepsOf } from './pdf-fastfont.js';
 import { openFont, type FontSource } from './pdf-fonts.js';
 import { layoutRuns, splitFallback, type Coverage, type FontKey, type Line, type Run, type Style } from './pdf-layout.js';
 
@@ -110,6 +110,8 @@ export interface Faces {
   fakeBold: boolean;
   /** Per face: does it have glyphs for all of a text (absent: assume so). */
   covers: Partial<Record<FontKey, (text: string) => boolean>>;
+  /** Does the emoji face's shaping keep every code point of an emoji (absent: assume so). */
+  emojiKeeps?: (text: string) => boolean;
 }
 
 /**
@@ -141,17 +143,20 @@ export function registerFonts(doc: PDFKit.PDFDocument, files: FontFiles, loaded?
     throw new Error(`export font cannot be used (${files.regular}): ${(err as Error).message}`);
   }
   let hasEmoji = false;
+  let emojiKeeps: Faces['emojiKeeps'];
   if (emoji) {
     try {
       doc.font('emoji');
       covers.emoji = coverageOf(doc) ?? undefined;
+      emojiKeeps = shapingKeepsOf(doc) ?? undefined;
       hasEmoji = covers.emoji !== undefined;
     } catch {
       // A broken emoji font costs the emoji, not the export.
     }
     doc.font('body');
   }
-  return { names: { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono', emoji: hasEmoji ? 'emoji' : 'body' }, fakeBold, covers };
+  const names: Faces['names'] = { body: 'body', bold: fakeBold ? 'body' : 'bold', mono: 'mono', emoji: hasEmoji ? 'emoji' : 'body' };
+  return { names, fakeBold, covers, ...(hasEmoji && emojiKeeps ? { emojiKeeps } : {}) };
 }
 
 export const COLORS = {
@@ -253,7 +258,8 @@ export class Canvas {
 
   /** Which characters the text and emoji faces draw. */
   get coverage(): Coverage {
-    return { body: this.faces.covers.body, emoji: this.faces.names.emoji === 'emoji' ? this.faces.covers.emoji : undefined };
+    const hasEmoji = this.faces.names.emoji === 'emoji';
+    return { body: this.faces.covers.body, emoji: hasEmoji ? this.faces.covers.emoji : undefined, emojiKeeps: hasEmoji ? this.faces.emojiKeeps : undefined };
   }
 
   /** Breaks styled runs into lines of at most `width`, emoji drawn in the emoji face. */

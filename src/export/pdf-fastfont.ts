@@ -77,6 +77,28 @@ export function installFastLayout(doc: PDFKit.PDFDocument): boolean {
 }
 
 /**
+ * For the document's current font: whether shaping a text keeps each of its code points on the
+ * glyphs it becomes, in order. The glyphs' code points are what the PDF's ToUnicode map gives
+ * back to text extraction; a font that draws a sequence as a glyph of its base (Noto Emoji draws
+ * 👍🏽 as 👍: it has no skin tones) would lose the rest. Null when that cannot be told.
+ */
+export function shapingKeepsOf(doc: PDFKit.PDFDocument): ((text: string) => boolean) | null {
+  const fk = (doc as unknown as { _font?: { font?: { layout?: (text: string) => { glyphs: Array<{ codePoints: number[] }> } } } })._font?.font;
+  if (typeof fk?.layout !== 'function') return null;
+  const known = new Map<string, boolean>();
+  return (text: string): boolean => {
+    let keeps = known.get(text);
+    if (keeps === undefined) {
+      const shaped = fk.layout!(text).glyphs.flatMap((g) => g.codePoints);
+      const source = Array.from(text, (ch) => ch.codePointAt(0)!);
+      keeps = shaped.length === source.length && shaped.every((cp, i) => cp === source[i]);
+      if (known.size < 4096) known.set(text, keeps);
+    }
+    return keeps;
+  };
+}
+
+/**
  * For the document's current font: a test whether it has a glyph for every character of a
  * text (null when that cannot be told). Text it lacks (emoji, scripts outside the font) is
  * drawn as empty boxes; the caller adds the real text as ActualText so that it can still be

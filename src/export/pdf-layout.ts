@@ -44,6 +44,8 @@ export type Covers = (text: string) => boolean;
 export interface Coverage {
   body?: Covers;
   emoji?: Covers;
+  /** Whether the emoji face's shaping keeps every code point of an emoji (pdf-fastfont.ts). */
+  emojiKeeps?: Covers | undefined;
 }
 
 /** Code points that belong to the emoji before them: joiners, variation selectors, skin tones, tags, keycaps. */
@@ -92,6 +94,40 @@ export function splitFallback(runs: Run[], cov: Coverage): Run[] {
       current += chars[i];
     }
     if (current) out.push({ text: current, style: currentFace === 'emoji' ? { ...run.style, font: 'emoji' } : run.style });
+  }
+  return cov.emojiKeeps ? keepTones(out, cov.emojiKeeps) : out;
+}
+
+const SKIN_TONE = /[\u{1F3FB}-\u{1F3FF}]/u;
+const AROUND_SKIN_TONE = /([\u{1F3FB}-\u{1F3FF}])/u;
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * Emoji runs in which the emoji face would swallow a skin tone (it draws 👍🏽 as the glyph of 👍,
+ * so the tone is lost to the eye and to text extraction): such an emoji is drawn as its base
+ * and then the tone's own glyph (a swatch), which is Unicode's fallback for a font without the
+ * toned emoji (UTS #51), and extraction gives back the whole sequence. Each piece is a run of
+ * its own (its own style object), so it is shaped alone. Sequences the face draws whole, tones
+ * included (🧑🏾‍💻), are left as they are.
+ */
+function keepTones(runs: Run[], keeps: Covers): Run[] {
+  const out: Run[] = [];
+  for (const run of runs) {
+    if (run.style.font !== 'emoji' || !SKIN_TONE.test(run.text)) {
+      out.push(run);
+      continue;
+    }
+    let current = '';
+    for (const { segment } of graphemes.segment(run.text)) {
+      if (!SKIN_TONE.test(segment) || keeps(segment)) {
+        current += segment;
+        continue;
+      }
+      if (current) out.push({ text: current, style: { ...run.style } });
+      current = '';
+      for (const piece of segment.split(AROUND_SKIN_TONE)) if (piece) out.push({ text: piece, style: { ...run.style } });
+    }
+    if (current) out.push({ text: current, style: { ...run.style } });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Line layout of the PDF export (pure: measured with a fake font).
 import { describe, expect, it } from 'vitest';
-import { atomsOf, expandTabs, layoutCode, layoutRuns, splitMono, type Line, type Style } from '../../src/export/pdf-layout.js';
+import { atomsOf, expandTabs, layoutCode, layoutRuns, splitFallback, splitMono, type Line, type Style } from '../../src/export/pdf-layout.js';
 import { isPlainText } from '../../src/export/pdf-markdown.js';
 
 /** 1 unit per ASCII character, 2 per anything else. */
@@ -59,5 +59,32 @@ describe('pdf line layout', () => {
     for (const md of ['**b**', '`c`', '# h', '- item', '1. item', '> q', 'a | b', 'https://x.io', 'www.x.io', 'a@b.co', '    code', 'x\n---', '&amp;', '[l](u)']) {
       expect(isPlainText(md)).toBe(false);
     }
+  });
+});
+
+describe('emoji face fallback', () => {
+  // A body face without emoji, an emoji face that has every emoji but draws a skin tone only
+  // inside a ZWJ sequence (as Noto Emoji does): 👍🏽 is shaped as 👍, 🧑🏾‍💻 whole.
+  const cov = {
+    body: (t: string) => !/\p{Extended_Pictographic}|[\u{1F3FB}-\u{1F3FF}]/u.test(t),
+    emoji: () => true,
+    emojiKeeps: (t: string) => !/[\u{1F3FB}-\u{1F3FF}]/u.test(t) || t.includes('\u200d'),
+  };
+  const pieces = (text: string) => splitFallback([{ text, style: body }], cov).map((r) => `${r.style.font}:${r.text}`);
+
+  it('draws a skin tone the face would swallow after its base, as a run of its own; sequences it draws whole stay whole', () => {
+    expect(pieces('ok 👍🏽 and 🧑🏾‍💻 👍')).toEqual(['body:ok ', 'emoji:👍', 'emoji:🏽', 'body: and ', 'emoji:🧑🏾‍💻', 'body: ', 'emoji:👍']);
+    expect(pieces('👍🏽👍🏿')).toEqual(['emoji:👍', 'emoji:🏽', 'emoji:👍', 'emoji:🏿']);
+    // Each piece has its own style object, so the line layout does not merge them back into one
+    // fragment (which would be shaped as one glyph again).
+    const runs = splitFallback([{ text: '👍🏽', style: body }], cov);
+    expect(runs[0]!.style).not.toBe(runs[1]!.style);
+    expect(layoutRuns(runs, 100, measure)[0]!.fragments.map((f) => f.text)).toEqual(['👍', '🏽']);
+  });
+
+  it('leaves emoji alone when the face keeps every code point, or cannot tell', () => {
+    expect(pieces('👍🏽')).toEqual(['emoji:👍', 'emoji:🏽']);
+    expect(splitFallback([{ text: '👍🏽', style: body }], { body: cov.body, emoji: cov.emoji }).map((r) => r.text)).toEqual(['👍🏽']);
+    expect(splitFallback([{ text: '👍🏽', style: body }], { ...cov, emojiKeeps: () => true }).map((r) => r.text)).toEqual(['👍🏽']);
   });
 });

@@ -112,6 +112,9 @@ describe('pdf export, round two', () => {
   it('draws emoji with the emoji font: the code points extract and the glyph is not the empty box', async () => {
     expect(text).toContain('😀');
     expect(text).toContain('🚀');
+    // Sequences extract whole: a ZWJ family, a skin tone the font has no glyph for (drawn as the
+    // base and the tone's swatch), a variation selector.
+    expect(text).toContain('families 👨‍👩‍👧 👍🏽 ❤️ 🚀');
     expect(run('pdffonts', [main])).toMatch(/NotoEmoji-Regular\s+CID TrueType\s+Identity-H\s+yes yes yes/);
 
     // The reference: the same line drawn with the text font only, where 😀 is the font's empty box.
