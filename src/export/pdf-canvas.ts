@@ -259,7 +259,7 @@ export class Canvas {
   /** Which characters the text and emoji faces draw. */
   get coverage(): Coverage {
     const hasEmoji = this.faces.names.emoji === 'emoji';
-    return { body: this.faces.covers.body, emoji: hasEmoji ? this.faces.covers.emoji : undefined, emojiKeeps: hasEmoji ? this.faces.emojiKeeps : undefined };
+    return { body: this.faces.covers.body, emoji: hasEmoji ? this.faces.covers.emoji : undefined, emojiKeeps: this.faces.emojiKeeps };
   }
 
   /** Breaks styled runs into lines of at most `width`, emoji drawn in the emoji face. */

@@ -99,35 +99,50 @@ export function splitFallback(runs: Run[], cov: Coverage): Run[] {
 }
 
 const SKIN_TONE = /[\u{1F3FB}-\u{1F3FF}]/u;
-const AROUND_SKIN_TONE = /([\u{1F3FB}-\u{1F3FF}])/u;
 const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /**
- * Emoji runs in which the emoji face would swallow a skin tone (it draws 👍🏽 as the glyph of 👍,
- * so the tone is lost to the eye and to text extraction): such an emoji is drawn as its base
- * and then the tone's own glyph (a swatch), which is Unicode's fallback for a font without the
- * toned emoji (UTS #51), and extraction gives back the whole sequence. Each piece is a run of
- * its own (its own style object), so it is shaped alone. Sequences the face draws whole, tones
- * included (🧑🏾‍💻), are left as they are.
+ * Where the emoji face would swallow a skin tone: it draws 👍🏽 as the glyph of 👍, so the tone
+ * is lost to the eye and to text extraction. Such a tone is drawn on its own after its base, as
+ * the tone's own glyph (a swatch), which is Unicode's fallback for a font without the toned
+ * emoji (UTS #51), and extraction gives back the whole sequence. Sequences the face draws whole,
+ * tones included (🧑🏾‍💻), are left as they are. Answers the UTF-16 offsets of the tones to draw
+ * alone, in order.
+ */
+function swallowedTones(text: string, keeps: Covers): number[] {
+  const at: number[] = [];
+  if (!SKIN_TONE.test(text)) return at;
+  for (const { segment, index } of graphemes.segment(text)) {
+    if (!SKIN_TONE.test(segment) || keeps(segment)) continue;
+    let offset = index;
+    for (const ch of segment) {
+      if (SKIN_TONE.test(ch)) at.push(offset);
+      offset += ch.length;
+    }
+  }
+  return at;
+}
+
+/**
+ * Emoji runs split around the tones the face would swallow (swallowedTones). Each piece is a
+ * run of its own with its own style object, so the line layout does not merge it back into one
+ * fragment, and it is shaped alone.
  */
 function keepTones(runs: Run[], keeps: Covers): Run[] {
   const out: Run[] = [];
   for (const run of runs) {
-    if (run.style.font !== 'emoji' || !SKIN_TONE.test(run.text)) {
+    const tones = run.style.font === 'emoji' ? swallowedTones(run.text, keeps) : [];
+    if (tones.length === 0) {
       out.push(run);
       continue;
     }
-    let current = '';
-    for (const { segment } of graphemes.segment(run.text)) {
-      if (!SKIN_TONE.test(segment) || keeps(segment)) {
-        current += segment;
-        continue;
-      }
-      if (current) out.push({ text: current, style: { ...run.style } });
-      current = '';
-      for (const piece of segment.split(AROUND_SKIN_TONE)) if (piece) out.push({ text: piece, style: { ...run.style } });
+    let from = 0;
+    for (const at of tones) {
+      if (at > from) out.push({ text: run.text.slice(from, at), style: { ...run.style } });
+      out.push({ text: run.text.slice(at, at + 2), style: { ...run.style } });
+      from = at + 2;
     }
-    if (current) out.push({ text: current, style: { ...run.style } });
+    if (from < run.text.length) out.push({ text: run.text.slice(from), style: { ...run.style } });
   }
   return out;
 }
@@ -316,20 +331,25 @@ export function layoutCode(code: string, style: Style, maxWidth: number, measure
     }
     return w;
   };
+  // A tone the emoji face would swallow is a fragment of its own, with its own width.
+  const toneStyle: Style = { ...emojiStyle };
   for (const raw of code.split('\n')) {
-    const chars = Array.from(expandTabs(raw));
+    const text = expandTabs(raw);
+    const chars = Array.from(text);
+    const tones = new Set(cov.emoji && cov.emojiKeeps ? swallowedTones(text, cov.emojiKeeps) : []);
     const styles: Style[] = [];
     const charWidths: number[] = [];
     let prevEmoji = false;
-    for (let i = 0; i < chars.length; i++) {
+    for (let i = 0, offset = 0; i < chars.length; offset += (chars[i] ?? '').length, i++) {
       const ch = chars[i] ?? '';
       const ascii = ch >= ' ' && ch <= '~';
       const isEmoji: boolean = !ascii && faceOf(chars, i, cov.body, cov.emoji, prevEmoji) === 'emoji';
       prevEmoji = isEmoji;
-      const s = ascii ? style : isEmoji ? emojiStyle : bodyStyle;
+      const alone = isEmoji && tones.has(offset);
+      const s = ascii ? style : alone ? toneStyle : isEmoji ? emojiStyle : bodyStyle;
       styles.push(s);
       // Joiners and selectors are drawn inside the emoji they belong to: no width of their own.
-      charWidths.push(isEmoji && i > 0 && isEmojiJoiner(ch.codePointAt(0) ?? 0) ? 0 : charWidth(ch, s));
+      charWidths.push(isEmoji && !alone && i > 0 && isEmojiJoiner(ch.codePointAt(0) ?? 0) ? 0 : charWidth(ch, s));
     }
     let start = 0;
     do {

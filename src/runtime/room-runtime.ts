@@ -127,8 +127,9 @@ export class RoomRuntime {
       this.queue.push({ cmd, resolve, reject });
       if (this.draining) return;
       // A presence change comes from a call that is about to queue its own command here (a
-      // person's first call in a while marks them online, then runs): started one event-loop
-      // turn later, the two share one commit instead of waiting for two in a row.
+      // person's first call in a while marks them online, then runs; Rooms.execute holds that
+      // command until the presence change is queued): started one event-loop turn later, the
+      // two share one commit instead of waiting for two in a row.
       if (cmd.type === 'presence') {
         this.draining = true;
         setImmediate(() => void this.drain());

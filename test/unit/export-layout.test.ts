@@ -82,6 +82,12 @@ describe('emoji face fallback', () => {
     expect(layoutRuns(runs, 100, measure)[0]!.fragments.map((f) => f.text)).toEqual(['👍', '🏽']);
   });
 
+  it('in code blocks too: the swallowed tone is a fragment of its own, with its own width', () => {
+    const code = layoutCode('x 👍🏽👍🏿 🧑🏾‍💻', mono, 100, measure, cov);
+    expect(code[0]!.fragments.map((f) => `${f.style.font}:${f.text}`)).toEqual(['mono:x ', 'emoji:👍', 'emoji:🏽', 'emoji:👍', 'emoji:🏿', 'mono: ', 'emoji:🧑🏾‍💻']);
+    expect(code[0]!.fragments[2]!.width).toBeGreaterThan(0);
+  });
+
   it('leaves emoji alone when the face keeps every code point, or cannot tell', () => {
     expect(pieces('👍🏽')).toEqual(['emoji:👍', 'emoji:🏽']);
     expect(splitFallback([{ text: '👍🏽', style: body }], { body: cov.body, emoji: cov.emoji }).map((r) => r.text)).toEqual(['👍🏽']);

@@ -104,6 +104,7 @@ describe('pdf export, round two', () => {
       makeMessage({ seq: 3, round_id: 'round-a', sender: 'carol', text_content: '```ts\n' + code + '\n```' }),
       makeMessage({ seq: 4, sender: 'bob', role: 'user', text_content: '轮次之后' }),
       makeMessage({ seq: 5, round_id: 'round-b', text_content: 'families 👨‍👩‍👧 👍🏽 ❤️ 🚀' }),
+      makeMessage({ seq: 6, round_id: 'round-b', text_content: '```\ncode 👋🏻 tone\n```' }),
     ];
     main = await pdfOf('main', { messages });
     text = run('pdftotext', ['-enc', 'UTF-8', main, '-']);
@@ -115,6 +116,7 @@ describe('pdf export, round two', () => {
     // Sequences extract whole: a ZWJ family, a skin tone the font has no glyph for (drawn as the
     // base and the tone's swatch), a variation selector.
     expect(text).toContain('families 👨‍👩‍👧 👍🏽 ❤️ 🚀');
+    expect(text).toContain('code 👋🏻 tone');
     expect(run('pdffonts', [main])).toMatch(/NotoEmoji-Regular\s+CID TrueType\s+Identity-H\s+yes yes yes/);
 
     // The reference: the same line drawn with the text font only, where 😀 is the font's empty box.
