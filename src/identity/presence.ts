@@ -45,6 +45,12 @@ interface Entry {
 
 export class Presence {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * The participants with a socket or wait open: the last_active sweep walks these every 10 s,
+   * not every entry (one per participant seeded at start-up: 110,000 of them walked in one task
+   * stalled the calls of that moment, BENCHMARKS.md).
+   */
+  private readonly withSockets = new Set<string>();
   private readonly listeners = new Set<(change: PresenceChange) => void>();
   private readonly lastSocketListeners = new Set<(participantId: string, at: number) => void>();
   private readonly servedListeners = new Set<(participantId: string, served: boolean) => void>();
@@ -88,8 +94,8 @@ export class Presence {
   }
 
   /** Participants with a socket or a wait open in this process. */
-  *connected(): Iterable<string> {
-    for (const [participantId, entry] of this.entries) if (entry.sockets > 0) yield participantId;
+  connected(): Iterable<string> {
+    return this.withSockets;
   }
 
   /** An authenticated call was made. */
@@ -108,7 +114,7 @@ export class Presence {
     return () => {
       if (released) return;
       released = true;
-      entry.sockets = Math.max(0, entry.sockets - 1);
+      this.setSockets(participantId, entry, entry.sockets - 1);
       // The end of a wait is the participant's last call: the 90 s window counts from here.
       entry.lastActive = this.now();
       this.update(participantId, entry);
@@ -123,7 +129,7 @@ export class Presence {
   private opened(participantId: string): Entry {
     const entry = this.entry(participantId);
     entry.seeded = false;
-    entry.sockets += 1;
+    this.setSockets(participantId, entry, entry.sockets + 1);
     entry.lastActive = this.now();
     entry.closedAt = 0;
     this.update(participantId, entry);
@@ -132,7 +138,7 @@ export class Presence {
 
   socketClosed(participantId: string): void {
     const entry = this.entry(participantId);
-    entry.sockets = Math.max(0, entry.sockets - 1);
+    this.setSockets(participantId, entry, entry.sockets - 1);
     entry.lastActive = this.now();
     // The last socket closed: offline after the short grace unless a call or socket comes first.
     if (entry.sockets === 0) entry.closedAt = entry.lastActive;
@@ -189,6 +195,12 @@ export class Presence {
       this.entries.set(participantId, entry);
     }
     return entry;
+  }
+
+  private setSockets(participantId: string, entry: Entry, sockets: number): void {
+    entry.sockets = Math.max(0, sockets);
+    if (entry.sockets > 0) this.withSockets.add(participantId);
+    else this.withSockets.delete(participantId);
   }
 
   private compute(entry: Entry): boolean {

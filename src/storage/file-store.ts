@@ -870,9 +870,17 @@ export class FileStore implements Store {
     }
   }
 
+  /** Only the members who joined or left change the index (most commits change no membership). */
   private indexMembers(before: RoomRecord | undefined, after: RoomRecord): void {
-    for (const m of before?.members ?? []) this.removeMemberRoom(m.participant_id, before!.room_id);
-    for (const m of after.members) this.addMemberRoom(m.participant_id, after.room_id);
+    const stay = new Set<string>();
+    if (before) {
+      const now = new Set(after.members.map((m) => m.participant_id));
+      for (const m of before.members) {
+        if (now.has(m.participant_id)) stay.add(m.participant_id);
+        else this.removeMemberRoom(m.participant_id, before.room_id);
+      }
+    }
+    for (const m of after.members) if (!stay.has(m.participant_id)) this.addMemberRoom(m.participant_id, after.room_id);
   }
 
   private addMemberRoom(participantId: string, roomId: string): void {

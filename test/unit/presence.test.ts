@@ -112,4 +112,22 @@ describe('presence', () => {
     expect(served).toEqual([['a', true], ['a', false]]);
     expect(changes.map((c) => [c.participantId, c.online])).toEqual([['a', false]]);
   });
+
+  it('lists as connected exactly the participants with a socket or wait open here', () => {
+    presence.seed('seeded', Date.now());
+    presence.touch('caller');
+    presence.socketOpened('a');
+    presence.socketOpened('a');
+    const release = presence.hold('b');
+    expect([...presence.connected()].sort()).toEqual(['a', 'b']);
+    presence.socketClosed('a');
+    expect([...presence.connected()].sort()).toEqual(['a', 'b']);
+    release();
+    release(); // a second release counts nothing
+    presence.socketClosed('a');
+    expect([...presence.connected()]).toEqual([]);
+    presence.socketClosed('a'); // more closes than opens: still none, and no negative count
+    presence.socketOpened('a');
+    expect([...presence.connected()]).toEqual(['a']);
+  });
 });

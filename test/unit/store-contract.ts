@@ -327,6 +327,11 @@ export function storeContract(
         await store.createRoom(r3);
         expect((await store.roomsOf('a1')).sort()).toEqual([r1.room_id, r2.room_id, r3.room_id].sort());
         expect(await store.roomsOf('u1')).toEqual([r3.room_id]);
+        // A commit that keeps the members (a status change) leaves their rooms as they were.
+        const v3 = (await store.loadRoom(r3.room_id))!.version;
+        await store.commitRoom(r3.room_id, { room: { ...r3, system_status: 'paused' }, messages: [], expectedVersion: v3 });
+        expect((await store.roomsOf('a1')).sort()).toEqual([r1.room_id, r2.room_id, r3.room_id].sort());
+        expect(await store.roomsOf('u1')).toEqual([r3.room_id]);
       });
 
       it('commits messages and state together; versions advance; a stale expectedVersion is refused', async () => {
