@@ -1,6 +1,7 @@
 // The turn hand-off's tail, for comparing two checkouts back to back (BENCHMARKS.md): one run of
 // `runHandoffBench` printing the percentiles from p50 to the max, the p99 of each half of the
-// run (the first half holds the warm-up), and the 20 slowest hand-offs by position, which tells a
+// run (the first half holds the warm-up) with the server CPU of the whole run and of the second
+// half, and the 20 slowest hand-offs by position, which tells a
 // one-off stall (a module load, a major GC) from a tail spread over the run.
 //   HO_N=1500 npx tsx bench/handoff-tail.ts      (at most 1,998: the room stops after 999 rounds)
 // Server flags for profiling go through BENCH_SERVER_NODE_ARGS (bench/util.ts), for example
@@ -26,6 +27,7 @@ console.log(
       firstHalfP99: at(sorted(h.samples.slice(0, half)), 99),
       secondHalfP99: at(sorted(h.samples.slice(half)), 99),
       serverCpuMs: h.serverCpuMsPerHandoff,
+      secondHalfCpuMs: h.serverCpuMsPerHandoffSecondHalf,
     }),
 );
 const slowest = h.samples.map((ms, i) => [i, ms] as const).sort((a, b) => b[1] - a[1]).slice(0, 20);

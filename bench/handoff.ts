@@ -19,6 +19,8 @@ export interface HandoffResult {
   samples: number[];
   /** Server CPU (user + system, all threads) per hand-off over the run, in ms. */
   serverCpuMsPerHandoff: number;
+  /** The same over the second half of the run only: without the first half's JIT warm-up. */
+  serverCpuMsPerHandoffSecondHalf: number;
 }
 
 interface Agent {
@@ -66,6 +68,8 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
     }
     const latencies: number[] = [];
     const cpuBefore = cpuMs(server.child.pid!);
+    const half = Math.floor(handoffs / 2);
+    let cpuHalf = cpuBefore;
     const sendToTurn: number[] = [];
     await new Promise<void>((resolve) => {
       // One hand-off: the answer's ack and the next agent's turn, in whichever order they land.
@@ -82,6 +86,7 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
         if (ackAt === null || turnAt === null || next === null) return;
         latencies.push(Math.max(0, turnAt - ackAt));
         sendToTurn.push(turnAt - sentAt);
+        if (latencies.length === half) cpuHalf = cpuMs(server.child.pid!);
         if (latencies.length >= handoffs) return resolve();
         const agent = next;
         ackAt = turnAt = null;
@@ -102,7 +107,8 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       }
       void rest(server.url, 'send_message', { room_id: room.room_id, text_content: 'start' }, user.token);
     });
-    const cpu = cpuMs(server.child.pid!) - cpuBefore;
+    const cpuAfter = cpuMs(server.child.pid!);
+    const cpu = cpuAfter - cpuBefore;
     for (const agent of agents) agent.ws.close();
     return {
       handoffs: latencies.length,
@@ -112,6 +118,7 @@ export async function runHandoffBench(handoffs = 500): Promise<HandoffResult> {
       sendToTurnP99Ms: percentile(sendToTurn, 99),
       samples: sendToTurn,
       serverCpuMsPerHandoff: Math.round((cpu / latencies.length) * 1000) / 1000,
+      serverCpuMsPerHandoffSecondHalf: Math.round(((cpuAfter - cpuHalf) / (latencies.length - half)) * 1000) / 1000,
     };
   } finally {
     await server.stop();
