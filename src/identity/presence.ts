@@ -47,8 +47,8 @@ export class Presence {
   private readonly entries = new Map<string, Entry>();
   /**
    * The participants with a socket or wait open: the last_active sweep walks these every 10 s,
-   * not every entry (one per participant seeded at start-up: 110,000 of them walked in one task
-   * stalled the calls of that moment, BENCHMARKS.md).
+   * not every entry (there is one per participant seeded at start-up: on the bench's set of
+   * 110,000, each sweep was one long task and ~14 MB of garbage, BENCHMARKS.md).
    */
   private readonly withSockets = new Set<string>();
   private readonly listeners = new Set<(change: PresenceChange) => void>();
@@ -94,7 +94,7 @@ export class Presence {
   }
 
   /** Participants with a socket or a wait open in this process. */
-  connected(): Iterable<string> {
+  connected(): ReadonlySet<string> {
     return this.withSockets;
   }
 
