@@ -9,7 +9,9 @@
 //    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below;
 //    --no-settle: the join phase without waiting for the server to fall idle first;
 //    --online-callers: the join phase's callers are online already, see there;
-//    --dump FILE: the join phase's latency of every op, in op order)
+//    --dump FILE: the join phase's latency of every op, in op order;
+//    --floor: the join phase's callers at the same rate calling get_room (no write), measured
+//    right before and right after the join phase, see there)
 //
 // Each run, interleaved: a baseline server on an empty DATA_DIR (1 room) for the hand-off, then
 // the server on DIR: start-up (spawn → /health answers), RSS; hand-off in a new room among
@@ -42,7 +44,9 @@ function arg(name: string, fallback?: string): string | undefined {
 const PHASES = new Set((arg('phases') ?? 'cold,context,handoff,join,mixed').split(','));
 const phase = (name: string): boolean => PHASES.has(name);
 /** `--online-callers`: the join phase's callers each make a call first (see the phase). */
-const ONLINE_CALLERS = process.argv.includes('--online-callers');
+/** `--floor`: the machine's floor for the join phase, see there (implies `--online-callers`). */
+const FLOOR = process.argv.includes('--floor');
+const ONLINE_CALLERS = FLOOR || process.argv.includes('--online-callers');
 
 const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -265,6 +269,20 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
         for (let i = 0; i < tokens.length; i += 8) await Promise.all(tokens.slice(i, i + 8).map((token) => ok(url, 'list_rooms', {}, token)));
       }
       if (!process.argv.includes('--no-settle')) result.join_settled_after_ms = await settle(pid);
+      // --floor: the same callers at the same rate, each reading a room it is in (get_room: the
+      // same HTTP path, authentication and room lookup, no write, no fsync), right before and
+      // right after the phase. What the phase adds to this floor is the cost of the change;
+      // the floor itself is the HTTP round trip on this machine's shared cores.
+      const floor = async (): Promise<Record<string, number>> => {
+        const cpuBefore = cpuMs(pid);
+        const reads = await fixedRate(rate, total, (i) => {
+          const op = opOf(i);
+          const room = op.tool === 'join_room' ? data.roomIds[((run * total + Math.floor(i / 2)) % data.agents) % rooms] : op.args.room_id;
+          return ok(url, 'get_room', { room_id: room }, op.token);
+        });
+        return { p50_ms: percentile(reads, 50), p99_ms: percentile(reads, 99), cpu_ms_per_op: round((cpuMs(pid) - cpuBefore) / total) };
+      };
+      if (FLOOR) result.floor_before = await floor();
       const joins: number[] = [];
       const statuses: number[] = [];
       cpu0 = cpuMs(pid);
@@ -289,6 +307,7 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
         set_room_status_p99_ms: percentile(statuses, 99),
         cpu_ms_per_op: round((cpuMs(pid) - cpu0) / total),
       };
+      if (FLOOR) result.floor_after = await floor();
     }
 
     // Mixed read load over random rooms: a page anywhere in the room, then one of its messages

@@ -90,8 +90,13 @@ export function banner(info: ListeningInfo): string {
   ].join('\n');
 }
 
-/** Announces the bound URL: the banner for a person at a terminal, one JSON line otherwise. */
+/**
+ * Announces the bound URL: the banner for a person at a terminal, one JSON line otherwise. The
+ * line is written at `LOG_LEVEL=warn` or `error` too (as `info`): with `PORT=0` it is the only
+ * way to learn the port (SPEC §2). `silent` prints nothing.
+ */
 export function announceListening(logger: Logger, info: ListeningInfo, out: { write(text: string): unknown } = process.stdout): void {
   if (humanLoggers.has(logger)) out.write(banner(info));
-  else logger.info({ ...info }, `listening on ${info.url}`);
+  else if (logger.isLevelEnabled('info')) logger.info({ ...info }, `listening on ${info.url}`);
+  else if (logger.level !== 'silent') logger.child({}, { level: 'info' }).info({ ...info }, `listening on ${info.url}`);
 }

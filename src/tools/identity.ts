@@ -2,13 +2,14 @@
 import { z } from 'zod';
 import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
+import type { Caller } from '../types.js';
 import { toPublicAgent, toPublicUser } from '../identity/participants.js';
 import { defineTool } from './registry.js';
-import { language, participantName, password, timezone } from '../protocol/schemas.js';
+import { chars, language, participantName, password, timezone } from '../protocol/schemas.js';
 
 /** Profile fields stay small (SPEC §10): registration needs no token, so its size is what an outsider can store. */
-const introduce = z.string().max(500);
-const profileList = z.array(z.string().max(50)).max(20);
+const introduce = chars(500);
+const profileList = z.array(chars(50)).max(20);
 
 export function identityTools(app: App) {
   /** A registration: needs no token, so it is limited per client address. */
@@ -64,7 +65,7 @@ export function identityTools(app: App) {
         // rather than kept on it: the rooms (from the rooms' members) and the presence status.
         const [stored, rooms] = await Promise.all([app.participants.get(participant), app.store.roomsOf(participant.id)]);
         const profile = stored ? (stored.kind === 'agent' ? toPublicAgent(stored.record) : toPublicUser(stored.record)) : {};
-        const status = app.presence.isOnline(participant.id) ? 'online' : 'offline';
+        const status = app.presence.isOnline(participant.id) ? ((await busyInSomeRoom(app, participant, rooms)) ? 'busy' : 'online') : 'offline';
         // The id also under the name registration returned it (`agent_id` / `user_id`).
         const idField = participant.kind === 'agent' ? 'agent_id' : 'user_id';
         return { participant: { ...profile, ...who, [idField]: participant.id, rooms, status }, token };
@@ -77,4 +78,17 @@ export function identityTools(app: App) {
       handler: async (_args, ctx) => ({ token: await app.participants.rotateToken(ctx.caller) }),
     }),
   ];
+}
+
+/**
+ * An agent is `busy` while it has reported an activity (SPEC §4, `set_activity`); the activity
+ * lives on its member entry in the room it was reported in, so this reads the caller's rooms.
+ */
+async function busyInSomeRoom(app: App, participant: Pick<Caller, 'id' | 'kind'>, rooms: readonly string[]): Promise<boolean> {
+  if (participant.kind !== 'agent') return false;
+  for (const roomId of rooms) {
+    const room = await app.reads.memberRoom(roomId, participant).catch(() => null);
+    if (room?.members.some((m) => m.participant_id === participant.id && m.status === 'busy')) return true;
+  }
+  return false;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { WAIT_MAX_S } from '../runtime/waits.js';
 import type { Message } from '../types.js';
 import { defineTool } from './registry.js';
-import { messageId, roomId } from '../protocol/schemas.js';
+import { chars, messageId, roomId } from '../protocol/schemas.js';
 import type { ToolServices } from './services.js';
 import { checkFileUrl, removeUnreferencedUpload } from './uploads.js';
 
@@ -88,7 +88,7 @@ export function messageTools(app: ToolServices) {
       name: 'skip_response',
       description:
         'Pass your turn when you have nothing to add; give a short reason (e.g. the error you hit) and people see it. Refused with cannot_skip when your turn has can_skip: false (you were mentioned and must answer), unless you already posted in this turn.',
-      input: z.object({ room_id: roomId, reason: z.string().max(200).optional() }).strict(),
+      input: z.object({ room_id: roomId, reason: chars(200).optional() }).strict(),
       handler: (args, ctx) => rooms.execute(args.room_id, { type: 'skip', caller: ctx.caller, reason: args.reason?.trim() || undefined }),
     }),
     defineTool({
@@ -121,7 +121,7 @@ export function messageTools(app: ToolServices) {
       description:
         "Tell the room what you are doing (agents): thinking or working, with an optional short note; idle clears it. You show as busy until idle, your next post, or the end of your turn.",
       input: z
-        .object({ room_id: roomId, activity: z.enum(['thinking', 'working', 'idle']), note: z.string().max(100).optional() })
+        .object({ room_id: roomId, activity: z.enum(['thinking', 'working', 'idle']), note: chars(100).optional() })
         .strict(),
       handler: (args, ctx) =>
         rooms.execute(args.room_id, { type: 'set_activity', caller: ctx.caller, activity: args.activity, note: args.note }),

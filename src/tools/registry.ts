@@ -2,6 +2,7 @@
 // description, an input schema and a handler that takes the caller's context.
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { NOT_A_MESSAGE_ID, NOT_A_ROOM_ID } from '../protocol/schemas.js';
 import type { Caller } from '../types.js';
 
 export type Transport = 'rest' | 'ws' | 'mcp' | 'internal';
@@ -124,6 +125,12 @@ export class ToolRegistry {
     return null;
   }
 
+  /** The caller when the token is known, else null (no error). */
+  private knownCaller(options: Pick<CallOptions, 'token' | 'caller'>): Caller | null {
+    if (options.caller) return options.caller;
+    return options.token ? (this.hooks.authenticate(options.token) ?? null) : null;
+  }
+
   /**
    * Counts a call against the client address, like `call` does first, for a transport that
    * must do it before its own token lookup (throws `rate_limited` over the limit); it then
@@ -161,7 +168,9 @@ export class ToolRegistry {
     const tool = this.tools.get(name);
     if (!tool) throw new AppError('unknown_tool', `No tool named "${name.slice(0, 64)}"`);
     if (options.token && !options.caller) await this.hooks.prime?.(options.token);
-    const caller = this.resolveCaller(options);
+    // A tool callable without a token (register, login) ignores a token it does not know: a
+    // client still sending a rotated token can log in again instead of being refused.
+    const caller = tool.public ? this.knownCaller(options) : this.resolveCaller(options);
     if (caller) await this.hooks.limitCaller(caller);
     if (!tool.public && !caller) throw new AppError('unauthorized', 'This tool needs a token (Authorization: Bearer <token>)');
     const ctx: ToolContext = { ...options, caller };
@@ -179,11 +188,18 @@ export class ToolRegistry {
   }
 }
 
+/**
+ * The error for arguments that failed their schema: `validation_error`, except when the only
+ * fault is an id that cannot exist (a string that is no room or message id): that id names
+ * nothing, so the answer is the same as for a well-formed unknown id.
+ */
 export function validationError(error: z.ZodError): AppError {
   const issues = error.issues.map((issue) => ({
     path: issue.path.join('.'),
     message: issue.message,
   }));
+  if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_ROOM_ID)) return new AppError('room_not_found', 'No room with this id');
+  if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_MESSAGE_ID)) return new AppError('message_not_found', 'No message with this id');
   const first = issues[0];
   const message = first ? `${first.path || 'arguments'}: ${first.message}` : 'Invalid arguments';
   return new AppError('validation_error', message, { issues });

@@ -111,8 +111,9 @@ async function caller(app: App, req: Request): Promise<Caller> {
   return found;
 }
 
-function validRoomId(roomId: string): string {
-  if (!ROOM_ID.test(roomId)) throw new AppError('validation_error', 'Not a room id');
+/** A path segment that cannot be a room id names no room (as for the tools, `validationError`). */
+function validRoomId(roomId: string, missing: 'room_not_found' | 'not_found'): string {
+  if (!ROOM_ID.test(roomId)) throw new AppError(missing, missing === 'room_not_found' ? 'No room with this id' : 'No such file');
   return roomId;
 }
 
@@ -140,12 +141,12 @@ export function fileRoutes(app: App, api: express.Router, io: UploadIo = default
   api.post('/rooms/:room_id/uploads', limited, async (req: Request, res: Response) => {
     try {
       const who = await caller(app, req);
-      const roomId = validRoomId(String(req.params.room_id));
+      const roomId = validRoomId(String(req.params.room_id), 'room_not_found');
       const room = await app.reads.memberRoom(roomId, who);
       if (room.archived) throw new AppError('forbidden', 'This room is archived and read-only');
       const stored = await receiveUpload(req, path.join(uploadsRoot, roomId), app.config.maxUploadBytes, app.now, io);
       const fileUrl = `/api/v1/files/${roomId}/${encodeStoredName(stored.name)}`;
-      res.status(201).json({
+      res.json({
         ok: true,
         data: {
           file_url: fileUrl,
@@ -162,7 +163,7 @@ export function fileRoutes(app: App, api: express.Router, io: UploadIo = default
 
   api.get('/files/:room_id/:name', limited, async (req: Request, res: Response) => {
     try {
-      const roomId = validRoomId(String(req.params.room_id));
+      const roomId = validRoomId(String(req.params.room_id), 'not_found');
       const name = String(req.params.name);
       if (!isStoredName(name)) throw new AppError('not_found', 'No such file');
       await authorizeDownload(app, req, roomId, `/api/v1/files/${roomId}/${name}`);

@@ -304,7 +304,9 @@ export class WsHub {
     } catch (err) {
       this.app.logger.error({ err }, 'presence update failed');
     }
-    const { tokenHash: _tokenHash, ...participant } = caller;
+    const { tokenHash: _tokenHash, ...who } = caller;
+    // The id also under the name registration and login return it (`agent_id` / `user_id`).
+    const participant = { ...who, [caller.kind === 'agent' ? 'agent_id' : 'user_id']: caller.id };
     session.send({ type: 'auth_ok', participant, rooms, server_time: new Date(this.app.now()).toISOString() });
     session.greeted = true;
     for (const sub of session.subs.values()) session.flush(sub);

@@ -147,6 +147,28 @@ describe('identity', () => {
     await server.ok('register_agent', { name: 'Agent_1.b-c' });
   });
 
+  it('counts characters as code points after NFC, as the contract does (emoji, decomposed letters)', async () => {
+    // 32 letters once composed, 64 code points as typed (e + U+0301): a valid name, stored NFC.
+    const decomposed = 'e\u0301'.repeat(32);
+    const agent = await server.ok('register_agent', { name: decomposed });
+    expect(agent.agent.name).toBe('\u00e9'.repeat(32));
+    await expectError(server.call('register_agent', { name: 'e\u0301'.repeat(33) }), 400, 'validation_error');
+    // introduce ≤ 500 characters, capabilities entries ≤ 50: an emoji is one character.
+    const withEmoji = await server.ok('register_agent', { name: 'EmojiProfile', introduce: '😀'.repeat(500), capabilities: ['🚀'.repeat(50)] });
+    expect([...withEmoji.agent.introduce]).toHaveLength(500);
+    await expectError(server.call('register_agent', { name: 'EmojiProfile2', introduce: '😀'.repeat(501) }), 400, 'validation_error');
+    await expectError(server.call('register_agent', { name: 'EmojiProfile3', capabilities: ['🚀'.repeat(51)] }), 400, 'validation_error');
+    // skip_response reason ≤ 200 and set_activity note ≤ 100, in characters too.
+    const owner = await registerUser(server, 'EmojiOwner');
+    const room = await createRoomWith(server, owner, 'Emoji limits', [{ token: withEmoji.token }]);
+    const note = await server.ok('set_activity', { room_id: room.room_id, activity: 'thinking', note: '🤔'.repeat(100) }, withEmoji.token);
+    expect(note.member.note).toBe('🤔'.repeat(100));
+    await expectError(server.call('set_activity', { room_id: room.room_id, activity: 'thinking', note: '🤔'.repeat(101) }, withEmoji.token), 400, 'validation_error');
+    await expectError(server.call('skip_response', { room_id: room.room_id, reason: '😀'.repeat(201) }, withEmoji.token), 400, 'validation_error');
+    const skip = await server.call('skip_response', { room_id: room.room_id, reason: '😀'.repeat(200) }, withEmoji.token);
+    expect(skip.body.ok ? 'ok' : skip.body.error.code).not.toBe('validation_error');
+  });
+
   it('logs in with a password, rotates tokens', async () => {
     const user = await registerUser(server, 'Lin', 'pw-123456');
     await expectError(server.call('login', { name: 'Lin', password: 'wrong' }), 403, 'wrong_password');
@@ -163,6 +185,12 @@ describe('identity', () => {
     expect(check.participant).toMatchObject({ name: 'Lin', user_id: user.id });
     await expectError(server.call('login', { token: 'act_bad' }), 401, 'unauthorized');
     await expectError(server.call('login', {}), 400, 'validation_error');
+    // A client still sending the rotated token in its header may log in and register anew
+    // (these tools take no token); the rotated token itself still opens nothing.
+    const again = await server.ok('login', { name: 'Lin', password: 'pw-123456' }, login.token);
+    expect(again.participant).toMatchObject({ name: 'Lin', user_id: user.id });
+    expect((await server.ok('register_agent', { name: 'Lin_bot' }, login.token)).agent.name).toBe('Lin_bot');
+    await expectError(server.call('login', { token: login.token }), 401, 'unauthorized');
   });
 
   it("login answers the participant's whole public record, with its rooms and status", async () => {
@@ -181,6 +209,11 @@ describe('identity', () => {
       rooms: [room.room_id],
       status: 'online', // it joined a room a moment ago (SPEC §6: a call within 90 s)
     });
+    // SPEC §4: `busy` while it has reported an activity (set_activity), online again at idle.
+    await server.ok('set_activity', { room_id: room.room_id, activity: 'working', note: 'tests' }, agent.token);
+    expect((await server.ok('login', { token: agent.token })).participant.status).toBe('busy');
+    await server.ok('set_activity', { room_id: room.room_id, activity: 'idle' }, agent.token);
+    expect((await server.ok('login', { token: agent.token })).participant.status).toBe('online');
     const asPerson = await server.ok('login', { name: 'Lou', password: 'pw-123456' });
     expect(asPerson.participant).toMatchObject({ kind: 'user', user_id: person.id, name: 'Lou', has_password: true, rooms: [room.room_id] });
     // Secrets never leave the server.
@@ -331,7 +364,7 @@ describe('messages', () => {
     expect(edited.message.text_content).toBe('Hello again');
     await expectError(server.call('edit_message', { message_id: first.message_id, text_content: 'hijack' }, other.token), 403, 'forbidden');
     await expectError(server.call('get_full_message', { message_id: first.message_id }, outsider.token), 404, 'message_not_found');
-    await expectError(server.call('get_full_message', { message_id: 'not-a-uuid' }, owner.token), 400, 'validation_error');
+    await expectError(server.call('get_full_message', { message_id: 'not-a-uuid' }, owner.token), 404, 'message_not_found');
 
     const found = await server.ok('search_messages', { room_id: room.room_id, query: '架构' }, owner.token);
     expect(found.messages.map((m: { text_content: string }) => m.text_content)).toEqual(['我们讨论一下架构设计']);
@@ -410,6 +443,27 @@ describe('error codes', () => {
       'validation_error',
     );
     await expectError(server.call('search_messages', { room_id: room.room_id, query: '' }, owner.token), 400, 'validation_error');
+  });
+
+  it('answers an id that cannot exist like an unknown one (room_not_found, message_not_found); a missing or non-string id is a validation_error', async () => {
+    const owner = await registerUser(server, 'IdShapeOwner');
+    for (const room_id of ['does_not_exist', 'No-Such-Room', '../../etc/passwd', 'x'.repeat(500), '']) {
+      await expectError(server.call('get_room', { room_id }, owner.token), 404, 'room_not_found');
+      await expectError(server.call('join_room', { room_id }, owner.token), 404, 'room_not_found');
+      await expectError(server.call('get_messages', { room_id }, owner.token), 404, 'room_not_found');
+    }
+    for (const message_id of ['fake-message', '123', '../x']) {
+      await expectError(server.call('get_full_message', { message_id }, owner.token), 404, 'message_not_found');
+      await expectError(server.call('edit_message', { message_id, text_content: 'x' }, owner.token), 404, 'message_not_found');
+    }
+    await expectError(server.call('get_room', {}, owner.token), 400, 'validation_error');
+    await expectError(server.call('get_room', { room_id: 42 }, owner.token), 400, 'validation_error');
+    // Another fault beside the id keeps it a validation_error (the argument is wrong whatever the id).
+    await expectError(server.call('send_message', { room_id: 'does_not_exist', text_content: 42 }, owner.token), 400, 'validation_error');
+    // The upload route answers the same.
+    const upload = await fetch(`${server.url}/api/v1/rooms/does_not_exist/uploads`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` } });
+    expect(upload.status).toBe(404);
+    expect(((await upload.json()) as { error: { code: string } }).error.code).toBe('room_not_found');
   });
 
   it('register_user refuses bad names; login refuses unknown names and agents with wrong_password', async () => {

@@ -122,7 +122,7 @@ describe('MCP tools', () => {
       headers: { authorization: `Bearer ${token}` },
       body: form,
     });
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(200);
     const { data: file } = (await res.json()) as { data: { file_url: string; file_type: string } };
     const sent = await agent.ok('send_message', {
       room_id: roomId,

@@ -121,6 +121,23 @@ describe('logs', () => {
     }
   });
 
+  it('name the port PORT=0 picked even at LOG_LEVEL=warn and error (SPEC §2), and log no call lines there', async () => {
+    for (const level of ['warn', 'error']) {
+      const proc = await spawnServer({ DATA_DIR: await tempDataDir(), LOG_LEVEL: level });
+      try {
+        expect(proc.port).toBeGreaterThan(0);
+        expect((await fetch(`${proc.url}/api/v1/health`)).status).toBe(200);
+        await restCall(proc.url, 'register_user', { name: `Quiet_${level}` });
+        const lines = proc.output().trim().split('\n').map((l) => JSON.parse(l));
+        expect(lines.filter((l) => l.msg?.startsWith('listening on'))).toHaveLength(1);
+        expect(lines.filter((l) => l.msg === 'call')).toEqual([]);
+      } finally {
+        proc.child.kill('SIGTERM');
+        await proc.exited;
+      }
+    }
+  });
+
   it('carry a unique request id for WebSocket and MCP calls, without texts or tokens', async () => {
     const proc = await spawnServer({ DATA_DIR: await tempDataDir(), LOG_LEVEL: 'info' });
     try {

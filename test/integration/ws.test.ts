@@ -67,7 +67,7 @@ describe('auth', () => {
     const { person, roomId } = await personWithRoom();
     const socket = await TestSocket.open(url);
     const ok = await socket.auth(person.token);
-    expect(ok.participant).toEqual({ kind: 'user', id: person.id, name: person.name, role: 'user' });
+    expect(ok.participant).toEqual({ kind: 'user', id: person.id, user_id: person.id, name: person.name, role: 'user' });
     expect(JSON.stringify(ok)).not.toMatch(/token/i);
     expect(ok.rooms).toEqual([{ room_id: roomId, last_seq: 0 }]);
     expect(Date.parse(ok.server_time)).not.toBeNaN();
