@@ -18,7 +18,9 @@ export const messageId = z.string().uuid(NOT_A_MESSAGE_ID);
 export const participantName = z
   .string()
   .max(256)
-  .refine((s) => PARTICIPANT_NAME.test(s.normalize('NFC')), 'must be 1–32 letters, digits, "_", "-" or "." (no spaces, no "@")');
+  .refine((s) => PARTICIPANT_NAME.test(s.normalize('NFC')), 'must be 1–32 letters, digits, "_", "-" or "." (no spaces, no "@")')
+  // What MCP clients are shown (tools/list): the shape, not the 256 that bounds the check's cost.
+  .meta({ pattern: PARTICIPANT_NAME.source, maxLength: 32 });
 export const roomName = z
   .string()
   .regex(ROOM_NAME, 'must start with an English letter and use only English letters, digits, space, "_" and "-" (at most 64)');
@@ -39,5 +41,7 @@ export function chars(max: number) {
   return z
     .string()
     .max(max * 2)
-    .refine((s) => s.length <= max || [...s].length <= max, `at most ${max} characters`);
+    .refine((s) => s.length <= max || [...s].length <= max, `at most ${max} characters`)
+    // JSON Schema's maxLength counts code points too: MCP clients are shown the real limit.
+    .meta({ maxLength: max });
 }

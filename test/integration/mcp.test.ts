@@ -88,6 +88,11 @@ describe('MCP tools', () => {
     expect(send.inputSchema.type).toBe('object');
     expect(send.inputSchema.required).toEqual(expect.arrayContaining(['room_id', 'text_content']));
     expect(Object.keys(send.inputSchema.properties ?? {})).toContain('end_turn');
+    // Limits are shown as the contract states them (JSON Schema counts code points, as we do).
+    const register = tools.find((t) => t.name === 'register_agent')!;
+    expect(register.inputSchema.properties?.name).toMatchObject({ type: 'string', maxLength: 32 });
+    expect(new RegExp((register.inputSchema.properties?.name as { pattern: string }).pattern, 'u').test('Qwen_2.5')).toBe(true);
+    expect(register.inputSchema.properties?.introduce).toMatchObject({ type: 'string', maxLength: 500 });
     const instructions = client.client.getInstructions() ?? '';
     expect(instructions).toMatch(/wait_for_turn/);
     expect(instructions).toMatch(/can_skip: false/);
