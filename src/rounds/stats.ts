@@ -30,7 +30,8 @@ function median(values: number[]): number | null {
   return sorted.length % 2 === 1 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
 }
 
-export function roomStats(room: RoomRecord, messages: readonly Message[]): RoomStats {
+/** One pass over the room's messages in seq order; only the per-agent answer times are kept. */
+export async function roomStats(room: RoomRecord, messages: Iterable<Message> | AsyncIterable<Message>): Promise<RoomStats> {
   const byName = new Map<string, AgentStats & { times: number[] }>();
   const entry = (name: string) => {
     let stats = byName.get(name);
@@ -52,7 +53,9 @@ export function roomStats(room: RoomRecord, messages: readonly Message[]): RoomS
   for (const member of room.members) if (member.role === 'ai_agent') entry(member.name);
 
   let previous: Message | undefined;
-  for (const m of messages) {
+  let visible = 0;
+  for await (const m of messages) {
+    if (m.visible) visible++;
     if (m.role === 'ai_agent') {
       const stats = entry(m.sender);
       switch (m.skip_reason) {
@@ -70,8 +73,11 @@ export function roomStats(room: RoomRecord, messages: readonly Message[]): RoomS
           break;
         case null:
           if (m.visible && m.round_id !== null) {
-            // Several posts in one turn (end_turn: false) count as one answer.
-            if (previous?.sender !== m.sender || previous.round_id !== m.round_id) {
+            // Several posts in one turn (end_turn: false) count as one answer: a post right
+            // after the same agent's visible post in the same round continues that turn; after
+            // its skip, timeout, pass or offline record it is a new turn.
+            const continues = previous?.sender === m.sender && previous.round_id === m.round_id && previous.visible && previous.skip_reason === null;
+            if (!continues) {
               stats.turns_answered++;
               if (previous) stats.times.push(Date.parse(m.timestamp) - Date.parse(previous.timestamp));
             }
@@ -84,7 +90,7 @@ export function roomStats(room: RoomRecord, messages: readonly Message[]): RoomS
   return {
     room_id: room.room_id,
     rounds: room.history_rounds.length + (room.current_round && !room.current_round.completed ? 1 : 0),
-    messages: messages.filter((m) => m.visible).length,
+    messages: visible,
     agents: [...byName.values()].map(({ times, ...stats }) => ({ ...stats, median_answer_ms: median(times) })),
   };
 }

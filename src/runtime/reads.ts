@@ -59,19 +59,21 @@ export class RoomReads {
 
   async stats(caller: Caller, roomId: string) {
     const room = await this.memberRoom(roomId, caller);
-    return roomStats(room, await this.allMessages(roomId));
+    return roomStats(room, this.messagesOf(roomId));
   }
 
-  /** Every message of a room in seq order (exports, stats): read page by page from the store. */
-  async allMessages(roomId: string): Promise<Message[]> {
-    const all: Message[] = [];
+  /**
+   * Every message of a room in seq order (exports, stats), read from the store a page at a time
+   * as the consumer asks for them: a page is all that is held, whatever the room's size (SPEC
+   * §5: memory follows the working set; exports read old messages from disk on demand).
+   */
+  async *messagesOf(roomId: string): AsyncGenerator<Message> {
     for (let after = 0; ; ) {
       const page = await this.store.readMessages(roomId, { afterSeq: after, limit: PAGE });
-      all.push(...page);
-      if (page.length < PAGE) break;
+      yield* page;
+      if (page.length < PAGE) return;
       after = page[page.length - 1]!.seq;
     }
-    return all;
   }
 
   /** get_context: what an agent needs to take its turn. */

@@ -18,7 +18,7 @@ import { ExportSlots } from '../export/slots.js';
 import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
-import type { Caller, Member } from '../types.js';
+import type { Caller, Member, Message, RoomRecord } from '../types.js';
 import { defineTool } from './registry.js';
 import { roomId, roomName } from '../protocol/schemas.js';
 
@@ -81,6 +81,11 @@ async function writerFor(app: App, format: ExportFormat): Promise<Writer> {
   }
 }
 
+/** The messages as every read shows them, one at a time (the export never holds the room). */
+async function* presented(messages: AsyncIterable<Message>, room: RoomRecord): AsyncGenerator<Message> {
+  for await (const m of messages) yield presentMessage(m, room);
+}
+
 export function exportTools(app: App) {
   return [
     defineTool({
@@ -101,7 +106,7 @@ export function exportTools(app: App) {
           const input: ExportInput = {
             room: presentRoom(room),
             // As every read shows them: `processed` from the room, not the log line (SPEC §5).
-            messages: (await app.reads.allMessages(room.room_id)).map((m) => presentMessage(m, room)),
+            messages: presented(app.reads.messagesOf(room.room_id), room),
             exportedAt,
             timezone: room.timezone,
             fileUrl: (url: string) => attachmentLink(app, room.room_id, url),

@@ -1,5 +1,6 @@
 // get_context reads the newest `limit` messages first and goes back further only when some of
-// them are invisible (skip records) or the caller's last message is not reached.
+// them are invisible (skip records) or the caller's last message is not reached; exports and
+// stats read a whole room a page at a time.
 import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessBus } from '../../src/events/bus.js';
 import { Presence } from '../../src/identity/presence.js';
@@ -14,27 +15,33 @@ import { makeMessage } from './storage-helpers.js';
 let rooms: Rooms | undefined;
 afterEach(() => rooms?.stop());
 
+/** Rooms over a memory store, and a room of Ann's. */
+async function roomOfAnn(store: MemoryStore): Promise<{ ann: Caller; room_id: string }> {
+  const clock = new ManualClock();
+  rooms = new Rooms({
+    store,
+    bus: new InProcessBus(),
+    presence: new Presence(clock.now, clock),
+    logger: silentLogger,
+    now: clock.now,
+    timers: clock,
+    turnTimeoutMs: 60_000,
+    maxMessageChars: 32_000,
+    defaults: { language: 'zh-CN', timezone: 'Asia/Shanghai' },
+  });
+  const ann: Caller = { kind: 'user', id: 'id-ann', name: 'Ann', role: 'user', tokenHash: 'h' };
+  const at = new Date(clock.now()).toISOString();
+  const { room_id } = await rooms.create(ann, { room_name: 'Context' }, {
+    name: 'Ann', role: 'user', introduce: '', status: 'online', last_active: at, is_host: true, skip_list: [],
+    language_preference: 'zh-CN', timezone_preference: 'Asia/Shanghai', participant_id: ann.id, joined_at: at,
+  });
+  return { ann, room_id };
+}
+
 describe('get_context', () => {
   it('returns the newest visible messages after the caller\'s last one, across invisible records', async () => {
-    const clock = new ManualClock();
     const store = new MemoryStore();
-    rooms = new Rooms({
-      store,
-      bus: new InProcessBus(),
-      presence: new Presence(clock.now, clock),
-      logger: silentLogger,
-      now: clock.now,
-      timers: clock,
-      turnTimeoutMs: 60_000,
-      maxMessageChars: 32_000,
-      defaults: { language: 'zh-CN', timezone: 'Asia/Shanghai' },
-    });
-    const ann: Caller = { kind: 'user', id: 'id-ann', name: 'Ann', role: 'user', tokenHash: 'h' };
-    const at = new Date(clock.now()).toISOString();
-    const { room_id } = await rooms.create(ann, { room_name: 'Context' }, {
-      name: 'Ann', role: 'user', introduce: '', status: 'online', last_active: at, is_host: true, skip_list: [],
-      language_preference: 'zh-CN', timezone_preference: 'Asia/Shanghai', participant_id: ann.id, joined_at: at,
-    });
+    const { ann, room_id } = await roomOfAnn(store);
     // 1,200 messages by someone else; from seq 601 on, two of every three are invisible records.
     const messages = Array.from({ length: 1200 }, (_, i) =>
       makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
@@ -54,5 +61,31 @@ describe('get_context', () => {
       expectedVersion: (await store.loadRoom(room_id))!.version,
     });
     expect((await reads.context(ann, room_id, 50)).messages.map((m) => m.seq)).toEqual([1202]);
+  });
+});
+
+describe('reading a whole room (exports, stats)', () => {
+  it('reads the store a page at a time as the consumer asks, never the whole room at once', async () => {
+    const store = new MemoryStore();
+    const { room_id } = await roomOfAnn(store);
+    const messages = Array.from({ length: 1234 }, (_, i) => makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob' }));
+    await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
+    const pages: number[] = [];
+    const read = store.readMessages.bind(store);
+    store.readMessages = async (id, page) => {
+      pages.push(page.afterSeq ?? 0);
+      return read(id, page);
+    };
+    const reads = new RoomReads(rooms!, store);
+    const seqs: number[] = [];
+    for await (const m of reads.messagesOf(room_id)) {
+      seqs.push(m.seq);
+      // The next page is read only once this one has been consumed.
+      if (m.seq === 1) expect(pages).toEqual([0]);
+      if (m.seq === 500) expect(pages).toEqual([0]);
+      if (m.seq === 501) expect(pages).toEqual([0, 500]);
+    }
+    expect(seqs).toEqual(messages.map((m) => m.seq));
+    expect(pages).toEqual([0, 500, 1000]);
   });
 });
