@@ -3,7 +3,7 @@
 // to one export so that each writer only lays them out.
 import { formatInTimeZone } from 'date-fns-tz';
 import type { Message, Room, Role } from '../types.js';
-import type { ReplyRef } from './walk.js';
+import type { FindEarlier, ReplyRef } from './walk.js';
 
 export interface ExportInput {
   /** The public room (src/types.ts). */
@@ -23,6 +23,11 @@ export interface ExportInput {
    * (null otherwise: another room's upload, an external link). Images are embedded from it.
    */
   ownUpload?: (fileUrl: string) => string | null;
+  /**
+   * Finds an earlier message by id, for a reply to a message older than what the walk keeps
+   * (`walk.ts`); without it such a reply shows as answering an unknown message.
+   */
+  findEarlier?: FindEarlier;
 }
 
 export const DISPLAY_FORMAT = 'yyyy-MM-dd HH:mm:ss';

@@ -1,6 +1,8 @@
 // One pass over a room's messages for the Markdown, HTML and PDF exports: drops skip records
-// (visible:false), marks where each round starts and resolves what a reply answers. It keeps
-// only small maps (round id → number, message id → seq and sender), never the messages.
+// (visible:false), marks where each round starts and resolves what a reply answers. Its memory
+// is bounded whatever the room's size: it remembers the last `RECENT` to 2 × `RECENT` messages
+// (id → seq and sender) and rounds, and asks `findEarlier` for a reply to anything older (a store lookup by
+// id); a room of 3,000,000 messages held 3,000,000 ids here before.
 import type { Message } from '../types.js';
 
 export interface ReplyRef {
@@ -26,27 +28,36 @@ export type ExportItem =
  */
 export const EXPORT_SLICE_MS = 10;
 
+/** How many recent messages and rounds the walk remembers at least (at most twice as many: a few MB). */
+export const RECENT = 20_000;
+
+/** An earlier message of the exported room, found by id (null or undefined when there is none). */
+export type FindEarlier = (messageId: string) => Promise<Pick<Message, 'room_id' | 'seq' | 'sender' | 'visible'> | null | undefined>;
+
 export async function* exportItems(
   messages: Iterable<Message> | AsyncIterable<Message>,
   sliceMs = EXPORT_SLICE_MS,
+  findEarlier: FindEarlier | null = null,
+  recent = RECENT,
 ): AsyncGenerator<ExportItem> {
-  const roundNumbers = new Map<string, number>();
-  const seen = new Map<string, ReplyRef>();
-  const announced = new Set<string>();
+  const roundNumbers = new RecentMap<number>(recent);
+  let rounds = 0;
+  const seen = new RecentMap<ReplyRef>(recent);
+  const announced = new RecentMap<true>(recent);
   let sliceStart = performance.now();
   for await (const message of messages) {
     const roundId = message.round_id ?? null;
-    if (roundId !== null && !roundNumbers.has(roundId)) roundNumbers.set(roundId, roundNumbers.size + 1);
+    if (roundId !== null && roundNumbers.get(roundId) === undefined) roundNumbers.set(roundId, ++rounds);
     if (!message.visible) continue;
     // A person's message during a round carries the round's id (it was posted in it) but does
     // not open the round: the divider stands before the round's first visible agent or system
     // message, once.
-    if (roundId !== null && message.role !== 'user' && !announced.has(roundId)) {
-      announced.add(roundId);
+    if (roundId !== null && message.role !== 'user' && announced.get(roundId) === undefined) {
+      announced.set(roundId, true);
       yield { kind: 'round', roundId, number: roundNumbers.get(roundId) ?? 0, timestamp: message.timestamp };
     }
     let reply: ReplyRef | 'unknown' | null = null;
-    if (message.response_to) reply = seen.get(message.response_to) ?? 'unknown';
+    if (message.response_to) reply = seen.get(message.response_to) ?? (await earlier(message, findEarlier));
     seen.set(message.message_id, { seq: message.seq, sender: message.sender });
     yield { kind: 'message', message, reply };
     // Measured once the consumer has rendered the message (it runs inside the yield).
@@ -55,4 +66,35 @@ export async function* exportItems(
       sliceStart = performance.now();
     }
   }
+}
+
+/**
+ * The last `limit` to `2 × limit` keys set: two generations of maps, the older dropped whole
+ * when the newer is full (deleting a Map's oldest key one at a time leaves holes that its
+ * iterator walks over again and again).
+ */
+class RecentMap<V> {
+  private newer = new Map<string, V>();
+  private older = new Map<string, V>();
+
+  constructor(private readonly limit: number) {}
+
+  get(key: string): V | undefined {
+    return this.newer.get(key) ?? this.older.get(key);
+  }
+
+  set(key: string, value: V): void {
+    if (this.newer.size >= this.limit) {
+      this.older = this.newer;
+      this.newer = new Map();
+    }
+    this.newer.set(key, value);
+  }
+}
+
+/** What a reply to a message the walk no longer remembers answers: a visible earlier message of the same room. */
+async function earlier(reply: Message, findEarlier: FindEarlier | null): Promise<ReplyRef | 'unknown'> {
+  const answered = findEarlier ? await findEarlier(reply.response_to!) : null;
+  if (!answered || answered.room_id !== reply.room_id || answered.seq >= reply.seq || !answered.visible) return 'unknown';
+  return { seq: answered.seq, sender: answered.sender };
 }

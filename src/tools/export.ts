@@ -111,6 +111,7 @@ export function exportTools(app: App) {
             timezone: room.timezone,
             fileUrl: (url: string) => attachmentLink(app, room.room_id, url),
             ownUpload: (url: string) => ownUploadPath(app.config.dataDir, room.room_id, url),
+            findEarlier: (messageId: string) => app.store.getMessage(messageId),
           };
           const write = await writerFor(app, args.format);
           const out = createWriteStream(partial);

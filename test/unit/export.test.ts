@@ -244,6 +244,34 @@ describe('shared helpers', () => {
     expect(divider && divider.kind === 'round' ? divider.timestamp : null).toBe(answer.timestamp);
   });
 
+  it('remembers only recent messages and rounds: a reply to an older one is found through findEarlier', async () => {
+    const messages = Array.from({ length: 10 }, (_, i) => makeMessage({ seq: i + 1, round_id: `r${Math.floor(i / 2)}`, role: 'ai_agent' }));
+    const hidden = makeMessage({ seq: 11, visible: false, skip_reason: 'skip' });
+    const toOld = makeMessage({ seq: 12, sender: 'bob', response_to: messages[0]!.message_id });
+    const toRecent = makeMessage({ seq: 13, sender: 'bob', response_to: messages[9]!.message_id });
+    const toHidden = makeMessage({ seq: 14, sender: 'bob', response_to: hidden.message_id });
+    const toOtherRoom = makeMessage({ seq: 15, sender: 'bob', response_to: 'elsewhere' });
+    const all = [...messages, hidden, toOld, toRecent, toHidden, toOtherRoom];
+    const asked: string[] = [];
+    const byId = new Map([...all, { ...makeMessage({ seq: 1 }), message_id: 'elsewhere', room_id: 'other-room' }].map((m) => [m.message_id, m]));
+    const find = async (id: string) => {
+      asked.push(id);
+      return byId.get(id) ?? null;
+    };
+    const items = [];
+    // Remembering 3: message 1 is long forgotten when 12 answers it.
+    for await (const item of exportItems(all, 60_000, find, 3)) items.push(item);
+    const replies = Object.fromEntries(items.flatMap((i) => (i.kind === 'message' && i.message.seq > 11 ? [[i.message.seq, i.reply]] : [])));
+    expect(replies).toEqual({ 12: { seq: 1, sender: 'alice' }, 13: { seq: 10, sender: 'alice' }, 14: 'unknown', 15: 'unknown' });
+    expect(asked).toEqual([messages[0]!.message_id, hidden.message_id, 'elsewhere']);
+    // Rounds are numbered in order of appearance, each announced once.
+    expect(items.filter((i) => i.kind === 'round').map((i) => (i.kind === 'round' ? i.number : 0))).toEqual([1, 2, 3, 4, 5]);
+    // Without findEarlier a forgotten message is unknown.
+    const plain = [];
+    for await (const item of exportItems(all, 60_000, null, 3)) plain.push(item);
+    expect(plain.find((i) => i.kind === 'message' && i.message.seq === 12)).toMatchObject({ reply: 'unknown' });
+  });
+
   it('walks in slices: other work gets the event loop once a slice has used its time', async () => {
     const messages = [1, 2, 3].map((seq) => makeMessage({ seq }));
     const order: string[] = [];

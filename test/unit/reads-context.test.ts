@@ -47,7 +47,7 @@ describe('get_context', () => {
       makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
     );
     await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
-    const reads = new RoomReads(rooms, store);
+    const reads = new RoomReads(rooms!, store);
     const visibleSeqs = messages.filter((m) => m.visible).map((m) => m.seq);
 
     // Never posted: the newest 50 visible ones (the first page of 50 holds only ~17).
