@@ -422,7 +422,7 @@ if (process.argv.includes('--cpu')) {
   const dir = arg('dir');
   if (!dir || !existsSync(join(dir, DATASET_FILE))) throw new Error('--dir DIR: a data set written by bench/dataset.ts');
   const data = JSON.parse(await readFile(join(dir, DATASET_FILE), 'utf8')) as Dataset;
-  if (!existsSync(join(dir, 'room_messages', 'indexes.json'))) {
+  if (!existsSync(join(dir, 'indexes', 'indexes.json'))) {
     // The first start on a new data set scans every log (no persisted indexes yet).
     const { server, ms } = await startAndTime(dir);
     console.log(JSON.stringify({ first_start_without_indexes_ms: ms, rss_mb: rssMb(server.child.pid!) }));

@@ -43,15 +43,15 @@
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
 // (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
 // passed the cheap checks is reported when read (file and byte); the rest keeps working.
-import { statSync } from 'node:fs';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { makeDirectory, newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { IndexFiles, type ManifestEntry } from './index-files.js';
+import { IndexFiles, MANIFEST_FILE, type ManifestEntry } from './index-files.js';
 import { CorruptLogError, metaOf, scanRoomLog } from './log-reader.js';
 import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
@@ -140,6 +140,11 @@ export interface FileStoreStats extends IoStats {
 }
 
 export const ROOM_MESSAGES_DIR = 'room_messages';
+/**
+ * The persisted message indexes (`index-files.ts`): a cache beside the logs, in a folder of its
+ * own so that room_messages/ holds only the JSON Lines logs (SPEC §5: human-readable JSON).
+ */
+export const INDEXES_DIR = 'indexes';
 const LOG_SUFFIX = '.jsonl';
 // Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
@@ -274,7 +279,7 @@ export class FileStore implements Store {
       indexBudgetBytes: options.indexCacheBytes ?? 128 * 1024 * 1024,
       isBusy: (roomId) => this.roomQueues.has(roomId),
     });
-    this.indexFiles = new IndexFiles({ dir: join(this.dataDir, ROOM_MESSAGES_DIR), logger: this.logger });
+    this.indexFiles = new IndexFiles({ dir: join(this.dataDir, INDEXES_DIR), logger: this.logger });
     this.warmIndexes = options.warmIndexes ?? true;
     this.warmUpDelayMs = options.warmUpDelayMs ?? 0;
   }
@@ -321,9 +326,11 @@ export class FileStore implements Store {
     });
     this.lock = await DataDirLock.acquire(this.dataDir, this.logger);
     const logDir = join(this.dataDir, ROOM_MESSAGES_DIR);
-    for (const dir of [logDir, join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {
+    const indexesMoved = !existsSync(join(this.dataDir, INDEXES_DIR));
+    for (const dir of [logDir, join(this.dataDir, INDEXES_DIR), join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {
       await mkdir(dir, { recursive: true });
     }
+    if (indexesMoved) await moveIndexFiles(logDir, join(this.dataDir, INDEXES_DIR));
     // A .tmp is a snapshot write that never got renamed: the real file is still the valid one.
     for (const snap of [this.agents, this.users, this.rooms]) await rm(`${snap.path}.tmp`, { force: true });
     // Missing snapshots are created only once all three loaded: a corrupt one stops open first.
@@ -964,3 +971,15 @@ interface MessageAppend {
 
 /** The append of a commit without messages. */
 const NO_APPEND: MessageAppend = { written: Promise.resolve(), apply: () => undefined, undo: () => Promise.resolve() };
+
+/**
+ * A DATA_DIR of an older version kept its persisted indexes beside the logs: they move to their
+ * own folder once (a rename each), so the first start after the upgrade still uses them instead
+ * of scanning every log. They are a cache: one that fails to move is deleted.
+ */
+async function moveIndexFiles(logDir: string, indexDir: string): Promise<void> {
+  for (const name of await readdir(logDir)) {
+    if (!name.endsWith('.idx') && name !== MANIFEST_FILE) continue;
+    await rename(join(logDir, name), join(indexDir, name)).catch(() => rm(join(logDir, name), { force: true }));
+  }
+}

@@ -1,5 +1,6 @@
 // Persisted message indexes: a cache of what the start-up scan of the room logs would build,
-// never the record (the logs are). Two kinds of file under room_messages/:
+// never the record (the logs are). Two kinds of file under indexes/ (room_messages/ holds only
+// the logs; a DATA_DIR of an older version had them there and they are moved at start):
 //
 // - `{room_id}.idx`, one room's index (room-index.ts), written on a clean shutdown for the rooms
 //   whose index changed. It is trusted only if its checksum holds, the log is at least as long

@@ -206,7 +206,7 @@ export class RoomIndex {
   }
 
   /**
-   * The index as bytes, for `room_messages/{room_id}.idx`: a JSON header line, then the arrays —
+   * The index as bytes, for `indexes/{room_id}.idx`: a JSON header line, then the arrays —
    * the core (offsets, lengths, flags: what a page, search or get_context needs), then the id and
    * client tables — each part with its own CRC-32, so a room's first read loads and checks the
    * core alone (index-files.ts) and the tables follow when something needs them.

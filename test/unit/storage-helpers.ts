@@ -19,11 +19,12 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
 /**
  * A fresh DATA_DIR for each test of the file (with its `room_messages` folder made when
  * `withLogDir`), and the FileStores opened on it: closed, and the directory removed, after each
- * test. Read `dir` and `logDir` inside the tests (they change per test).
+ * test. Read `dir`, `logDir` and `indexDir` (the persisted indexes) inside the tests (they
+ * change per test).
  */
 export function fileStoresPerTest(
   options: { withLogDir?: boolean } = {},
-): { readonly dir: string; readonly logDir: string; store: (logger?: Logger, options?: Partial<FileStoreOptions>) => FileStore } {
+): { readonly dir: string; readonly logDir: string; readonly indexDir: string; store: (logger?: Logger, options?: Partial<FileStoreOptions>) => FileStore } {
   let dir = '';
   let cleanup = async (): Promise<void> => undefined;
   const stores: FileStore[] = [];
@@ -41,6 +42,9 @@ export function fileStoresPerTest(
     },
     get logDir() {
       return join(dir, 'room_messages');
+    },
+    get indexDir() {
+      return join(dir, 'indexes');
     },
     store(logger = silentLogger, options = {}) {
       const s = new FileStore({ dataDir: dir, logger, ...options });

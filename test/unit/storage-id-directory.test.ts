@@ -166,8 +166,8 @@ describe('getMessage through the id directory', () => {
     await again.close();
 
     // No manifest, no .idx: every log scanned at start (its ids learned then).
-    for (const f of await readdir(join(scratch.dir, 'room_messages'))) {
-      if (f.endsWith('.idx') || f === 'indexes.json') await rm(join(scratch.dir, 'room_messages', f));
+    for (const f of await readdir(join(scratch.dir, 'indexes'))) {
+      if (f.endsWith('.idx') || f === 'indexes.json') await rm(join(scratch.dir, 'indexes', f));
     }
     const scanned = await opened({ warmIndexes: false });
     expect(scanned.stats().idDirectoryRooms).toBe(ROOMS + 1);
@@ -231,7 +231,7 @@ describe('getMessage through the id directory', () => {
     const plain = Array.from({ length: 50 }, (_, i) => makeMessage('idr-plain', i + 1));
     await s.createRoom(makeRoom('idr-plain'), plain);
     await s.close();
-    const idx = join(scratch.dir, 'room_messages', 'idr-plain.idx');
+    const idx = join(scratch.dir, 'indexes', 'idr-plain.idx');
     const handle = await openFile(idx, 'r+');
     const { size } = await handle.stat();
     await handle.write(Buffer.from([0xff, 0xfe]), 0, 2, size - 6); // in the tables
@@ -249,7 +249,7 @@ describe('getMessage through the id directory', () => {
     const r0 = roomName(0);
     const r0Messages = rooms.get(r0)!;
     // r0's index file goes away and its second line is no message line any more (in place).
-    await rm(join(scratch.dir, 'room_messages', `${r0}.idx`));
+    await rm(join(scratch.dir, 'indexes', `${r0}.idx`));
     const handle = await openFile(join(scratch.dir, 'room_messages', `${r0}.jsonl`), 'r+');
     await handle.write(Buffer.from('{"message_ix"'), 0, 13, Buffer.byteLength(JSON.stringify(r0Messages[0])) + 1);
     await handle.close();

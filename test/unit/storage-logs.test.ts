@@ -1,7 +1,7 @@
 // Room logs are indexed at open (offsets, ids, senders; recovery of a torn tail) and messages
 // are read from them on demand, with the recent ones cached.
 import { beforeEach, describe, expect, it } from 'vitest';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../src/logger.js';
 import { FileStore } from '../../src/storage/file-store.js';
@@ -11,8 +11,9 @@ import { fileStoresPerTest, makeMessage, makeRoom, memoryLogger } from './storag
 const scratch = fileStoresPerTest({ withLogDir: true });
 let dir: string;
 let logDir: string;
+let indexDir: string;
 beforeEach(() => {
-  ({ dir, logDir } = scratch);
+  ({ dir, logDir, indexDir } = scratch);
 });
 
 function store(opts: { logger?: Logger; warmIndexes?: boolean } = {}): FileStore {
@@ -179,6 +180,21 @@ describe('persisted message indexes', () => {
     return messages;
   }
 
+  it('keeps the indexes out of room_messages/ (JSON Lines logs only), and moves those an older version left there', async () => {
+    const messages = await storeWith(20);
+    expect((await readdir(logDir)).sort()).toEqual(['r1.jsonl']);
+    expect((await readdir(indexDir)).sort()).toEqual(['indexes.json', 'r1.idx']);
+    // An older version wrote them beside the logs: the next start moves them and still uses them.
+    for (const name of await readdir(indexDir)) await rename(join(indexDir, name), join(logDir, name));
+    await rm(indexDir, { recursive: true });
+    const { s, opened } = await openLogged();
+    expect(opened).toMatchObject({ indexes_loaded_on_use: 1, messages: 20 });
+    expect((await readdir(logDir)).sort()).toEqual(['r1.jsonl']);
+    expect((await readdir(indexDir)).sort()).toEqual(['indexes.json', 'r1.idx']);
+    expect(await all(s, 'r1')).toEqual(messages);
+    await s.close();
+  });
+
   it('after a clean shutdown, start-up reads no log and no index: a room is loaded on first use', async () => {
     const messages = await storeWith(20);
     const inR2 = (await writeRoom('r2', 5))[2]!;
@@ -225,7 +241,7 @@ describe('persisted message indexes', () => {
     expect(await again.s.lastPersonSeq('r1')).toBe(21);
     expect(again.s.stats().indexBytes).toBe(0);
     await again.s.close();
-    const path = join(logDir, 'indexes.json');
+    const path = join(indexDir, 'indexes.json');
     const manifest = JSON.parse(await readFile(path, 'utf8')) as { v: number; rooms: Record<string, number[]> };
     expect(manifest.rooms.r1).toHaveLength(5);
     manifest.rooms.r1 = manifest.rooms.r1!.slice(0, 4);
@@ -249,7 +265,7 @@ describe('persisted message indexes', () => {
 
   it('an index file is checksummed (CRC-32 of the core arrays and of the tables) and its arrays start 8-byte aligned, to be used in place', async () => {
     const messages = await storeWith(300);
-    const bytes = await readFile(join(logDir, 'r1.idx'));
+    const bytes = await readFile(join(indexDir, 'r1.idx'));
     const headerEnd = bytes.indexOf(0x0a) + 1;
     expect(headerEnd % 8).toBe(0);
     expect(JSON.parse(bytes.toString('utf8', 0, headerEnd))).toMatchObject({ v: 3, top: 300, crc32Core: expect.any(Number), crc32Tables: expect.any(Number) });
@@ -295,7 +311,7 @@ describe('persisted message indexes', () => {
 
   it('are not trusted when damaged or when the log changed: the log is scanned instead', async () => {
     const messages = await storeWith(10);
-    const idx = join(logDir, 'r1.idx');
+    const idx = join(indexDir, 'r1.idx');
     const bytes = await readFile(idx);
     bytes[bytes.length - 5] ^= 0xff; // a damaged array
     await writeFile(idx, bytes);
@@ -353,7 +369,7 @@ describe('persisted message indexes', () => {
     const { s, lines } = await openLogged();
     expect(await all(s, 'r1')).toEqual(messages);
     const { rm } = await import('node:fs/promises');
-    await rm(join(logDir, 'r1.idx'));
+    await rm(join(indexDir, 'r1.idx'));
     for (const m of messages) expect(await s.getMessage(m.message_id)).toEqual(m);
     expect(lines.some((l) => l.msg === 'persisted message index not used; scanning the log')).toBe(true);
     const next = makeMessage('r1', 41);
@@ -370,7 +386,7 @@ describe('persisted message indexes', () => {
     // Then r1 is damaged: its index file goes away and a line its tables would be rebuilt from
     // is no message line any more (same length, in place).
     const { open: openFile, rm } = await import('node:fs/promises');
-    await rm(join(logDir, 'r1.idx'));
+    await rm(join(indexDir, 'r1.idx'));
     const handle = await openFile(join(logDir, 'r1.jsonl'), 'r+');
     await handle.write(Buffer.from('{"message_ix"'), 0, 13, Buffer.byteLength(JSON.stringify(r1[0])) + 1);
     await handle.close();
@@ -389,7 +405,7 @@ describe('persisted message indexes', () => {
 
   it('an index file of the previous format (v2, one CRC-32) is used, and written again as v3 at shutdown', async () => {
     const messages = await storeWith(120);
-    const idx = join(logDir, 'r1.idx');
+    const idx = join(indexDir, 'r1.idx');
     const v3 = await readFile(idx);
     const nl = v3.indexOf(0x0a);
     const { crc32 } = await import('node:zlib');
@@ -412,7 +428,7 @@ describe('persisted message indexes', () => {
 
   it('index files of the first format (v1, a SHA-1) are used; a damaged v1 or v2 file is refused by its checksum', async () => {
     const messages = await storeWith(60);
-    const idx = join(logDir, 'r1.idx');
+    const idx = join(indexDir, 'r1.idx');
     const v3 = await readFile(idx);
     const nl = v3.indexOf(0x0a);
     const { crc32Core: _c, crc32Tables: _t, ...rest } = JSON.parse(v3.toString('utf8', 0, nl)) as Record<string, unknown>;
@@ -448,7 +464,7 @@ describe('persisted message indexes', () => {
 
   it('a damaged manifest is ignored: every log is checked at start', async () => {
     const messages = await storeWith(10);
-    await writeFile(join(logDir, 'indexes.json'), '{"v":1,"rooms":{"r1":[1,');
+    await writeFile(join(indexDir, 'indexes.json'), '{"v":1,"rooms":{"r1":[1,');
     const { s, opened, lines } = await openLogged();
     expect(opened).toMatchObject({ persisted_indexes_used: 1, indexes_loaded_on_use: 0 });
     expect(lines.some((l) => l.msg === 'index manifest not used; every room log is checked at start')).toBe(true);

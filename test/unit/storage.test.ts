@@ -56,6 +56,7 @@ describe('open', () => {
     expect((await readdir(data)).sort()).toEqual([
       'agents.json',
       'exports',
+      'indexes',
       'journal',
       'room_messages',
       'rooms.json',
