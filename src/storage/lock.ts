@@ -1,9 +1,11 @@
-// server.lock: one process owns a DATA_DIR (SPEC §5). The file holds the owner's pid and start
-// time; it is created with O_EXCL so two starting servers cannot both win the create. A lock
-// whose owner is gone (dead pid, or a pid reused by a process that started later) is taken
-// over with a warning.
+// server.lock: one process owns a DATA_DIR (SPEC §5). The file holds the owner's pid, start
+// time and host name; it is created with O_EXCL so two starting servers cannot both win the
+// create. A lock whose owner is gone (dead pid, or a pid reused by a process that started later)
+// is taken over with a warning. The pid says nothing about a process on another host (a
+// DATA_DIR on a shared volume): the owner touches the file every `HEARTBEAT_MS`, and a lock of
+// another host counts as held while it was touched within `FOREIGN_STALE_MS`.
 import { hostname } from 'node:os';
-import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, open, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../logger.js';
 import { isCode } from './fs-ops.js';
@@ -15,7 +17,8 @@ interface LockContent {
   pid: number;
   process_started_at: string;
   locked_at: string;
-  hostname: string;
+  /** Absent in locks of versions before it: such a lock is judged by its pid. */
+  hostname?: string;
 }
 
 // Locks held by this process: a second store on the same directory in the same process must be
@@ -28,11 +31,25 @@ const START_TIME_TOLERANCE_MS = 5000;
 // An unparsable lock younger than this may be one another process is writing right now.
 const FRESH_LOCK_MS = 2000;
 const MAX_ATTEMPTS = 10;
+/** How often the owner touches its lock (so another host can tell it is alive). */
+export const HEARTBEAT_MS = 10_000;
+/** A lock of another host not touched for this long is a crashed server's. */
+export const FOREIGN_STALE_MS = 30_000;
 
 export class DataDirLock {
   private released = false;
+  private readonly heartbeat: NodeJS.Timeout;
 
-  private constructor(readonly path: string) {}
+  private constructor(
+    readonly path: string,
+    logger: Logger,
+  ) {
+    this.heartbeat = setInterval(() => {
+      const now = new Date();
+      utimes(this.path, now, now).catch((err: unknown) => logger.warn({ err, file: this.path }, 'could not touch the lock file'));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
 
   static async acquire(dataDir: string, logger: Logger): Promise<DataDirLock> {
     const path = resolve(dataDir, LOCK_FILE);
@@ -40,7 +57,7 @@ export class DataDirLock {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       if (await tryCreate(path)) {
         heldHere.add(path);
-        return new DataDirLock(path);
+        return new DataDirLock(path, logger);
       }
       let raw: string;
       try {
@@ -56,6 +73,9 @@ export class DataDirLock {
           continue;
         }
         logger.warn({ file: path }, 'lock file is unreadable and old; taking it over');
+      } else if (owner.hostname !== undefined && owner.hostname !== hostname()) {
+        if (await touchedWithin(path, FOREIGN_STALE_MS)) throw inUseElsewhere(dataDir, owner, path);
+        logger.warn({ file: path, stale_pid: owner.pid, stale_host: owner.hostname }, 'taking over a lock another host stopped refreshing');
       } else if (await ownerAlive(owner)) {
         throw inUse(dataDir, owner.pid, path);
       } else {
@@ -70,6 +90,7 @@ export class DataDirLock {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    clearInterval(this.heartbeat);
     heldHere.delete(this.path);
     try {
       await unlink(this.path);
@@ -83,6 +104,13 @@ function inUse(dataDir: string, pid: number, path: string): Error {
   return new Error(
     `DATA_DIR ${dataDir} is in use by process ${pid} (lock file ${path}). ` +
       'Stop that server or use another DATA_DIR.',
+  );
+}
+
+function inUseElsewhere(dataDir: string, owner: LockContent, path: string): Error {
+  return new Error(
+    `DATA_DIR ${dataDir} is in use by process ${owner.pid} on host ${owner.hostname} (lock file ${path}, refreshed by its owner ` +
+      `every ${HEARTBEAT_MS / 1000} s). Stop that server or use another DATA_DIR; a lock its host stopped refreshing is taken over after ${FOREIGN_STALE_MS / 1000} s.`,
   );
 }
 
@@ -155,9 +183,13 @@ async function isZombie(pid: number): Promise<boolean> {
   }
 }
 
-async function isFresh(path: string): Promise<boolean> {
+function isFresh(path: string): Promise<boolean> {
+  return touchedWithin(path, FRESH_LOCK_MS);
+}
+
+async function touchedWithin(path: string, ms: number): Promise<boolean> {
   try {
-    return Date.now() - (await stat(path)).mtimeMs < FRESH_LOCK_MS;
+    return Date.now() - (await stat(path)).mtimeMs < ms;
   } catch {
     return false;
   }

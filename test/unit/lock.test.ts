@@ -1,12 +1,13 @@
 // The DATA_DIR lock and a killed owner that is not reaped yet (a zombie): a restart right after
-// `kill -9` must take the lock over, not report the dead process as "in use".
+// `kill -9` must take the lock over, not report the dead process as "in use". A lock of another
+// host (a shared volume) is judged by its heartbeat, not by a pid that means nothing here.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
-import { DataDirLock } from '../../src/storage/lock.js';
+import { DataDirLock, FOREIGN_STALE_MS, HEARTBEAT_MS } from '../../src/storage/lock.js';
 import { processStartMs } from '../../src/storage/process-start.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -40,5 +41,44 @@ describe('server.lock and a killed owner', () => {
     const lock = await DataDirLock.acquire(dir, silentLogger);
     cleanups.push(() => lock.release());
     expect(JSON.parse(await readFile(join(dir, 'server.lock'), 'utf8')).pid).toBe(process.pid);
+  });
+});
+
+describe('server.lock of another host', () => {
+  async function lockOfOtherHost(pid: number): Promise<{ dir: string; file: string }> {
+    const dir = await mkdtemp(join(os.tmpdir(), 'chatroom-lock-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'server.lock');
+    const at = new Date().toISOString();
+    await writeFile(file, JSON.stringify({ pid, process_started_at: at, locked_at: at, hostname: `not-${os.hostname()}` }));
+    return { dir, file };
+  }
+
+  it('is held while its owner keeps touching it, whatever its pid means here; taken over once it stops', async () => {
+    // pid 1 is alive here and our own pid is "an earlier run" of ours: neither decides for another host.
+    for (const pid of [1, process.pid, 2 ** 22 + 7]) {
+      const { dir, file } = await lockOfOtherHost(pid);
+      await expect(DataDirLock.acquire(dir, silentLogger)).rejects.toThrow(`in use by process ${pid} on host not-${os.hostname()}`);
+      const old = new Date(Date.now() - FOREIGN_STALE_MS - 1000);
+      await utimes(file, old, old);
+      const lock = await DataDirLock.acquire(dir, silentLogger);
+      cleanups.push(() => lock.release());
+      expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: process.pid, hostname: os.hostname() });
+    }
+  });
+
+  it('is touched by its owner every HEARTBEAT_MS while held, and no more once released', async () => {
+    const dir = await mkdtemp(join(os.tmpdir(), 'chatroom-lock-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    cleanups.push(() => void vi.useRealTimers());
+    const lock = await DataDirLock.acquire(dir, silentLogger);
+    const file = join(dir, 'server.lock');
+    const old = new Date(Date.now() - 60_000);
+    await utimes(file, old, old);
+    vi.advanceTimersByTime(HEARTBEAT_MS);
+    await expect.poll(async () => Date.now() - (await stat(file)).mtimeMs).toBeLessThan(5_000);
+    await lock.release();
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
