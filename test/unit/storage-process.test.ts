@@ -2,6 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { processStartMs } from '../../src/storage/process-start.js';
@@ -74,7 +75,7 @@ describe('server.lock', () => {
     await new Promise((r) => dead.once('exit', r));
     await writeFile(
       join(dir, 'server.lock'),
-      JSON.stringify({ pid: dead.pid, process_started_at: new Date().toISOString(), locked_at: '', hostname: 'x' }),
+      JSON.stringify({ pid: dead.pid, process_started_at: new Date().toISOString(), locked_at: '', hostname: hostname() }),
     );
     const { logger, warnings } = memoryLogger();
     const s = store(logger);
