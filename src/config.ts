@@ -1,4 +1,5 @@
 // The only reader of process.env: environment → one validated, typed Config (SPEC §2).
+import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 
@@ -179,11 +180,11 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   const hosts = hostListVar(env, 'ALLOWED_HOSTS');
-  const tlsCert = env.TLS_CERT?.trim() || null;
-  const tlsKey = env.TLS_KEY?.trim() || null;
-  if ((tlsCert === null) !== (tlsKey === null)) {
-    throw new ConfigError(tlsCert ? 'TLS_KEY' : 'TLS_CERT', 'TLS_CERT and TLS_KEY must be set together');
+  if (!env.TLS_CERT?.trim() !== !env.TLS_KEY?.trim()) {
+    throw new ConfigError(env.TLS_CERT?.trim() ? 'TLS_KEY' : 'TLS_CERT', 'TLS_CERT and TLS_KEY must be set together');
   }
+  const tlsCert = readableFileVar(env, 'TLS_CERT');
+  const tlsKey = readableFileVar(env, 'TLS_KEY');
   return {
     store: parseStoreConfig(env),
     cacheMessages: intVar(env, 'CACHE_MESSAGES', 50_000, 0, 100_000_000),
@@ -200,7 +201,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowedOrigins: origins,
     allowedHosts: hosts,
     logLevel: logLevel as Config['logLevel'],
-    exportFont: env.EXPORT_FONT?.trim() || null,
+    exportFont: readableFileVar(env, 'EXPORT_FONT'),
     linkSecret: env.LINK_SECRET?.trim() || null,
     tlsCert,
     tlsKey,
@@ -237,4 +238,16 @@ export function withBoundPort(config: Config, port: number): Config {
 /** A config for tests and embedding: defaults merged under the caller's overrides. */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return { ...loadConfig({}), port: 0, logLevel: 'silent', ...overrides };
+}
+
+/** A file the server reads later (a certificate, a font): checked now, so start-up names the variable. */
+function readableFileVar(env: Env, name: string): string | null {
+  const file = env[name]?.trim() || null;
+  if (file === null) return null;
+  try {
+    accessSync(file, constants.R_OK);
+  } catch (err) {
+    throw new ConfigError(name, `cannot read the file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  return file;
 }

@@ -1,5 +1,6 @@
 // Config: defaults of SPEC §2 and one clear error naming the variable.
 import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, withBoundPort } from '../../src/config.js';
 
 describe('config', () => {
@@ -53,6 +54,7 @@ describe('config', () => {
     ['MAX_CONNECTIONS_PER_ADDRESS', '256.5'],
     ['HEADERS_TIMEOUT_MS', '10'],
     ['MCP_UNBOUND_IDLE_MS', 'soon'],
+    ['EXPORT_FONT', '/nonexistent/font.ttf'],
   ])('refuses %s=%s with an error naming it', (name, value) => {
     let error: unknown;
     try {
@@ -88,8 +90,18 @@ describe('config', () => {
   });
 
   it('defaults the allowed origins to https when TLS is configured', () => {
-    const c = withBoundPort(loadConfig({ TLS_CERT: '/c.pem', TLS_KEY: '/k.pem' }), 8443);
+    // Any readable files will do here: the certificate is parsed when the server listens.
+    const readable = fileURLToPath(import.meta.url);
+    const c = withBoundPort(loadConfig({ TLS_CERT: readable, TLS_KEY: readable }), 8443);
     expect(c.allowedOrigins).toEqual(['https://127.0.0.1:8443', 'https://localhost:8443']);
+  });
+
+  it('checks at start that TLS_CERT, TLS_KEY and EXPORT_FONT can be read, naming the variable', () => {
+    const readable = fileURLToPath(import.meta.url);
+    expect(() => loadConfig({ TLS_CERT: '/nonexistent/c.pem', TLS_KEY: readable })).toThrow(/^Invalid TLS_CERT: cannot read the file \/nonexistent\/c\.pem \(ENOENT\)$/);
+    expect(() => loadConfig({ TLS_CERT: readable, TLS_KEY: '/nonexistent/k.pem' })).toThrow(/^Invalid TLS_KEY: /);
+    expect(() => loadConfig({ EXPORT_FONT: '/nonexistent/font.ttf' })).toThrow(/^Invalid EXPORT_FONT: /);
+    expect(loadConfig({ EXPORT_FONT: readable }).exportFont).toBe(readable);
   });
 
   it('reads lists and keeps explicit origins and hosts', () => {
