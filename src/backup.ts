@@ -1,7 +1,8 @@
 // `backup <dir>`: a consistent copy of a live DATA_DIR, without stopping the server.
 //
 // Why this is consistent: snapshots are only ever replaced by rename, so each copied snapshot
-// is a whole version; the state journal and the logs only grow. While the copy runs, a hold
+// is a whole version, and the three are copied again until none was replaced meanwhile (so
+// they are versions that were in place together); the state journal and the logs only grow. While the copy runs, a hold
 // file (journal/backup.hold) asks the server not to delete compacted journal files, so the
 // journal copied after the snapshots holds every change the snapshots may lack (a record's
 // last journal line is its newest version; docs/storage.md). Copying snapshots and journal
@@ -55,7 +56,12 @@ async function copyCompleteLines(from: string, to: string): Promise<number> {
   }
 }
 
-export async function backupDataDir(dataDir: string, targetDir: string): Promise<BackupResult> {
+/** Test seams: called as the copy goes, to change the data directory at chosen points. */
+export interface BackupHooks {
+  afterSnapshotCopy?(name: string, attempt: number): Promise<void>;
+}
+
+export async function backupDataDir(dataDir: string, targetDir: string, hooks: BackupHooks = {}): Promise<BackupResult> {
   if (!(await exists(dataDir))) throw new Error(`DATA_DIR ${dataDir} does not exist`);
   await mkdir(targetDir, { recursive: true });
   if ((await readdir(targetDir)).length > 0) throw new Error(`Backup target ${targetDir} is not empty`);
@@ -65,22 +71,55 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
   const hasJournal = await exists(journalFrom);
   if (hasJournal) await writeFile(hold, `${process.pid} ${new Date().toISOString()}\n`);
   try {
-    await copyState(dataDir, targetDir, result, hasJournal);
+    await copyState(dataDir, targetDir, result, hasJournal, hooks);
   } finally {
     if (hasJournal) await rm(hold, { force: true });
   }
   return result;
 }
 
-async function copyState(dataDir: string, targetDir: string, result: BackupResult, hasJournal: boolean): Promise<void> {
-  for (const name of SNAPSHOTS) {
-    const from = path.join(dataDir, name);
-    if (!(await exists(from))) continue;
-    await copyFile(from, path.join(targetDir, name));
-    await fsyncPath(path.join(targetDir, name));
-    result.snapshots += 1;
-    result.bytes += (await stat(from)).size;
+/** How often the three snapshots are copied again when one was replaced during the copy. */
+const SNAPSHOT_ATTEMPTS = 50;
+
+/** Which version of each snapshot is in place: every write replaces the file (a new inode). */
+async function snapshotVersions(dataDir: string): Promise<string> {
+  const versions = await Promise.all(
+    SNAPSHOTS.map((name) => stat(path.join(dataDir, name)).then((s) => `${s.ino}:${s.size}:${s.mtimeMs}`, () => 'none')),
+  );
+  return versions.join(' ');
+}
+
+/**
+ * The three snapshots as they were at one moment. While the state is small the server keeps it
+ * in the snapshots alone (no journal) and replaces one with every change, so copies made one
+ * after another could pair a room with a member whose record is not in the copied agents.json;
+ * the set is copied again until no snapshot was replaced while it was being copied.
+ */
+async function copySnapshots(dataDir: string, targetDir: string, result: BackupResult, hooks: BackupHooks): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const before = await snapshotVersions(dataDir);
+    let copied = 0;
+    let bytes = 0;
+    for (const name of SNAPSHOTS) {
+      const from = path.join(dataDir, name);
+      if (!(await exists(from))) continue;
+      await copyFile(from, path.join(targetDir, name));
+      copied += 1;
+      bytes += (await stat(path.join(targetDir, name))).size;
+      await hooks.afterSnapshotCopy?.(name, attempt);
+    }
+    if ((await snapshotVersions(dataDir)) === before) {
+      for (const name of SNAPSHOTS) if (await exists(path.join(targetDir, name))) await fsyncPath(path.join(targetDir, name));
+      result.snapshots = copied;
+      result.bytes += bytes;
+      return;
+    }
+    if (attempt === SNAPSHOT_ATTEMPTS) throw new Error(`the snapshots in ${dataDir} kept changing during ${SNAPSHOT_ATTEMPTS} copies; try again`);
   }
+}
+
+async function copyState(dataDir: string, targetDir: string, result: BackupResult, hasJournal: boolean, hooks: BackupHooks): Promise<void> {
+  await copySnapshots(dataDir, targetDir, result, hooks);
 
   // The state journal, after the snapshots (see the top of this file).
   if (hasJournal) {

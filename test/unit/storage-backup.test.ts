@@ -8,7 +8,7 @@ import { backupDataDir } from '../../src/backup.js';
 import { silentLogger } from '../../src/logger.js';
 import { FileStore } from '../../src/storage/file-store.js';
 import { dumpStore } from './store-contract.js';
-import { makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
+import { makeAgent, makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -25,8 +25,9 @@ afterEach(async () => {
   await target.cleanup();
 });
 
-async function openStore(dataDir: string): Promise<FileStore> {
-  const s = new FileStore({ dataDir, logger: silentLogger, compactEveryMs: 0, syncSnapshotBytes: 0 });
+async function openStore(dataDir: string, options: { small?: boolean } = {}): Promise<FileStore> {
+  // small: the state lives in the snapshots alone, each change replacing one (no journal).
+  const s = new FileStore({ dataDir, logger: silentLogger, compactEveryMs: 0, syncSnapshotBytes: options.small ? 256 * 1024 : 0 });
   stores.push(s);
   await s.open();
   return s;
@@ -46,6 +47,28 @@ describe('backup of a live store', () => {
     expect(await readdir(join(dir, 'journal'))).not.toContain('backup.hold'); // removed when done
     const copy = await openStore(target.dir);
     expect(await dumpStore(copy, { keys: ['ann', 'bo'] })).toEqual(served);
+  });
+
+  it('copies the three snapshots as they were at one moment, though a change replaced two of them mid-copy', async () => {
+    const s = await openStore(dir, { small: true });
+    await s.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'Ann' }) }, 'ann');
+    await s.createRoom(makeRoom('r1'));
+    const attempts: number[] = [];
+    await backupDataDir(dir, target.dir, {
+      afterSnapshotCopy: async (name, attempt) => {
+        attempts.push(attempt);
+        // After agents.json was copied, before rooms.json: an agent registers and makes a room.
+        // Copied once each, the backup would hold the room and not its creator.
+        if (name === 'agents.json' && attempt === 1) {
+          await s.putParticipant({ kind: 'agent', record: makeAgent('a2', { name: 'Bot' }) }, 'bot');
+          await s.createRoom(makeRoom('r2', { created_by: 'Bot', created_by_id: 'a2' }));
+        }
+      },
+    });
+    expect(attempts).toEqual([1, 1, 1, 2, 2, 2]); // copied again
+    const served = await dumpStore(s, { keys: ['ann', 'bot'] });
+    const copy = await openStore(target.dir);
+    expect(await dumpStore(copy, { keys: ['ann', 'bot'] })).toEqual(served);
   });
 
   it('keeps compacted journal files while a backup holds them, and releases them afterwards', async () => {
