@@ -62,6 +62,14 @@ async function start(): Promise<void> {
   process.on('unhandledRejection', (reason) => {
     logger.error({ err: reason }, 'unhandled promise rejection');
   });
+  // A signal while the store opens (a long scan of the logs after a crash): nothing has been
+  // served or acknowledged yet, and every step of opening survives a stop at any point (it is
+  // built to survive SIGKILL), so the process ends at once, reporting success (SPEC §2).
+  const duringStartUp = (signal: string) => {
+    logger.info({ signal }, 'stopped during start-up');
+    void flushLogger(logger).finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', duringStartUp).on('SIGINT', duringStartUp);
   let running;
   try {
     running = await startServer(config, logger);
@@ -69,6 +77,7 @@ async function start(): Promise<void> {
     process.stderr.write(`Cannot start: ${(err as Error).message}\n`);
     process.exit(1);
   }
+  process.off('SIGTERM', duringStartUp).off('SIGINT', duringStartUp);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

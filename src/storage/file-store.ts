@@ -325,6 +325,7 @@ export class FileStore implements Store {
       throw new Error(`DATA_DIR ${this.dataDir} cannot be used as the data directory (${err.code ?? err.message})`);
     });
     this.lock = await DataDirLock.acquire(this.dataDir, this.logger);
+    this.logger.info({ data_dir: this.dataDir }, 'opening storage');
     const logDir = join(this.dataDir, ROOM_MESSAGES_DIR);
     const indexesMoved = !existsSync(join(this.dataDir, INDEXES_DIR));
     for (const dir of [logDir, join(this.dataDir, INDEXES_DIR), join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {

@@ -1,11 +1,13 @@
 // "Acknowledged means durable": SIGKILL the real server right after acks, restart, compare (the
 // 300-send test is in test/suites/durability.ts, shared with the PostgreSQL run); the file
 // store's start-up checks.
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { restCall, runCli, spawnServer, userWithRoom } from '../helpers/process.js';
+import { CLI, restCall, runCli, spawnServer, userWithRoom } from '../helpers/process.js';
 import { durabilitySuites } from '../suites/durability.js';
 
 durabilitySuites();
@@ -115,5 +117,41 @@ describe('durability', () => {
     expect(health.status).toBe(200);
     server.child.kill('SIGTERM');
     expect((await server.exited).code).toBe(0);
+  });
+
+  it('exits 0 on a SIGTERM that comes while the store is still opening, and the next start serves', async () => {
+    // A log with no persisted index is scanned at start: ~80 MB keeps the store opening a while.
+    const dataDir = await tempDir();
+    const roomId = 'big-20260101000000-abcdefgh';
+    await mkdir(path.join(dataDir, 'room_messages'));
+    const line = (seq: number) =>
+      JSON.stringify({
+        message_id: randomUUID(), room_id: roomId, seq, timestamp: '2026-01-01T00:00:00.000Z', sender: 'a', sender_id: 'a', role: 'user',
+        text_content: 'x'.repeat(100), text_content_i18n: null, source_language: 'en', file_url: '', file_type: '', mentions: [], visible: true,
+        processed: false, response_to: null, display_timezone: 'UTC', round_id: null, skip_reason: null, deleted: false,
+      });
+    await writeFile(path.join(dataDir, 'room_messages', `${roomId}.jsonl`), Array.from({ length: 150_000 }, (_, i) => line(i + 1)).join('\n') + '\n');
+    const child = spawn(process.execPath, [CLI, 'start'], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve) =>
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('"msg":"opening storage"')) resolve();
+      }),
+    );
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out).toContain('stopped during start-up');
+    expect(out).not.toContain('listening on');
+    // Nothing was lost by stopping there: the next start scans the log and serves it.
+    const again = await spawnServer({ DATA_DIR: dataDir });
+    try {
+      expect((await fetch(`${again.url}/api/v1/health`)).status).toBe(200);
+      expect(again.output()).toMatch(/"messages":150000/);
+    } finally {
+      again.child.kill('SIGTERM');
+      expect((await again.exited).code).toBe(0);
+    }
   });
 });
