@@ -264,5 +264,13 @@ describe('get_messages paging', () => {
     }
     expect(backward).toEqual(forward);
     await expectCode(server.call('get_messages', { room_id: room.room_id, limit: 201 }, owner.token), 400, 'validation_error');
+    // get_context and search_messages have no bound in the contract: more than 200 reads as 200.
+    const outsider = (await server.ok('register_agent', { name: 'LimitReader' })).token;
+    await server.ok('join_room', { room_id: room.room_id }, outsider);
+    const context = await server.ok('get_context', { room_id: room.room_id, limit: 1000 }, outsider);
+    expect(context.messages.map((m: { text_content: string }) => m.text_content)).toHaveLength(200);
+    const found = await server.ok('search_messages', { room_id: room.room_id, query: 'm', limit: 5000 }, owner.token);
+    expect(found.messages).toHaveLength(200);
+    await expectCode(server.call('get_context', { room_id: room.room_id, limit: 0 }, owner.token), 400, 'validation_error');
   });
 });
