@@ -342,6 +342,9 @@ describe('events over the socket', () => {
     await sp.waitForEvent('room_update', (d) => d.room.announcement.user_announcement === 'secret plans');
     sr.send({ type: 'subscribe', room_id: roomId, after_seq: 0 });
     expect(await sr.waitFor((f) => f.type === 'error')).toMatchObject({ room_id: roomId, error: { code: 'not_a_member' } });
+    // A string that cannot be a room id names no room, as for the tools.
+    sr.send({ type: 'subscribe', room_id: 'Not_A_Room' });
+    expect(await sr.waitFor((f) => f.type === 'error' && f.error?.code !== 'not_a_member')).toMatchObject({ error: { code: 'room_not_found' } });
     await sr.barrier();
     expect(sr.since(gone).filter((f) => f.type === 'event')).toEqual([]);
     expect(JSON.stringify(sr.since(gone))).not.toMatch(/after removal|secret plans/);
