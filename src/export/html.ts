@@ -17,7 +17,7 @@ import { imageDataUrl } from './images.js';
 import { closeOpenFence } from './markdown.js';
 import { isPlainText } from './pdf-markdown.js';
 import { ChunkWriter } from './stream.js';
-import { EXPORT_SLICE_MS, exportItems, type ReplyRef } from './walk.js';
+import { exportItems, type ReplyRef } from './walk.js';
 
 /** An image upload up to this size is embedded; a larger one is linked only. */
 export const HTML_IMAGE_MAX_BYTES = 2 * 1024 * 1024;
@@ -261,7 +261,7 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
     pending = [];
     raws = [];
   };
-  for await (const item of exportItems(input.messages, EXPORT_SLICE_MS, input.findEarlier ?? null)) {
+  for await (const item of exportItems(input.messages, { findEarlier: input.findEarlier })) {
     if (item.kind === 'round') {
       const label = words.round(item.number, item.timestamp);
       pending.push({ html: `<li class="round-sep" role="separator"><span>${escapeHtml(label)}</span></li>\n` });

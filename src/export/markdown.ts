@@ -4,7 +4,7 @@
 import type { Message } from '../types.js';
 import { cleanText, ExportWords, type ExportInput } from './format.js';
 import { ChunkWriter } from './stream.js';
-import { EXPORT_SLICE_MS, exportItems, type ReplyRef } from './walk.js';
+import { exportItems, type ReplyRef } from './walk.js';
 
 export type { ExportInput } from './format.js';
 
@@ -16,7 +16,7 @@ export async function writeMarkdownExport(input: ExportInput, out: NodeJS.Writab
   const words = new ExportWords(input);
   const w = new ChunkWriter(out);
   w.push(renderHeader(words));
-  for await (const item of exportItems(input.messages, EXPORT_SLICE_MS, input.findEarlier ?? null)) {
+  for await (const item of exportItems(input.messages, { findEarlier: input.findEarlier })) {
     if (item.kind === 'round') w.push(`## ${words.labels.round(item.number)}\n\n`);
     else w.push(renderMessage(item.message, item.reply, words));
     await w.flush();

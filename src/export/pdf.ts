@@ -13,7 +13,7 @@ import { embedFontsOffThread } from './pdf-fonts.js';
 import type { Run, Style } from './pdf-layout.js';
 import { renderMarkdown, renderPlain, type BlockContext } from './pdf-markdown.js';
 import { coalesce, waitFor } from './stream.js';
-import { EXPORT_SLICE_MS, exportItems, type ReplyRef } from './walk.js';
+import { exportItems, type ReplyRef } from './walk.js';
 
 export type { ExportInput } from './format.js';
 export type PdfExportOptions = FontOptions;
@@ -60,7 +60,7 @@ export async function writePdfExport(input: ExportInput, out: NodeJS.WritableStr
     canvas.newPage();
     drawRoomHeader(canvas, words);
     let first = true;
-    for await (const item of exportItems(input.messages, EXPORT_SLICE_MS, input.findEarlier ?? null)) {
+    for await (const item of exportItems(input.messages, { findEarlier: input.findEarlier })) {
       if (item.kind === 'message') {
         const image = await imageOf(item.message, words);
         drawMessage(canvas, item.message, item.reply, words, first, image);

@@ -1,8 +1,8 @@
 // One pass over a room's messages for the Markdown, HTML and PDF exports: drops skip records
 // (visible:false), marks where each round starts and resolves what a reply answers. Its memory
 // is bounded whatever the room's size: it remembers the last `RECENT` to 2 × `RECENT` messages
-// (id → seq and sender) and rounds, and asks `findEarlier` for a reply to anything older (a store lookup by
-// id); a room of 3,000,000 messages held 3,000,000 ids here before.
+// (id → seq and sender) and rounds, and asks `findEarlier` for a reply to anything older (a
+// store lookup by id); a room of 3,000,000 messages held 3,000,000 ids here before.
 import type { Message } from '../types.js';
 
 export interface ReplyRef {
@@ -34,11 +34,16 @@ export const RECENT = 20_000;
 /** An earlier message of the exported room, found by id (null or undefined when there is none). */
 export type FindEarlier = (messageId: string) => Promise<Pick<Message, 'room_id' | 'seq' | 'sender' | 'visible'> | null | undefined>;
 
+export interface WalkOptions {
+  /** Finds a replied-to message older than the walk remembers (ExportInput.findEarlier). */
+  findEarlier?: FindEarlier | undefined;
+  sliceMs?: number;
+  recent?: number;
+}
+
 export async function* exportItems(
   messages: Iterable<Message> | AsyncIterable<Message>,
-  sliceMs = EXPORT_SLICE_MS,
-  findEarlier: FindEarlier | null = null,
-  recent = RECENT,
+  { findEarlier, sliceMs = EXPORT_SLICE_MS, recent = RECENT }: WalkOptions = {},
 ): AsyncGenerator<ExportItem> {
   const roundNumbers = new RecentMap<number>(recent);
   let rounds = 0;
@@ -93,7 +98,7 @@ class RecentMap<V> {
 }
 
 /** What a reply to a message the walk no longer remembers answers: a visible earlier message of the same room. */
-async function earlier(reply: Message, findEarlier: FindEarlier | null): Promise<ReplyRef | 'unknown'> {
+async function earlier(reply: Message, findEarlier: FindEarlier | undefined): Promise<ReplyRef | 'unknown'> {
   const answered = findEarlier ? await findEarlier(reply.response_to!) : null;
   if (!answered || answered.room_id !== reply.room_id || answered.seq >= reply.seq || !answered.visible) return 'unknown';
   return { seq: answered.seq, sender: answered.sender };

@@ -43,7 +43,7 @@
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
 // (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
 // passed the cheap checks is reported when read (file and byte); the rest keeps working.
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
@@ -327,11 +327,9 @@ export class FileStore implements Store {
     this.lock = await DataDirLock.acquire(this.dataDir, this.logger);
     this.logger.info({ data_dir: this.dataDir }, 'opening storage');
     const logDir = join(this.dataDir, ROOM_MESSAGES_DIR);
-    const indexesMoved = !existsSync(join(this.dataDir, INDEXES_DIR));
     for (const dir of [logDir, join(this.dataDir, INDEXES_DIR), join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {
       await mkdir(dir, { recursive: true });
     }
-    if (indexesMoved) await moveIndexFiles(logDir, join(this.dataDir, INDEXES_DIR));
     // A .tmp is a snapshot write that never got renamed: the real file is still the valid one.
     for (const snap of [this.agents, this.users, this.rooms]) await rm(`${snap.path}.tmp`, { force: true });
     // Missing snapshots are created only once all three loaded: a corrupt one stops open first.
@@ -353,7 +351,9 @@ export class FileStore implements Store {
       this.snapshotOf(entry).set(entry.r);
     });
 
-    const files = (await readdir(logDir)).filter((f) => f.endsWith(LOG_SUFFIX));
+    const names = await readdir(logDir);
+    await moveIndexFiles(logDir, names, join(this.dataDir, INDEXES_DIR));
+    const files = names.filter((f) => f.endsWith(LOG_SUFFIX));
     const manifest = await this.indexFiles.readManifest();
     let indexed = 0;
     let lazy = 0;
@@ -974,12 +974,14 @@ interface MessageAppend {
 const NO_APPEND: MessageAppend = { written: Promise.resolve(), apply: () => undefined, undo: () => Promise.resolve() };
 
 /**
- * A DATA_DIR of an older version kept its persisted indexes beside the logs: they move to their
- * own folder once (a rename each), so the first start after the upgrade still uses them instead
- * of scanning every log. They are a cache: one that fails to move is deleted.
+ * A DATA_DIR of an older version kept its persisted indexes beside the logs (`names`, the log
+ * folder's listing, which start-up reads anyway): they move to their own folder (a rename each),
+ * so the first start after the upgrade still uses them instead of scanning every log, and a start
+ * that stopped half-way through the move finishes it. They are a cache: one that fails to move
+ * is deleted.
  */
-async function moveIndexFiles(logDir: string, indexDir: string): Promise<void> {
-  for (const name of await readdir(logDir)) {
+async function moveIndexFiles(logDir: string, names: readonly string[], indexDir: string): Promise<void> {
+  for (const name of names) {
     if (!name.endsWith('.idx') && name !== MANIFEST_FILE) continue;
     await rename(join(logDir, name), join(indexDir, name)).catch(() => rm(join(logDir, name), { force: true }));
   }

@@ -116,13 +116,9 @@ export class ToolRegistry {
 
   /** Resolves the caller; throws `unauthorized` for an unknown token. */
   resolveCaller(options: Pick<CallOptions, 'token' | 'caller'>): Caller | null {
-    if (options.caller) return options.caller;
-    if (options.token) {
-      const caller = this.hooks.authenticate(options.token);
-      if (!caller) throw new AppError('unauthorized', 'Unknown or revoked token');
-      return caller;
-    }
-    return null;
+    const caller = this.knownCaller(options);
+    if (!caller && options.token) throw new AppError('unauthorized', 'Unknown or revoked token');
+    return caller;
   }
 
   /** The caller when the token is known, else null (no error). */

@@ -260,7 +260,7 @@ describe('shared helpers', () => {
     };
     const items = [];
     // Remembering 3: message 1 is long forgotten when 12 answers it.
-    for await (const item of exportItems(all, 60_000, find, 3)) items.push(item);
+    for await (const item of exportItems(all, { findEarlier: find, recent: 3 })) items.push(item);
     const replies = Object.fromEntries(items.flatMap((i) => (i.kind === 'message' && i.message.seq > 11 ? [[i.message.seq, i.reply]] : [])));
     expect(replies).toEqual({ 12: { seq: 1, sender: 'alice' }, 13: { seq: 10, sender: 'alice' }, 14: 'unknown', 15: 'unknown' });
     expect(asked).toEqual([messages[0]!.message_id, hidden.message_id, 'elsewhere']);
@@ -268,7 +268,7 @@ describe('shared helpers', () => {
     expect(items.filter((i) => i.kind === 'round').map((i) => (i.kind === 'round' ? i.number : 0))).toEqual([1, 2, 3, 4, 5]);
     // Without findEarlier a forgotten message is unknown.
     const plain = [];
-    for await (const item of exportItems(all, 60_000, null, 3)) plain.push(item);
+    for await (const item of exportItems(all, { recent: 3 })) plain.push(item);
     expect(plain.find((i) => i.kind === 'message' && i.message.seq === 12)).toMatchObject({ reply: 'unknown' });
   });
 
@@ -277,12 +277,12 @@ describe('shared helpers', () => {
     const order: string[] = [];
     setImmediate(() => order.push('other work'));
     // sliceMs 0: every item after the first starts a new slice.
-    for await (const item of exportItems(messages, 0)) order.push(item.kind === 'message' ? `m${item.message.seq}` : item.kind);
+    for await (const item of exportItems(messages, { sliceMs: 0 })) order.push(item.kind === 'message' ? `m${item.message.seq}` : item.kind);
     expect(order).toEqual(['m1', 'other work', 'm2', 'm3']);
 
     const unsliced: string[] = [];
     setImmediate(() => unsliced.push('other work'));
-    for await (const item of exportItems(messages, 60_000)) unsliced.push(item.kind === 'message' ? `m${item.message.seq}` : item.kind);
+    for await (const item of exportItems(messages, { sliceMs: 60_000 })) unsliced.push(item.kind === 'message' ? `m${item.message.seq}` : item.kind);
     expect(unsliced).toEqual(['m1', 'm2', 'm3']);
   });
 

@@ -193,6 +193,14 @@ describe('persisted message indexes', () => {
     expect((await readdir(indexDir)).sort()).toEqual(['indexes.json', 'r1.idx']);
     expect(await all(s, 'r1')).toEqual(messages);
     await s.close();
+    // A start that stopped half-way through the move (indexes/ made, one file still beside the
+    // logs): the next start moves the rest.
+    await rename(join(indexDir, 'r1.idx'), join(logDir, 'r1.idx'));
+    const resumed = await openLogged();
+    expect((await readdir(logDir)).sort()).toEqual(['r1.jsonl']);
+    expect((await readdir(indexDir)).sort()).toEqual(['indexes.json', 'r1.idx']);
+    expect(await all(resumed.s, 'r1')).toEqual(messages);
+    await resumed.s.close();
   });
 
   it('after a clean shutdown, start-up reads no log and no index: a room is loaded on first use', async () => {
