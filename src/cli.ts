@@ -124,6 +124,8 @@ const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people i
   agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
   cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
                                      an agent CLI run once per turn
+  a2a-agent --room R --name N --card CARD_URL [--header 'Name: value'] [--bearer-env VAR]
+                                     a remote A2A agent as a member (docs/a2a.md)
   hook claude-init|claude-session-start|claude-stop|codex-notify
                                      keep an interactive Claude Code session in a room (docs/agents.md)
   backup DIR                         copy DATA_DIR
@@ -145,6 +147,7 @@ const commands: Record<string, () => Promise<void>> = {
   mcp: async () => (await import('./mcp/stdio.js')).runMcpStdio(process.argv.slice(3)),
   agent: async () => (await import('./agent/run.js')).agentCommand(process.argv.slice(3)),
   'cli-agent': async () => (await import('./cli-agent/run.js')).cliAgentCommand(process.argv.slice(3)),
+  'a2a-agent': async () => (await import('./a2a-agent/run.js')).a2aAgentCommand(process.argv.slice(3)),
   hook: async () => (await import('./hooks/index.js')).hookCommand(process.argv.slice(3)),
   help: async () => {
     process.stdout.write(HELP);
