@@ -7,29 +7,23 @@
 import { randomUUID } from 'node:crypto';
 import { TaskState, type Task, type TaskStatus } from '@a2a-js/sdk';
 import { numberFlag, parseFlags, parseOrExit, requiredRooms, runUntilSignal, SIGN_IN_FLAGS, signInOptions, stderrLog } from '../agent/command.js';
-import { agentClient, checkServer, signInAndJoin, stateDir } from '../agent/connect.js';
+import { agentClient, checkServer, signInAndJoin, stateDir, type SignInOptions } from '../agent/connect.js';
 import { readReply } from '../agent/prompt.js';
-import { giveUp } from '../agent/turns.js';
-import { type ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import { giveUp, passHeldTurnsAndClose } from '../agent/turns.js';
+import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
 import { ask, textOf, type AskResult } from './ask.js';
 import { buildA2aPrompt } from './prompt.js';
 import { connectRemote, parseHeader, type RemoteAgent } from './remote.js';
 
-export interface A2aAgentOptions {
-  url: string;
+export interface A2aAgentOptions extends Omit<SignInOptions, 'log'> {
   rooms: string[];
-  name?: string;
-  token?: string;
-  introduce?: string;
-  roomPassword?: string;
   /** The remote agent's card. */
   card: string;
   /** Sent with every request to the remote agent (credentials); never logged. */
   headers: Record<string, string>;
   maxChars: number;
   marginMs?: number;
-  stateDir: string;
   log?: (line: string) => void;
 }
 
@@ -170,15 +164,7 @@ export async function runA2aAgent(options: A2aAgentOptions): Promise<RunningA2aA
       if (stopping) return;
       stopping = true;
       for (const roomId of [...running.keys()]) cancel(roomId, reason);
-      for (const [roomId, canSkip] of working) {
-        if (!canSkip) continue;
-        await client
-          .call('skip_response', { room_id: roomId, reason: skipReason(reason) }, { timeoutMs: 3000 })
-          .catch((err: ChatroomError) => (err.code === 'validation_error' ? client.call('skip_response', { room_id: roomId }, { timeoutMs: 3000 }) : undefined))
-          .catch(() => undefined);
-      }
-      await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
-      await client.close();
+      await passHeldTurnsAndClose(client, [...working.entries()], reason);
     },
   };
 }
