@@ -160,6 +160,19 @@ describe('a room as an A2A agent', () => {
     expect(states[states.length - 1]).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
+  it('a message into a room without agents is posted and its task completes at once with no artifacts (plain JSON-RPC)', async () => {
+    const person = await registerUser(server, `Solo${++roomCounter}`);
+    const { room } = await server.ok('create_room', { room_name: `Empty ${roomCounter}` }, person.token);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 'a', method: 'SendMessage', params: { message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'anyone here?' }] } } });
+    const answer = await rawRpc(room.room_id, body, person.token);
+    expect(answer.status).toBe(200);
+    expect(answer.body.id).toBe('a');
+    expect(answer.body.result.task).toMatchObject({ contextId: room.room_id, status: { state: 'TASK_STATE_COMPLETED' } });
+    expect(answer.body.result.task.artifacts ?? []).toEqual([]);
+    const { messages } = await server.ok('get_messages', { room_id: room.room_id, limit: 10 }, person.token);
+    expect(messages.map((m: any) => [m.sender, m.text_content])).toContainEqual([person.name, 'anyone here?']);
+  });
+
   it('refuses a non-member and an unknown token with the A2A authentication/authorization errors', async () => {
     const { roomId } = await roomWithAgents(['Eps']);
     const stranger = await registerUser(server, `Stranger${roomCounter}`);
