@@ -145,6 +145,18 @@ describe('a room as an A2A agent', () => {
     await expect(client.getTask({ tenant: '', id: result.id }, auth(bots[0]!.token))).rejects.toThrow(/not found/i);
   });
 
+  it("in host mode the host's message with a mention starts the round its task follows", async () => {
+    roomCounter++;
+    const host = await registerUser(server, `Host${roomCounter}`);
+    const { room } = await server.ok('create_room', { room_name: `Host room ${roomCounter}`, interaction_mode: 'host', language: 'en' }, host.token);
+    const first = await answeringAgent(`Theta${roomCounter}`, room.room_id);
+    await answeringAgent(`Iota${roomCounter}`, room.room_id);
+    const client = await a2aClient(room.room_id);
+    const task = (await client.sendMessage(request(`@${first.name} only you, please`), auth(host.token))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(artifactTexts(task)).toEqual([{ name: first.name, text: `${first.name} heard: @${first.name} only you, please` }]);
+  });
+
   it('streams one artifact per answer, in the order they were posted, then the completed status', async () => {
     const { roomId, person, bots } = await roomWithAgents(['Gamma', 'Delta']);
     const client = await a2aClient(roomId);

@@ -6,9 +6,10 @@
 // Which round: the first `round_start` after the message's own `message_new` (a person's message
 // in an idle room starts one in the same commit; during a running round it is unanswered and the
 // next round is the one it started; a host's mention starts one at once). An agent's post that
-// answered its turn, or started a round in an idle room, belongs to its `round_id`. When the room
-// is left idle and active with no such round (no agents, or a post that starts nothing in host
-// mode), no round is coming: the follower ends with `no_round`.
+// answered its turn, or started a round in an idle room, belongs to its `round_id`. When no round
+// will come for it (a room without agents, a post that starts nothing in host mode), the follower
+// ends with `no_round`; a person's message in a room whose agents are all offline waits for the
+// round that starts when one comes online, as it would in a paused room for the resume.
 import type { EventBus, RoomEvent } from '../../events/bus.js';
 import type { Message, RoomRecord } from '../../types.js';
 
@@ -140,10 +141,14 @@ export class RoundFollower {
     const room = await this.options.roomNow().catch(() => undefined);
     if (!room) return true; // the room is gone
     if (this.target !== null || this.pending.length > 0) return false;
-    const running = room.current_round !== null && !room.current_round.completed;
     if (room.system_status === 'paused') return false; // a round starts on resume
-    if (running) return room.interaction_mode === 'host'; // host mode: only the post itself starts rounds
-    return true;
+    // Host mode: only the post itself starts a round (a host's message that mentions agents).
+    if (room.interaction_mode === 'host') return true;
+    const running = room.current_round !== null && !room.current_round.completed;
+    if (running) return false; // the unanswered message starts the next round
+    // Idle: an unanswered message starts a round once one of the room's agents is online.
+    const unanswered = this.mine!.role === 'user' && room.processed_through_seq < this.mine!.seq;
+    return !(unanswered && room.members.some((m) => m.role === 'ai_agent'));
   }
 
   private poke(): void {
