@@ -2,10 +2,10 @@
 // server: the public card, a member's message posted as that member, the task completing with
 // the round's agent answers as artifacts, streaming, GetTask, cancel, and refusals.
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Message as A2aMessage, type SendMessageRequest, type Task } from '@a2a-js/sdk';
-import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChatroomClient, type TurnAnswer, type TurnInfo } from '../../src/client/index.js';
+import type { ChatroomClient } from '../../src/client/index.js';
+import { a2aClient as a2aClientOf, answeringAgent as answeringAgentOn, artifactTexts, bearer, cardUrlOf, sendRequest } from '../helpers/a2a.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -19,26 +19,10 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/**
- * An agent that answers each turn once per new person message (`<name> heard: <text>`) and skips
- * otherwise; `silent` lets its turns run out instead.
- */
 async function answeringAgent(name: string, roomId: string, options: { silent?: boolean } = {}): Promise<{ name: string; token: string }> {
-  const { token } = await ChatroomClient.register(server.url, name, { introduce: `${name} answers questions`, capabilities: ['echo', 'testing'] });
-  await ChatroomClient.rest(server.url, 'join_room', { room_id: roomId }, token);
-  const client = new ChatroomClient({ url: server.url, token, backoff: { initialMs: 100, maxMs: 1000 } });
-  let heard = 0;
-  client.onTurn((turn: TurnInfo): TurnAnswer => {
-    if (options.silent) return undefined;
-    const people = turn.context.messages.filter((m) => m.role === 'user' && m.seq > heard);
-    const last = people[people.length - 1];
-    if (!last) return turn.can_skip ? { skip: true } : { text: `${name}: nothing new` };
-    heard = last.seq;
-    return { text: `${name} heard: ${last.text_content}` };
-  });
-  await client.connect();
-  agents.push(client);
-  return { name, token };
+  const agent = await answeringAgentOn(server.url, name, roomId, options);
+  agents.push(agent.client);
+  return agent;
 }
 
 let roomCounter = 0;
@@ -53,38 +37,10 @@ async function roomWithAgents(agentNames: string[], options: { silent?: boolean;
   return { person, roomId: room.room_id as string, bots };
 }
 
-const cardUrl = (roomId: string) => `${server.url}/a2a/rooms/${roomId}/.well-known/agent-card.json`;
-
-async function a2aClient(roomId: string): Promise<Client> {
-  return new ClientFactory().createFromUrl(cardUrl(roomId), cardUrl(roomId));
-}
-
-const auth = (token: string) => ({ serviceParameters: { Authorization: `Bearer ${token}` } });
-
-function userMessage(text: string): A2aMessage {
-  return {
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, mediaType: 'text/plain', filename: '', metadata: {} }],
-    metadata: {},
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-function request(text: string, returnImmediately = false): SendMessageRequest {
-  return {
-    tenant: '',
-    message: userMessage(text),
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
-    metadata: {},
-  };
-}
-
-const artifactTexts = (task: Task) =>
-  task.artifacts.map((a) => ({ name: a.name, text: a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('') }));
+const cardUrl = (roomId: string) => cardUrlOf(server.url, roomId);
+const a2aClient = (roomId: string) => a2aClientOf(server.url, roomId);
+const auth = bearer;
+const request = sendRequest;
 
 /** A raw JSON-RPC POST to a room's interface. */
 async function rawRpc(roomId: string, body: string, token?: string) {
