@@ -12,6 +12,7 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/serve
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runA2aAgent, type RunningA2aAgent } from '../../src/a2a-agent/run.js';
+import { closedPort } from '../helpers/process.js';
 import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
 type Mode = 'echo' | 'hang' | 'fail' | 'ask';
@@ -205,9 +206,10 @@ describe('a2a-agent: a remote A2A agent as a member', () => {
   });
 
   it('refuses to start with an unreachable card or one without a supported interface', async () => {
-    await expect(
-      runA2aAgent({ url: server.url, rooms: ['x'], name: 'Nobody', card: 'http://127.0.0.1:1/.well-known/agent-card.json', headers: {}, maxChars: 100, stateDir }),
-    ).rejects.toThrow(/Cannot read the agent card at http:\/\/127\.0\.0\.1:1\/\.well-known\/agent-card\.json/);
+    const closed = `http://127.0.0.1:${await closedPort()}/.well-known/agent-card.json`;
+    await expect(runA2aAgent({ url: server.url, rooms: ['x'], name: 'Nobody', card: closed, headers: {}, maxChars: 100, stateDir })).rejects.toThrow(
+      `Cannot read the agent card at ${closed} (connection refused)`,
+    );
 
     const app = express();
     app.get('/.well-known/agent-card.json', (_req, res) => {

@@ -85,6 +85,7 @@ describe('the npm package', () => {
     }
     const help = await run(path.join(prefix, 'bin', 'agent-chatroom'), ['help'], { cwd: elsewhere });
     expect(help.stdout).toContain('cli-agent --room R --name N --preset claude|codex|gemini');
+    expect(help.stdout).toContain('a2a-agent --room R --name N --card CARD_URL');
 
     // 2. The typed client in a fresh ESM project: its types check (strict, library files included)…
     await writeFile(path.join(project, 'typed.ts'), TYPED_SCRIPT);
