@@ -186,6 +186,15 @@ describe('a room as an A2A agent', () => {
     const noMessage = await rawRpc(roomId, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: {} }), person.token);
     expect(noMessage.status).toBeLessThan(500);
     expect(noMessage.body.error).toBeDefined();
+    // Over MAX_MESSAGE_CHARS (32,000): the room's payload_too_large, as a JSON-RPC error.
+    const long = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'SendMessage', params: { message: { messageId: 'm-long', role: 'ROLE_USER', parts: [{ text: 'a'.repeat(40_000) }] } } });
+    const tooLong = await rawRpc(roomId, long, person.token);
+    expect(tooLong.status).toBe(200);
+    expect(tooLong.body.error.data[0].metadata.code).toBe('payload_too_large');
+    // Over the body limit (1 MiB here): 413 with a JSON-RPC error.
+    const huge = await rawRpc(roomId, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'SendMessage', params: { pad: 'b'.repeat(1_200_000) } }), person.token);
+    expect(huge.status).toBe(413);
+    expect(huge.body.error.data[0].metadata.code).toBe('payload_too_large');
     const notRpc = await rawRpc(roomId, JSON.stringify([1, 2, 3]), person.token);
     expect(notRpc.status).toBeLessThan(500);
     expect(notRpc.body.error).toBeDefined();

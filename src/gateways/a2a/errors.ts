@@ -11,12 +11,15 @@ export function toA2aError(err: unknown): unknown {
   return err.code === 'validation_error' || err.code === 'payload_too_large' ? new RequestMalformedError(options) : new UnsupportedOperationError(options);
 }
 
-/** The JSON-RPC body of a refused authentication (401) or authorization (403). */
-export function authErrorBody(id: unknown, status: 401 | 403 | 404, code: string, message: string) {
-  const reason = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : 'NOT_FOUND';
+/**
+ * The JSON-RPC body of a request refused before the SDK reads it: authentication (401),
+ * authorization (403), an unknown room (404), a body over the limit (413).
+ */
+export function refusalBody(status: 401 | 403 | 404 | 413 | number, code: string, message: string) {
+  const reason = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 404 ? 'NOT_FOUND' : status === 413 ? 'PAYLOAD_TOO_LARGE' : 'REFUSED';
   return {
     jsonrpc: '2.0',
-    id: typeof id === 'string' || typeof id === 'number' ? id : null,
+    id: null,
     error: {
       code: -32600,
       message,

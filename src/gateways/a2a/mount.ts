@@ -16,7 +16,7 @@ import { bearerToken, bodyLimit, hostAllowed } from '../../transports/http-util.
 import type { Mount, MountFactory } from '../../transports/mount.js';
 import type { Caller } from '../../types.js';
 import { cardJson, roomCard, type AgentProfile } from './card.js';
-import { authErrorBody } from './errors.js';
+import { refusalBody } from './errors.js';
 import { RoomAgents, RoomMember } from './room-agent.js';
 
 export const A2A_ROOMS_PATH = '/a2a/rooms';
@@ -119,13 +119,9 @@ class A2aGateway implements Mount {
       await this.app.registry.call('get_room', { room_id: roomId }, { token, transport: 'a2a', address: req.socket.remoteAddress ?? null });
     } catch (err) {
       if (!isAppError(err)) throw err;
-      const status = err.code === 'unauthorized' ? 401 : err.code === 'room_not_found' ? 404 : err.status === 403 ? 403 : null;
-      if (status === null) {
-        res.status(err.status).json(authErrorBody(null, 403, err.code, err.message));
-        return false;
-      }
-      if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-      res.status(status).json(authErrorBody(null, status, err.code, status === 401 ? 'A member token is needed (Authorization: Bearer <token>)' : err.message));
+      // unauthorized 401, not_a_member 403, room_not_found 404, rate_limited 429.
+      if (err.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+      res.status(err.status).json(refusalBody(err.status, err.code, err.status === 401 ? 'A member token is needed (Authorization: Bearer <token>)' : err.message));
       return false;
     }
     const caller = this.app.registry.resolveCaller({ token }) as Caller;
@@ -138,7 +134,7 @@ class A2aGateway implements Mount {
     if (res.headersSent) return;
     const type = (err as { type?: string }).type;
     if (type === 'entity.too.large') {
-      res.status(413).json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Request body is too large', data: [{ code: 'payload_too_large' }] } });
+      res.status(413).json(refusalBody(413, 'payload_too_large', 'Request body is too large'));
       return;
     }
     if (type === 'entity.parse.failed' || err instanceof SyntaxError) {
