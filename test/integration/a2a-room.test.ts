@@ -195,6 +195,11 @@ describe('a room as an A2A agent', () => {
     const huge = await rawRpc(roomId, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'SendMessage', params: { pad: 'b'.repeat(1_200_000) } }), person.token);
     expect(huge.status).toBe(413);
     expect(huge.body.error.data[0].metadata.code).toBe('payload_too_large');
+    // A room takes text: a file part is ContentTypeNotSupported (-32005), nothing posted.
+    const file = JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'SendMessage', params: { message: { messageId: 'm-file', role: 'ROLE_USER', parts: [{ url: 'https://example.com/a.png', mediaType: 'image/png' }] } } });
+    const filePart = await rawRpc(roomId, file, person.token);
+    expect(filePart.status).toBe(200);
+    expect(filePart.body.error.code).toBe(-32005);
     const notRpc = await rawRpc(roomId, JSON.stringify([1, 2, 3]), person.token);
     expect(notRpc.status).toBeLessThan(500);
     expect(notRpc.body.error).toBeDefined();

@@ -5,7 +5,7 @@
 // Cancelling stops the following only: the room and its round go on.
 import { randomUUID } from 'node:crypto';
 import { TaskState, type AgentCard, type Message as A2aMessage, type Part, type SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
-import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import {
   AgentEvent,
   DefaultRequestHandler,
@@ -19,7 +19,7 @@ import {
 import type { EventBus } from '../../events/bus.js';
 import type { ToolRegistry } from '../../tools/registry.js';
 import type { Caller, Message, RoomRecord } from '../../types.js';
-import { A2A_VERSION } from './card.js';
+import { A2A_VERSION, roomCard } from './card.js';
 import { toA2aError } from './errors.js';
 import { RoundFollower, type RoundAnswer } from './round-follower.js';
 import { BoundedTaskStore } from './task-store.js';
@@ -150,7 +150,7 @@ function agentMessage(taskId: string, contextId: string, text: string): A2aMessa
 export function messageText(message: A2aMessage): string {
   const texts: string[] = [];
   for (const part of message.parts ?? []) {
-    if (part.content?.$case !== 'text') throw new UnsupportedOperationError({ message: 'A room takes text parts only', metadata: { code: 'validation_error' } });
+    if (part.content?.$case !== 'text') throw new ContentTypeNotSupportedError({ message: 'A room takes text parts only', metadata: { code: 'validation_error' } });
     texts.push(part.content.value);
   }
   return texts.join('\n');
@@ -176,20 +176,7 @@ export class RoomAgents implements A2ARequestHandler {
    * room's own (card.ts), served at the room's well-known path.
    */
   private versionCard(): AgentCard {
-    return {
-      name: 'Agent Chatroom room',
-      description: '',
-      supportedInterfaces: [{ url: '', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_VERSION }],
-      provider: undefined,
-      version: A2A_VERSION,
-      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-      securitySchemes: {},
-      securityRequirements: [],
-      defaultInputModes: ['text/plain'],
-      defaultOutputModes: ['text/plain'],
-      skills: [],
-      signatures: [],
-    };
+    return roomCard({ room_id: '', room_name: 'Agent Chatroom room', room_description: '' }, [], '', A2A_VERSION);
   }
 
   async getAgentCard(): Promise<AgentCard> {
