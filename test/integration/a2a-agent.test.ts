@@ -19,7 +19,8 @@ type Mode = 'echo' | 'hang' | 'fail' | 'ask';
 
 interface StandIn {
   cardUrl: string;
-  received: Array<{ contextId: string; taskId: string; text: string }>;
+  /** Each message as the remote agent got it: `sentTaskId` is the task id the message named. */
+  received: Array<{ contextId: string; taskId: string; sentTaskId: string; text: string }>;
   cancelled: string[];
   headers: Array<Record<string, string | string[] | undefined>>;
   close(): Promise<void>;
@@ -37,7 +38,8 @@ async function standIn(mode: Mode, options: { streaming: boolean }): Promise<Sta
   const hanging = new Map<string, () => void>();
   const executor: AgentExecutor = {
     async execute(ctx: RequestContext, bus: ExecutionEventBus) {
-      received.push({ contextId: ctx.contextId, taskId: ctx.userMessage.taskId, text: text(ctx.userMessage.parts) });
+      const sentTaskId = ctx.task ? ctx.task.id : '';
+      received.push({ contextId: ctx.contextId, taskId: ctx.taskId, sentTaskId, text: text(ctx.userMessage.parts) });
       const status = (state: TaskState, said?: string) =>
         bus.publish(
           AgentEvent.statusUpdate({
@@ -49,7 +51,10 @@ async function standIn(mode: Mode, options: { streaming: boolean }): Promise<Sta
         );
       bus.publish(AgentEvent.task({ id: ctx.taskId, contextId: ctx.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() }, artifacts: [], history: [ctx.userMessage], metadata: {} }));
       status(TaskState.TASK_STATE_WORKING, 'reading the room');
-      if (mode === 'echo') {
+      if (mode === 'ask' && ctx.task) {
+        // The answer to the question: the task it asked in goes on and completes.
+        status(TaskState.TASK_STATE_COMPLETED, `Thanks, noted: ${text(ctx.userMessage.parts).includes('Paris') ? 'Paris' : 'unclear'}`);
+      } else if (mode === 'echo') {
         bus.publish(
           AgentEvent.artifactUpdate({
             taskId: ctx.taskId,
@@ -197,12 +202,18 @@ describe('a2a-agent: a remote A2A agent as a member', () => {
       .toMatchObject({ visible: false, skip_reason: 'skip', text_content: expect.stringContaining('model overloaded') });
   });
 
-  it("posts an input-required question as the agent's answer", async () => {
+  it("posts an input-required question as the agent's answer; the next turn answers that task", async () => {
     const t = await setUp('ask', { streaming: false });
     await t.say('what is the weather?');
     await expect
       .poll(async () => (await t.messages()).find((m) => m.sender === t.name), { timeout: 15_000 })
       .toMatchObject({ visible: true, text_content: 'Which city do you mean?' });
+    await t.say('Paris');
+    await expect
+      .poll(async () => (await t.messages()).filter((m) => m.sender === t.name && m.visible).map((m) => m.text_content), { timeout: 15_000 })
+      .toEqual(['Which city do you mean?', 'Thanks, noted: Paris']);
+    expect(t.remote.received[1]!.sentTaskId).toBe(t.remote.received[0]!.taskId);
+    expect(t.remote.received[1]!.contextId).toBe(t.remote.received[0]!.contextId);
   });
 
   it('refuses to start with an unreachable card or one without a supported interface', async () => {
