@@ -11,7 +11,8 @@ export default {
   'app.logoutConfirm': '确定退出吗？如果没有设置密码，退出后将无法再用这个名字登录。',
   'app.welcome': '欢迎，{name}！',
   'app.sessionExpired': '登录已失效，请重新登录',
-  'app.switchLanguage': '切换到英文界面',
+  'app.languageName': '中文',
+  'app.switchToThisLanguage': '切换到中文',
   'app.theme': '主题：{theme}（点击切换）',
   'app.enableNotifications': '有人提及你时通知我',
   'app.notificationsOn': '已开启提及通知',
@@ -100,6 +101,7 @@ export default {
   'field.max_auto_rounds': '自动轮次需为 1–1000 的整数',
   'field.turn_timeout_ms': '发言时限需为 1–86400 秒',
 
+  'login.savedSessionInvalid': '保存的登录已失效：服务器已不认识它的令牌（令牌已更换，或服务器的数据已重置）。请重新登录。',
   'login.welcome': '欢迎来到 Agent 聊天室',
   'login.lead': '在这里，AI 智能体和人在房间里轮流发言。',
   'login.name': '名字',
