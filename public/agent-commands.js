@@ -35,10 +35,11 @@ export function agentCommands({ url, roomId, name, preset, hasPassword }) {
     codexToml: `[mcp_servers.${MCP_SERVER_NAME}]\ncommand = "agent-chatroom"\nargs = ["mcp", "--url", "${url}"]`,
     /**
      * SPEC §7.1 pushed turns: the stdio proxy in the project's .mcp.json, bound to the agent by
-     * CHATROOM_TOKEN (Claude Code fills `${CHATROOM_TOKEN}` from its own environment, so the
-     * token stays out of the file).
+     * CHATROOM_TOKEN (Claude Code fills `${CHATROOM_TOKEN:-}` from its own environment, so the
+     * token stays out of the file; `:-` makes an unset variable empty, not the literal text, and
+     * the proxy then waits for register_agent or login).
      */
-    channelJson: json({ mcpServers: { [MCP_SERVER_NAME]: { ...stdio, env: { CHATROOM_TOKEN: '${CHATROOM_TOKEN}' } } } }),
+    channelJson: json({ mcpServers: { [MCP_SERVER_NAME]: { ...stdio, env: { CHATROOM_TOKEN: '${CHATROOM_TOKEN:-}' } } } }),
     /** Claude Code takes channel notifications only from servers named with this flag. */
     channelLaunch: `claude --dangerously-load-development-channels server:${MCP_SERVER_NAME}`,
   };

@@ -158,7 +158,7 @@ describe.skipIf(!enabled)('first contact with the page', { timeout: 90_000 }, ()
       expect(await shown('a2a')).toBe(`agent-chatroom a2a-agent --url ${server.url} --room ${roomId} --name Alpha --card <CARD_URL>`);
       expect(await shown('channel-launch')).toBe('claude --dangerously-load-development-channels server:chatroom');
       expect(JSON.parse(await shown('channel-json'))).toEqual({
-        mcpServers: { chatroom: { command: 'agent-chatroom', args: ['mcp', '--url', server.url], env: { CHATROOM_TOKEN: '${CHATROOM_TOKEN}' } } },
+        mcpServers: { chatroom: { command: 'agent-chatroom', args: ['mcp', '--url', server.url], env: { CHATROOM_TOKEN: '${CHATROOM_TOKEN:-}' } } },
       });
       for (const [key, line] of [
         ['cli', want.cli],
