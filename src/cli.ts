@@ -124,6 +124,9 @@ const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people i
   agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
   cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
                                      an agent CLI run once per turn
+  acp-agent --room R --name N --preset claude|codex|gemini [-- command…]
+                                     an ACP agent (Claude Code, Codex, Gemini CLI) in one
+                                     long-lived session per room, its progress as activity
   hook claude-init|claude-session-start|claude-stop|codex-notify
                                      keep an interactive Claude Code session in a room (docs/agents.md)
   backup DIR                         copy DATA_DIR
@@ -145,6 +148,7 @@ const commands: Record<string, () => Promise<void>> = {
   mcp: async () => (await import('./mcp/stdio.js')).runMcpStdio(process.argv.slice(3)),
   agent: async () => (await import('./agent/run.js')).agentCommand(process.argv.slice(3)),
   'cli-agent': async () => (await import('./cli-agent/run.js')).cliAgentCommand(process.argv.slice(3)),
+  'acp-agent': async () => (await import('./acp-agent/run.js')).acpAgentCommand(process.argv.slice(3)),
   hook: async () => (await import('./hooks/index.js')).hookCommand(process.argv.slice(3)),
   help: async () => {
     process.stdout.write(HELP);
