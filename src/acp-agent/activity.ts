@@ -20,10 +20,16 @@ export function cutNote(text: string): string {
 
 export type ReportActivity = (activity: Activity, note: string) => Promise<unknown>;
 
-/** Sends the latest activity, at most one call per THROTTLE_MS; stop() drops what is pending. */
+/**
+ * Sends the latest activity, at most one call per THROTTLE_MS. A `working` state (a tool, a
+ * permission decision) is never replaced by `thinking` before it was shown: the thinking waits
+ * behind it. stop() sends a `working` state still waiting (people should see what was decided
+ * for a tool, however short the turn) and drops anything else.
+ */
 export class ActivityThrottle {
   private sentKey = '';
   private pending: { activity: Activity; note: string } | null = null;
+  private after: { activity: Activity; note: string } | null = null;
   private timer: NodeJS.Timeout | null = null;
   private lastSentAt = 0;
   private stopped = false;
@@ -34,8 +40,16 @@ export class ActivityThrottle {
     if (this.stopped) return;
     const cut = cutNote(note);
     if (`${activity}|${cut}` === this.sentKey && !this.pending) return;
-    this.pending = { activity, note: cut };
-    if (this.timer) return;
+    if (this.pending?.activity === 'working' && activity === 'thinking') this.after = { activity, note: cut };
+    else {
+      this.pending = { activity, note: cut };
+      this.after = null;
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer || !this.pending) return;
     const wait = Math.max(0, this.lastSentAt + THROTTLE_MS - Date.now());
     this.timer = setTimeout(() => this.flush(), wait);
   }
@@ -43,20 +57,28 @@ export class ActivityThrottle {
   private flush(): void {
     this.timer = null;
     const next = this.pending;
-    this.pending = null;
-    if (!next || this.stopped) return;
-    const key = `${next.activity}|${next.note}`;
+    this.pending = this.after;
+    this.after = null;
+    if (next && !this.stopped) this.send(next);
+    this.schedule();
+  }
+
+  private send(state: { activity: Activity; note: string }): void {
+    const key = `${state.activity}|${state.note}`;
     if (key === this.sentKey) return;
     this.sentKey = key;
     this.lastSentAt = Date.now();
-    void this.report(next.activity, next.note).catch(() => undefined);
+    void this.report(state.activity, state.note).catch(() => undefined);
   }
 
   stop(): void {
+    if (this.stopped) return;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.pending?.activity === 'working') this.send(this.pending);
     this.pending = null;
+    this.after = null;
   }
 }
 

@@ -76,6 +76,20 @@ export function scrubbedEnv(env: NodeJS.ProcessEnv, token: string): NodeJS.Proce
   return clean;
 }
 
+/**
+ * When a request failed because the connection closed (the program's stdout ended), how it
+ * exited: the exit comes a moment after the pipe closes. Null for any other failure.
+ */
+async function exitBehind(connection: ClientConnection, exited: Promise<AcpExit>): Promise<AcpExit | null> {
+  if (!connection.signal.aborted) return null;
+  let timer: NodeJS.Timeout | undefined;
+  const exit = await Promise.race([exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), EXIT_WAIT_MS)))]);
+  clearTimeout(timer);
+  return exit;
+}
+
+/** How long a closed connection waits for the program's exit status. */
+const EXIT_WAIT_MS = 2000;
 /** Bytes of stderr kept for error lines. */
 const STDERR_TAIL = 8192;
 /** Time between SIGTERM and SIGKILL when the program is stopped. */
@@ -138,8 +152,10 @@ export class AcpAgentProcess {
     let notAcp: (line: string) => void = () => undefined;
     const garbage = new Promise<string>((resolve) => (notAcp = resolve));
     let pending = '';
-    const watchStdout = (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
+    let watching = true;
+    const decoder = new TextDecoder();
+    const watchStdout = (chunk: Uint8Array) => {
+      pending += decoder.decode(chunk, { stream: true });
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
       for (const line of lines) {
@@ -153,15 +169,19 @@ export class AcpAgentProcess {
       }
       if (pending.length > 65536) notAcp(pending.slice(0, 200));
     };
-    child.stdout!.on('data', watchStdout);
+    const stdout = (Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          if (watching) watchStdout(chunk);
+          controller.enqueue(chunk);
+        },
+      }),
+    );
 
     const app = acpClient({ name: 'agent-chatroom' })
       .onNotification(methods.client.session.update, ({ params }) => options.handlers.onUpdate(params.sessionId, params.update))
       .onRequest(methods.client.session.requestPermission, ({ params }) => options.handlers.onPermission(params));
-    const stream = ndJsonStream(
-      Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
-      Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>,
-    );
+    const stream = ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, stdout);
     const connection = app.connect(stream);
     const fail = (why: string): never => {
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
@@ -178,7 +198,10 @@ export class AcpAgentProcess {
         })
         .then(
           (init) => ({ kind: 'ok' as const, init }),
-          (err: unknown) => ({ kind: 'error' as const, why: `initialize failed: ${(err as Error).message}` }),
+          async (err: unknown) => {
+            const exit = await exitBehind(connection, exited);
+            return { kind: 'error' as const, why: exit ? `it ${describeExit(exit)} before answering initialize` : `initialize failed: ${(err as Error).message}` };
+          },
         ),
       garbage.then((line) => ({ kind: 'error' as const, why: `it printed ${JSON.stringify(line.length > 120 ? `${line.slice(0, 119)}…` : line)}` })),
       exited.then((exit) => ({ kind: 'error' as const, why: `it ${exit.lastError && exit.code === null && !exit.signal ? `could not start (${exit.lastError})` : describeExit(exit)} before answering initialize` })),
@@ -188,7 +211,7 @@ export class AcpAgentProcess {
     ]);
     clearTimeout(timer);
     if (outcome.kind === 'error') return fail(outcome.why);
-    child.stdout!.off('data', watchStdout);
+    watching = false;
     if (outcome.init.protocolVersion !== PROTOCOL_VERSION) {
       return fail(`it speaks ACP version ${outcome.init.protocolVersion}, this runner speaks version ${PROTOCOL_VERSION}`);
     }
@@ -203,7 +226,13 @@ export class AcpAgentProcess {
     const exit = this.exited.then((info) => {
       throw new AgentExitedError(this.program, info);
     });
-    return Promise.race([request, exit]);
+    try {
+      return await Promise.race([request, exit]);
+    } catch (err) {
+      if (err instanceof AgentExitedError) throw err;
+      const behind = await exitBehind(this.connection, this.exited);
+      throw behind ? new AgentExitedError(this.program, behind) : err;
+    }
   }
 
   async newSession(cwd: string, mcpServers: McpServer[]): Promise<string> {
