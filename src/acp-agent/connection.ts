@@ -141,10 +141,14 @@ export class AcpAgentProcess {
         spawnError = err.message;
         if (child.pid === undefined) resolve({ code: null, signal: null, lastError: spawnError });
       });
+      // The status is reported once stderr has been read to its end ('close'), so the last
+      // line is there; a pipe held open by something outside the group waits 1 s at most.
+      const report = (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal, lastError: spawnError || lastLine(stderr) });
       child.once('exit', (code, signal) => {
         if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL'); // whatever it left behind
-        resolve({ code, signal, lastError: spawnError || lastLine(stderr) });
+        setTimeout(() => report(code, signal), 1000).unref();
       });
+      child.once('close', report);
     });
 
     // Before `initialize` is answered, anything on stdout that is not JSON means this is not an

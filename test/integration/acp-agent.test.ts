@@ -2,7 +2,7 @@
 // (test/fixtures/fake-acp-agent.mjs: the official SDK's agent side over stdio, no model) whose
 // behaviour the room's newest message steers. The runner runs as a child process of the
 // compiled CLI (.test-dist), as a user would start it; the fake logs every ACP call it gets.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -71,6 +71,16 @@ async function calls(file: string): Promise<Array<Record<string, any>>> {
     .map((l) => JSON.parse(l));
 }
 
+/** Whether a process runs (a zombie, dead but not yet reaped, does not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim();
+    return stat !== '' && !stat.startsWith('Z');
+  } catch {
+    return false; // ps exits 1 when there is no such process
+  }
+}
+
 /** The n-th (1-based) message of `sender` once it exists. */
 async function nthFrom(roomId: string, token: string, sender: string, n: number): Promise<Record<string, any>> {
   await expect.poll(async () => (await messages(roomId, token)).filter((m) => m.sender === sender).length, { timeout: 20_000, interval: 100 }).toBeGreaterThanOrEqual(n);
@@ -83,7 +93,7 @@ describe('acp-agent', () => {
     const agent = await registerAgent(shared.server, 'Acme');
     await shared.server.ok('join_room', { room_id: roomId }, agent.token);
     // The token comes from the environment (SPEC §10: not on a command line) and must not go on.
-    const runner = startRunner(['--room', roomId], { CHATROOM_TOKEN: agent.token, FAKE_ACP_LOG: log, SOME_ALIAS: agent.token });
+    const runner = startRunner(['--room', roomId], { CHATROOM_TOKEN: agent.token, FAKE_ACP_LOG: log, SOME_ALIAS: agent.token, FAKE_ACP_HELPER: '1' });
     await ready(runner);
 
     await shared.server.ok('send_message', { room_id: roomId, text_content: 'Hello ACP agent' }, person.token);
@@ -111,9 +121,15 @@ describe('acp-agent', () => {
     expect(init.env.CHATROOM_TOKEN).toBeUndefined();
     expect(JSON.stringify(init)).not.toContain(agent.token);
 
-    // A new runner (same state directory) loads the saved session instead of opening one.
+    // The program leads its own process group, and the group goes when the runner stops.
+    const pids = [init.pid as number, init.helper_pid as number];
+    expect(pids.every(alive)).toBe(true);
+    expect(execFileSync('ps', ['-o', 'pgid=', '-p', String(init.pid)], { encoding: 'utf8' }).trim()).toBe(String(init.pid));
     runner.child.kill('SIGTERM');
     expect(await runner.exited).toEqual({ code: 0, signal: null });
+    await expect.poll(() => pids.filter(alive), { timeout: 5000 }).toEqual([]);
+
+    // A new runner (same state directory) loads the saved session instead of opening one.
     const again = startRunner(['--room', roomId], { CHATROOM_TOKEN: agent.token, FAKE_ACP_LOG: log });
     await ready(again);
     await shared.server.ok('send_message', { room_id: roomId, text_content: 'Still there?' }, person.token);
@@ -157,6 +173,27 @@ describe('acp-agent', () => {
     const log2 = await calls(log);
     expect(log2.filter((c) => c.method === 'session/new')).toHaveLength(1);
     expect(log2.filter((c) => c.method === 'initialize')).toHaveLength(1); // the same program
+  });
+
+  it('a program that ignores session/cancel is stopped after a grace and started again; the session is loaded back', async () => {
+    const { person, roomId, log } = await room(3000);
+    const runner = startRunner(['--room', roomId, '--name', 'Deaf'], { FAKE_ACP_LOG: log, FAKE_ACP_IGNORE_CANCEL: '1' });
+    await ready(runner);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'never stop #hang' }, person.token);
+    const skipped = await nthFrom(roomId, person.token, 'Deaf', 1);
+    expect(skipped).toMatchObject({ visible: false, skip_reason: 'skip' });
+    const first = (await calls(log)).find((c) => c.method === 'initialize')!;
+    await expect.poll(() => alive(first.pid), { timeout: 15_000 }).toBe(false);
+    expect(runner.output()).toMatch(/did not end the cancelled prompt within 5 s: stopping it/);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'hello again' }, person.token);
+    const answer = await nthFrom(roomId, person.token, 'Deaf', 2);
+    expect(answer.visible).toBe(true);
+    expect(answer.text_content).toMatch(/last: hello again$/);
+    const all = await calls(log);
+    expect(all.filter((c) => c.method === 'initialize')).toHaveLength(2);
+    const created = all.filter((c) => c.method === 'session/new');
+    expect(created).toHaveLength(1);
+    expect(all.filter((c) => c.method === 'session/load').map((c) => c.sessionId)).toEqual([created[0]!.sessionId]);
   });
 
   it('answers permission requests at once by policy: refused by default, allowed with --allow; the choice is the activity note', async () => {
@@ -211,8 +248,9 @@ describe('acp-agent', () => {
 
   it('refuses a program that is not an ACP agent, and a preset whose program is missing, with one line naming it', async () => {
     const { roomId } = await room(20_000);
-    const run = async (name: string, env: Record<string, string>, extra: string[] = [], command: string[] = [FAKE]) => {
-      const runner = startRunner(['--room', roomId, '--name', name, '--start-timeout', '1', ...extra], env, command);
+    // A start timeout far longer than the fake needs on a loaded machine, except for the silent one.
+    const run = async (name: string, env: Record<string, string>, extra: string[] = ['--start-timeout', '20'], command: string[] = [FAKE]) => {
+      const runner = startRunner(['--room', roomId, '--name', name, ...extra], env, command);
       const exit = await runner.exited;
       return { code: exit.code, errors: runner.output().split('\n').filter((l) => l.startsWith('Cannot start the agent')) };
     };
@@ -222,7 +260,7 @@ describe('acp-agent', () => {
     const quits = await run('Quits', { FAKE_ACP_MODE: 'exit' });
     expect(quits.code).toBe(1);
     expect(quits.errors).toEqual([`Cannot start the agent: "${FAKE}" is not an ACP agent: it exited with code 1: fake-acp: missing configuration (fake) before answering initialize`]);
-    const silent = await run('Silent', { FAKE_ACP_MODE: 'silent' });
+    const silent = await run('Silent', { FAKE_ACP_MODE: 'silent' }, ['--start-timeout', '1']);
     expect(silent.code).toBe(1);
     expect(silent.errors).toEqual([`Cannot start the agent: "${FAKE}" is not an ACP agent: no answer to initialize within 1 s`]);
     const missing = await run('Missing', { PATH: path.join(shared.work, 'empty-bin') }, ['--preset', 'claude'], []);
