@@ -13,8 +13,8 @@ import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig, type RoomMcpServer } from '../agent/mcp-config.js';
 import { readReply } from '../agent/prompt.js';
-import { giveUp } from '../agent/turns.js';
-import { type ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import { giveUp, OneAtATime, passHeldTurns } from '../agent/turns.js';
+import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
 import { ActivityThrottle, choosePermission, TOOL_KINDS, TurnUpdates } from './activity.js';
 import { AcpAgentProcess, AgentExitedError, describeExit, scrubbedEnv } from './connection.js';
@@ -185,12 +185,7 @@ export async function runAcpAgent(options: AcpAgentOptions): Promise<RunningAcpA
   };
 
   // One prompt at a time, whatever the number of rooms: turns queue here.
-  let queue: Promise<unknown> = Promise.resolve();
-  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = queue.then(work, work);
-    queue = next.catch(() => undefined);
-    return next;
-  };
+  const queue = new OneAtATime();
   const shutdown = new AbortController();
   /** Rooms whose turn is being worked on, with whether it may be skipped. */
   const working = new Map<string, boolean>();
@@ -260,7 +255,7 @@ export async function runAcpAgent(options: AcpAgentOptions): Promise<RunningAcpA
     }
   };
 
-  client.onTurn((turn) => exclusive(() => takeTurn(turn)));
+  client.onTurn((turn) => queue.run(() => takeTurn(turn)));
 
   return {
     client,
@@ -272,15 +267,8 @@ export async function runAcpAgent(options: AcpAgentOptions): Promise<RunningAcpA
       const held = [...working.entries()];
       shutdown.abort();
       await agent?.stop(); // ends a running prompt with AgentExitedError, and the turn's work with it
-      await queue;
-      for (const [roomId, canSkip] of held) {
-        if (!canSkip) continue;
-        await client
-          .call('skip_response', { room_id: roomId, reason: skipReason(reason) }, { timeoutMs: 3000 })
-          .catch((err: ChatroomError) => (err.code === 'validation_error' ? client.call('skip_response', { room_id: roomId }, { timeoutMs: 3000 }) : undefined))
-          .catch(() => undefined);
-      }
-      await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
+      await queue.idle();
+      await passHeldTurns(client, held, reason);
       await client.close();
       if (mcp) await rm(mcp.dir, { recursive: true, force: true });
     },

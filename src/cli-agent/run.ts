@@ -10,8 +10,8 @@ import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig } from '../agent/mcp-config.js';
 import { readReply } from '../agent/prompt.js';
-import { giveUp, turnHistory } from '../agent/turns.js';
-import { type ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import { giveUp, OneAtATime, passHeldTurns, turnHistory } from '../agent/turns.js';
+import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
 import { lastLine, runChild, type ChildResult } from './child.js';
 import { PRESETS, parsePlainOutput, type McpPlan, type Preset, type PresetName } from './presets.js';
@@ -76,12 +76,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
   const sessions = new Map<string, string>();
 
   // One child at a time, whatever the number of rooms: turns queue here.
-  let queue: Promise<unknown> = Promise.resolve();
-  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = queue.then(work, work);
-    queue = next.catch(() => undefined);
-    return next;
-  };
+  const queue = new OneAtATime();
   let stopping = false;
   const shutdown = new AbortController();
   /** Rooms whose turn is being worked on, with whether it may be skipped. */
@@ -131,7 +126,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
     }
   };
 
-  client.onTurn((turn) => exclusive(() => takeTurn(turn)));
+  client.onTurn((turn) => queue.run(() => takeTurn(turn)));
 
   return {
     client,
@@ -142,16 +137,8 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
       stopping = true;
       const held = [...working.entries()];
       shutdown.abort();
-      await queue; // the child is dead once its turn's work has settled
-      for (const [roomId, canSkip] of held) {
-        if (!canSkip) continue;
-        // A server without skip reasons (before SPEC v2) refuses the argument: skip without it.
-        await client
-          .call('skip_response', { room_id: roomId, reason: skipReason(reason) }, { timeoutMs: 3000 })
-          .catch((err: ChatroomError) => (err.code === 'validation_error' ? client.call('skip_response', { room_id: roomId }, { timeoutMs: 3000 }) : undefined))
-          .catch(() => undefined);
-      }
-      await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
+      await queue.idle(); // the child is dead once its turn's work has settled
+      await passHeldTurns(client, held, reason);
       await client.close();
       if (mcp) await rm(mcp.dir, { recursive: true, force: true });
     },
