@@ -246,6 +246,19 @@ describe('acp-agent', () => {
     expect(passed).toMatchObject({ visible: false, skip_reason: 'skip' });
   });
 
+  it('--mcp: the session gets the room as an MCP server; what the agent posted itself is not posted again', async () => {
+    const { person, roomId, log } = await room(20_000);
+    const runner = startRunner(['--room', roomId, '--name', 'Poster', '--mcp'], { FAKE_ACP_LOG: log });
+    await ready(runner);
+    await shared.server.ok('send_message', { room_id: roomId, text_content: 'post it yourself #mcp' }, person.token);
+    await nthFrom(roomId, person.token, 'Poster', 1);
+    await expect.poll(() => runner.output(), { timeout: 10_000 }).toMatch(/answered through the room's tools/);
+    const all = (await messages(roomId, person.token)).filter((m) => m.sender === 'Poster');
+    expect(all.map((m) => m.text_content)).toEqual(['posted through MCP']);
+    const created = (await calls(log)).find((c) => c.method === 'session/new')!;
+    expect(created.mcpServers).toEqual(['chatroom']);
+  });
+
   it('refuses a program that is not an ACP agent, and a preset whose program is missing, with one line naming it', async () => {
     const { roomId } = await room(20_000);
     // A start timeout far longer than the fake needs on a loaded machine, except for the silent one.
