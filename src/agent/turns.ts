@@ -1,5 +1,5 @@
-// What both runners (`agent`, `cli-agent`) do around a turn: read the room's recent history and
-// give up on a turn with a reason people can see.
+// What the runners (`agent`, `cli-agent`, `acp-agent`) do around a turn: read the room's recent history,
+// give up on a turn with a reason people can see, take turns one at a time, and pass held turns when stopping.
 import { type ChatroomClient, type ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
 import type { Message } from '../types.js';
 
