@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Entry point: `start` (default) runs the server; other subcommands are added by their modules.
+// Entry point: `start` runs the server; other subcommands are added by their modules. A bare
+// `agent-chatroom` prints the help and starts nothing (a server is never started by accident).
 // Each command loads only its own modules: a hook or an agent starts in a fraction of the time
 // the server's modules (PDF fonts, express, …) would take.
 import { readFileSync } from 'node:fs';
@@ -99,7 +100,7 @@ async function start(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-const command = process.argv[2] ?? 'start';
+const command = process.argv[2] ?? 'help';
 async function backup(): Promise<void> {
   const [target] = argsOrExit(BACKUP_USAGE, 1);
   if (!target) {
@@ -131,8 +132,9 @@ const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people i
                                      keep an interactive Claude Code session in a room (docs/agents.md)
   backup DIR                         copy DATA_DIR
 
-Every command takes --help (agent-chatroom --version prints the version). The server URL
-defaults to http://127.0.0.1:3000. Guides: the docs/ folder of the package (docs/agents.md).
+Without a command this help is printed and nothing starts: run \`agent-chatroom start\` (or
+\`npm start\` in a checkout) to serve. Every command takes --help (agent-chatroom --version prints
+the version). The server URL defaults to http://127.0.0.1:3000. Guides: the docs/ folder of the package (docs/agents.md).
 `;
 
 async function printVersion(): Promise<void> {

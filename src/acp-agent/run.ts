@@ -12,13 +12,14 @@ import type { McpServer } from '@agentclientprotocol/sdk';
 import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig, type RoomMcpServer } from '../agent/mcp-config.js';
+import { requireProgram } from '../agent/program.js';
 import { readReply } from '../agent/prompt.js';
 import { giveUp, OneAtATime, passHeldTurns } from '../agent/turns.js';
 import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
 import { ActivityThrottle, choosePermission, TOOL_KINDS, TurnUpdates } from './activity.js';
 import { AcpAgentProcess, AgentExitedError, describeExit, scrubbedEnv } from './connection.js';
-import { ACP_PRESETS, findProgram, type AcpPresetName } from './presets.js';
+import { ACP_PRESETS, type AcpPresetName } from './presets.js';
 import { buildAcpPrompt, newMessages, omittedCount } from './prompt.js';
 import { SessionStore } from './sessions.js';
 
@@ -70,13 +71,9 @@ export async function runAcpAgent(options: AcpAgentOptions): Promise<RunningAcpA
   const command = options.command.length ? options.command : preset ? [preset.program, ...preset.args] : [];
   if (command.length === 0) throw new StartError('Give the command to run after "--", or a --preset');
   const program = path.basename(command[0]!);
-  // Checked before anything else: a missing program is one line saying what to install.
-  if (!findProgram(command[0]!, process.env, options.cwd)) {
-    if (preset && !options.command.length) throw new StartError(`${command[0]} is not installed (not found on PATH). Install it: ${preset.install}`);
-    throw new StartError(`${command[0]}: no such program (not found${command[0]!.includes('/') ? ' or not executable' : ' on PATH'})`);
-  }
-
   await checkServer(options.url);
+  // Before signing in: a missing program is one line saying what to install.
+  requireProgram(command[0]!, { cwd: options.cwd, ...(preset && command[0] === preset.program ? { install: preset.install } : {}) });
   const { base, identity, rooms } = await signInAndJoin({ ...options, log }, options.rooms);
   for (const room of rooms) log(`in room "${room.room_name}" (${room.room_id}) as ${identity.participant.name}`);
   const env = scrubbedEnv(process.env, identity.token);

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig } from '../agent/mcp-config.js';
+import { requireProgram } from '../agent/program.js';
 import { readReply } from '../agent/prompt.js';
 import { giveUp, OneAtATime, passHeldTurns, turnHistory } from '../agent/turns.js';
 import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
@@ -57,8 +58,12 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
   const command = options.command.length ? options.command : preset ? [preset.program] : [];
   if (command.length === 0) throw new StartError('Give the command to run after "--", or a --preset');
   const program = path.basename(command[0]!);
-
   await checkServer(options.url);
+  // Before signing in: a CLI that is not installed would otherwise skip every turn.
+  requireProgram(command[0]!, {
+    ...(preset && command[0] === preset.program ? { install: preset.install } : {}),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
   const { base, identity, rooms } = await signInAndJoin({ ...options, log }, options.rooms);
   for (const room of rooms) log(`in room "${room.room_name}" (${room.room_id}) as ${identity.participant.name}`);
   const server = options.mcp ? await writeMcpConfig(base, identity.token) : null;

@@ -155,8 +155,9 @@ describe('acp-agent', () => {
   });
 
   it('a prompt that never ends gets session/cancel before the deadline and the turn passes with the reason; the session stays usable', async () => {
-    const { person, roomId, log } = await room(3000);
-    const runner = startRunner(['--room', roomId, '--name', 'Hangy'], { FAKE_ACP_LOG: log });
+    // The cancel comes 2 s before the deadline: room enough for the pass to land on a loaded machine.
+    const { person, roomId, log } = await room(5000);
+    const runner = startRunner(['--room', roomId, '--name', 'Hangy', '--margin-ms', '2000'], { FAKE_ACP_LOG: log });
     await ready(runner);
     await shared.server.ok('send_message', { room_id: roomId, text_content: 'think forever #hang' }, person.token);
     const skipped = await nthFrom(roomId, person.token, 'Hangy', 1);
@@ -176,8 +177,8 @@ describe('acp-agent', () => {
   });
 
   it('a program that ignores session/cancel is stopped after a grace and started again; the session is loaded back', async () => {
-    const { person, roomId, log } = await room(3000);
-    const runner = startRunner(['--room', roomId, '--name', 'Deaf'], { FAKE_ACP_LOG: log, FAKE_ACP_IGNORE_CANCEL: '1' });
+    const { person, roomId, log } = await room(5000);
+    const runner = startRunner(['--room', roomId, '--name', 'Deaf', '--margin-ms', '2000'], { FAKE_ACP_LOG: log, FAKE_ACP_IGNORE_CANCEL: '1' });
     await ready(runner);
     await shared.server.ok('send_message', { room_id: roomId, text_content: 'never stop #hang' }, person.token);
     const skipped = await nthFrom(roomId, person.token, 'Deaf', 1);
@@ -279,7 +280,7 @@ describe('acp-agent', () => {
     const missing = await run('Missing', { PATH: path.join(shared.work, 'empty-bin') }, ['--preset', 'claude'], []);
     expect(missing.code).toBe(1);
     expect(missing.errors).toEqual([
-      'Cannot start the agent: claude-agent-acp is not installed (not found on PATH). Install it: npm install -g @agentclientprotocol/claude-agent-acp (it uses your Claude Code login)',
+      'Cannot start the agent: Cannot find the program "claude-agent-acp" on PATH: install the Claude Code ACP adapter (npm install -g @agentclientprotocol/claude-agent-acp; it uses your Claude Code login), or give its path after "--"',
     ]);
   });
 });

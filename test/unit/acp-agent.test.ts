@@ -1,14 +1,13 @@
 // The acp-agent's pieces on their own: the command line, the child's environment without the
-// token, the permission policy, how updates become (throttled) activity, finding the program,
-// the prompt's new-messages window, and the saved sessions.
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+// token, the permission policy, how updates become (throttled) activity, the prompt's
+// new-messages window, and the saved sessions.
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RequestPermissionRequest } from '@agentclientprotocol/sdk';
 import { ActivityThrottle, choosePermission, THROTTLE_MS, TurnUpdates } from '../../src/acp-agent/activity.js';
 import { scrubbedEnv } from '../../src/acp-agent/connection.js';
-import { findProgram } from '../../src/acp-agent/presets.js';
 import { buildAcpPrompt, newMessages, omittedCount } from '../../src/acp-agent/prompt.js';
 import { parseAcpAgentArgs } from '../../src/acp-agent/run.js';
 import { SessionStore } from '../../src/acp-agent/sessions.js';
@@ -112,23 +111,13 @@ describe('activity', () => {
   });
 });
 
-describe('files: the program on PATH, the saved sessions', () => {
+describe('saved sessions', () => {
   let dir = '';
   beforeEach(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'acp-path-'));
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });
-  });
-
-  it('looks on PATH for a bare name, takes a path as it is, and needs the execute bit', async () => {
-    await writeFile(path.join(dir, 'agent-x'), '#!/bin/sh\n');
-    expect(findProgram('agent-x', { PATH: dir })).toBeNull();
-    await chmod(path.join(dir, 'agent-x'), 0o755);
-    expect(findProgram('agent-x', { PATH: `/nonexistent${path.delimiter}${dir}` })).toBe(path.join(dir, 'agent-x'));
-    expect(findProgram(path.join(dir, 'agent-x'), { PATH: '' })).toBe(path.join(dir, 'agent-x'));
-    expect(findProgram('./agent-x', { PATH: '' }, dir)).toBe(path.join(dir, 'agent-x'));
-    expect(findProgram('agent-y', { PATH: dir })).toBeNull();
   });
 
   it('keeps each room session and the last seq seen, per server, name, room and command', async () => {
