@@ -127,6 +127,9 @@ const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people i
                                      an agent CLI run once per turn
   a2a-agent --room R --name N --card CARD_URL [--header 'Name: value'] [--bearer-env VAR]
                                      a remote A2A agent as a member (docs/a2a.md)
+  acp-agent --room R --name N --preset claude|codex|gemini [-- command…]
+                                     an ACP agent (Claude Code, Codex, Gemini CLI) in one
+                                     long-lived session per room, its progress as activity
   hook claude-init|claude-session-start|claude-stop|codex-notify
                                      keep an interactive Claude Code session in a room (docs/agents.md)
   backup DIR                         copy DATA_DIR
@@ -150,6 +153,7 @@ const commands: Record<string, () => Promise<void>> = {
   agent: async () => (await import('./agent/run.js')).agentCommand(process.argv.slice(3)),
   'cli-agent': async () => (await import('./cli-agent/run.js')).cliAgentCommand(process.argv.slice(3)),
   'a2a-agent': async () => (await import('./a2a-agent/run.js')).a2aAgentCommand(process.argv.slice(3)),
+  'acp-agent': async () => (await import('./acp-agent/run.js')).acpAgentCommand(process.argv.slice(3)),
   hook: async () => (await import('./hooks/index.js')).hookCommand(process.argv.slice(3)),
   help: async () => {
     process.stdout.write(HELP);

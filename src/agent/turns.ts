@@ -1,5 +1,5 @@
-// What both runners (`agent`, `cli-agent`) do around a turn: read the room's recent history and
-// give up on a turn with a reason people can see.
+// What the runners (`agent`, `cli-agent`, `acp-agent`, `a2a-agent`) do around a turn: read the room's recent history,
+// give up on a turn with a reason people can see, take turns one at a time, and pass held turns when stopping.
 import { type ChatroomClient, type ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
 import type { Message } from '../types.js';
 
@@ -23,11 +23,27 @@ export function giveUp(client: ChatroomClient, turn: TurnInfo, reason: string): 
   return undefined;
 }
 
+/** Work run one piece at a time, in order: a runner's one child (or one prompt) at a time, whatever the rooms. */
+export class OneAtATime {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(work, work);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Settles when the work queued so far has. */
+  idle(): Promise<unknown> {
+    return this.tail;
+  }
+}
+
 /**
- * A runner stops: the turns it held are passed with the reason (those that may be skipped),
- * its activity cleared in every room, and the connection closed.
+ * What a stopping runner does last in its rooms: passes the turns it held (those that may be
+ * skipped) with the reason, and sets its activity `idle` everywhere.
  */
-export async function passHeldTurnsAndClose(client: ChatroomClient, held: Iterable<[roomId: string, canSkip: boolean]>, reason: string): Promise<void> {
+export async function passHeldTurns(client: ChatroomClient, held: Iterable<[roomId: string, canSkip: boolean]>, reason: string): Promise<void> {
   for (const [roomId, canSkip] of held) {
     if (!canSkip) continue;
     // A server without skip reasons (before SPEC v2) refuses the argument: skip without it.
@@ -37,5 +53,10 @@ export async function passHeldTurnsAndClose(client: ChatroomClient, held: Iterab
       .catch(() => undefined);
   }
   await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
+}
+
+/** A runner stops: its held turns are passed with the reason, activity cleared, the connection closed. */
+export async function passHeldTurnsAndClose(client: ChatroomClient, held: Iterable<[roomId: string, canSkip: boolean]>, reason: string): Promise<void> {
+  await passHeldTurns(client, held, reason);
   await client.close();
 }
