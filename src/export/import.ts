@@ -308,7 +308,8 @@ export function importedFileUrl(url: string): string {
  * holds no round in progress, no announcement and no password, and every message counts as
  * processed.
  */
-export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride?: string): BuiltImport {
+export async function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride?: string): Promise<BuiltImport> {
+  const slices = new TimeSlices();
   const src = file.room;
   const roundIds = new Map<string, string>();
   const roundOf = (old: string | null): string | null => {
@@ -323,7 +324,8 @@ export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride
   for (const r of file.rounds) roundOf(r.round_id);
 
   const messageIds = new Map<string, string>();
-  const messages: Message[] = file.messages.map((m, i) => {
+  const messages: Message[] = [];
+  for (const [i, m] of file.messages.entries()) {
     const messageId = ctx.newId();
     const fileUrl = m.deleted ? '' : importedFileUrl(m.file_url);
     const out: Message = {
@@ -353,8 +355,9 @@ export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride
     };
     if (m.edited_at) out.edited_at = new Date(m.edited_at).toISOString();
     messageIds.set(m.message_id, messageId);
-    return out;
-  });
+    messages.push(out);
+    if (i % CHECK_BATCH === CHECK_BATCH - 1) await slices.pause();
+  }
 
   const room: RoomRecord = {
     room_id: ctx.roomId,

@@ -165,7 +165,7 @@ async function importRoom(app: App, caller: Caller, data: unknown, roomNameOverr
   const now = new Date(app.now());
   const name = roomNameOverride ?? file.room.room_name;
   const creator = await importerMember(app, caller, now);
-  const built = buildImport(file, { roomId: newRoomId(name, now), creator, now, newId: uuidv4 }, roomNameOverride);
+  const built = await buildImport(file, { roomId: newRoomId(name, now), creator, now, newId: uuidv4 }, roomNameOverride);
   await persistImportedRoom(app, caller, built);
   return { room: presentRoom(built.room), imported_messages: built.messages.length };
 }

@@ -208,7 +208,7 @@ describe('import: validation', () => {
 describe('import: the new room', () => {
   it('renumbers seqs, re-links replies and rounds to new ids, keeps authors by name', async () => {
     const file = await parseRoomFile(await jsonOf(), 32_000);
-    const { room, messages } = buildImport(file, ctx());
+    const { room, messages } = await buildImport(file, ctx());
     expect(room.room_id).toBe('design-review-20260301000000-newroom01');
     expect(room.created_by).toBe('importer');
     expect(room.created_by_id).toBe('id-importer');
