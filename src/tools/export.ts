@@ -19,6 +19,7 @@ import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Caller, Member, Message, RoomRecord } from '../types.js';
+import { PRIVATE_FILE_MODE } from '../storage/private-files.js';
 import { defineTool } from './registry.js';
 import { roomId, roomName } from '../protocol/schemas.js';
 
@@ -129,7 +130,7 @@ export function exportTools(app: App) {
             findEarlier: (messageId: string) => app.store.getMessage(messageId),
           };
           const write = await writerFor(app, args.format);
-          const out = createWriteStream(partial);
+          const out = createWriteStream(partial, { mode: PRIVATE_FILE_MODE });
           try {
             await write(input, out);
             await rename(partial, target);
