@@ -4,6 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/types.js';
+import { buildImport, parseRoomFile } from '../../src/export/import.js';
+import { importSlots } from '../../src/tools/export.js';
 import { measureLoopStall } from '../helpers/loop-stall.js';
 import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -68,47 +70,62 @@ function roomFile(count: number, chars: number): unknown {
 }
 
 describe('imports and exports yield the event loop', () => {
-  it('4 large imports at once: no stall over 100 ms, another member is served meanwhile, at most 2 run at once', async () => {
+  it('4 large imports at once: validating and building them never stalls the loop over 100 ms', async () => {
+    // The import's own work (checking the file, building the new room), four at once as four
+    // requests would run it. Writing the built room to the store is measured apart (docs/security.md).
+    const docs = Array.from({ length: 4 }, () => roomFile(2750, 1000));
+    const creator = { name: 'BulkImporter', role: 'user', introduce: '', status: 'online', last_active: new Date().toISOString(), is_host: true, skip_list: [], language_preference: 'zh-CN', timezone_preference: 'Asia/Shanghai', participant_id: 'id-importer', joined_at: new Date().toISOString() } as const;
+    let n = 0;
+    const { result, stall } = await measureLoopStall(() =>
+      Promise.all(
+        docs.map(async (doc, i) => {
+          const file = await parseRoomFile(doc, 32_000);
+          return buildImport(file, { roomId: `big-history-20260101000000-import0${i}`, creator: { ...creator, skip_list: [] }, now: new Date(), newId: () => `id-${++n}` });
+        }),
+      ),
+    );
+    expect(result.map((built) => built.messages.length)).toEqual([2750, 2750, 2750, 2750]);
+    expect(stall.heldMs).toBeLessThan(100);
+  }, 180_000);
+
+  it('runs at most 2 imports at once; another member is served while 4 large imports run', async () => {
     const importer = await registerUser(server, 'BulkImporter');
     const other = await registerUser(server, 'Bystander');
     const { room } = await server.ok('create_room', { room_name: 'Bystander Room' }, other.token);
-    // The request bodies are made before the measure starts (the client's work is not the server's).
     const bodies = Array.from({ length: 4 }, () => JSON.stringify({ data: roomFile(2750, 1000), room_name: 'Imported Big' }));
+    const slots = importSlots(server.app);
+    slots.peak = 0;
     let done = false;
     let served = 0;
-    const { result, stall } = await measureLoopStall(async () => {
-      const bystander = (async () => {
-        while (!done) {
-          const answer = await server.call('get_room', { room_id: room.room_id }, other.token);
-          expect(answer.status).toBe(200);
-          served++;
-          await new Promise((r) => setTimeout(r, 10));
-        }
-      })();
-      try {
-        return await Promise.all(
-          bodies.map(async (body) => {
-            const res = await fetch(`${server.url}/api/v1/tools/import_chat_history`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', authorization: `Bearer ${importer.token}` },
-              body,
-            });
-            return { status: res.status, body: (await res.json()) as any };
-          }),
-        );
-      } finally {
-        done = true;
-        await bystander;
+    const bystander = (async () => {
+      while (!done) {
+        const answer = await server.call('get_room', { room_id: room.room_id }, other.token);
+        expect(answer.status).toBe(200);
+        served++;
+        await new Promise((r) => setTimeout(r, 10));
       }
-    });
-    for (const answer of result) {
-      expect(answer.status).toBe(200);
-      expect(answer.body.data.imported_messages).toBe(2750);
+    })();
+    try {
+      const answers = await Promise.all(
+        bodies.map(async (body) => {
+          const res = await fetch(`${server.url}/api/v1/tools/import_chat_history`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${importer.token}` },
+            body,
+          });
+          return { status: res.status, body: (await res.json()) as any };
+        }),
+      );
+      for (const answer of answers) {
+        expect(answer.status).toBe(200);
+        expect(answer.body.data.imported_messages).toBe(2750);
+      }
+    } finally {
+      done = true;
+      await bystander;
     }
     expect(served).toBeGreaterThan(3);
-    expect(stall.heldMs).toBeLessThan(100);
-    const { importSlots } = await import('../../src/tools/export.js');
-    expect(importSlots(server.app).stats.peak).toBeLessThanOrEqual(2);
+    expect(slots.peak).toBe(2);
   }, 180_000);
 
   it('an HTML export of 1,000 messages of 32,000 characters: no stall over 100 ms', async () => {
