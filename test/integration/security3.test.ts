@@ -262,3 +262,30 @@ describe('audit lines', () => {
     }
   });
 });
+
+describe('imported messages after a restart', () => {
+  it('load from the log as they were stored: sender_id null, imported true, still not editable', async () => {
+    const dataDir = await tempDataDir();
+    let own = await startTestServer({ dataDir });
+    const user = await registerUser(own, 'Restarter');
+    const source = (await own.ok('create_room', { room_name: 'Before Restart' }, user.token)).room.room_id;
+    await own.ok('send_message', { room_id: source, text_content: 'kept' }, user.token);
+    const data = await own.ok('export_chat_history', { room_id: source, format: 'json' }, user.token);
+    const file = await (await fetch(own.url + data.url)).json();
+    const { room } = await own.ok('import_chat_history', { data: file }, user.token);
+    await own.stop();
+    own = await startTestServer({ dataDir });
+    try {
+      const { messages } = await own.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, user.token);
+      const kept = messages.find((m: any) => m.text_content === 'kept');
+      expect(kept).toMatchObject({ sender: 'Restarter', sender_id: null, imported: true });
+      const edit = await own.call('edit_message', { message_id: kept.message_id, text_content: 'changed' }, user.token);
+      expect(edit.body.ok ? null : edit.body.error.code).toBe('forbidden');
+      // The importer's own new message is theirs as usual.
+      const mine = await own.ok('send_message', { room_id: room.room_id, text_content: 'new' }, user.token);
+      expect(mine.message.sender_id).toBe(user.id);
+    } finally {
+      await own.stop();
+    }
+  });
+});
