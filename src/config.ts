@@ -1,5 +1,5 @@
 // The only reader of process.env: environment → one validated, typed Config (SPEC §2).
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 
@@ -45,6 +45,8 @@ export interface Config {
   rateLimitMcpInitPerMinute: number;
   /** Open TCP connections per client address; the next one is refused. */
   maxConnectionsPerAddress: number;
+  /** Open TCP connections in all (MAX_CONNECTIONS): the longest-idle one closes for a new one, else 429. */
+  maxConnections: number;
   /** A request's headers must arrive within this many ms of the connection or the previous request. */
   headersTimeoutMs: number;
   /** MCP sessions not bound to a participant: at most this many at once. */
@@ -226,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitLoginPerMinute: intVar(env, 'RATE_LIMIT_LOGIN_PER_MINUTE', 60, 0, 10_000_000),
     rateLimitMcpInitPerMinute: intVar(env, 'RATE_LIMIT_MCP_INIT_PER_MINUTE', 60, 0, 10_000_000),
     maxConnectionsPerAddress: intVar(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 1, 1_000_000),
+    maxConnections: intVar(env, 'MAX_CONNECTIONS', defaultMaxConnections(), 1, 10_000_000),
     headersTimeoutMs: intVar(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     mcpMaxUnboundSessions: intVar(env, 'MCP_MAX_UNBOUND_SESSIONS', 100, 1, 1_000_000),
     mcpUnboundIdleMs: intVar(env, 'MCP_UNBOUND_IDLE_MS', 60_000, 100, 86_400_000),
@@ -247,6 +250,30 @@ export function withBoundPort(config: Config, port: number): Config {
       : [`${scheme}://127.0.0.1:${port}`, `${scheme}://localhost:${port}`],
     allowedHosts: config.allowedHosts.length ? config.allowedHosts : ['127.0.0.1', 'localhost'],
   };
+}
+
+/**
+ * MAX_CONNECTIONS by default (SPEC §10): the process's open-file limit (Node raises the soft
+ * limit to the hard one at start) minus a reserve for the server's own files: the store keeps up
+ * to 256 message logs open, plus snapshots, the journal, uploads and exports being written.
+ */
+export function defaultMaxConnections(limits = readOpenFileLimit()): number {
+  const reserve = Math.max(512, Math.floor(limits / 10));
+  return reserve < limits ? limits - reserve : Math.max(1, Math.floor(limits / 2));
+}
+
+/** The soft RLIMIT_NOFILE from /proc (Linux); 1024, the usual default, where it cannot be read. */
+function readOpenFileLimit(): number {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
+    const soft = line?.split(/\s{2,}/)[1];
+    const value = soft === 'unlimited' ? 1_048_576 : Number(soft);
+    return Number.isInteger(value) && value > 0 ? value : 1024;
+  } catch {
+    return 1024;
+  }
 }
 
 /** A config for tests and embedding: defaults merged under the caller's overrides. */

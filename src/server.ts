@@ -9,6 +9,7 @@ import { preloadExportModules } from './export/preload.js';
 import { createA2aMount, type A2aMountOptions } from './gateways/a2a/mount.js';
 import { guardConnections } from './limits/connections.js';
 import { announceListening, type Logger } from './logger.js';
+import { makeNewFilesPrivate, warnIfLoose } from './storage/private-files.js';
 import { createHttpApp } from './transports/http.js';
 import { bodyLimit } from './transports/http-util.js';
 import { isToolCall, serveToolCall } from './transports/rest-tools.js';
@@ -40,6 +41,9 @@ export async function startServer(config: Config, logger: Logger, options: Serve
   // The export's heavy modules load while the store opens, before the server listens: their
   // synchronous module evaluation (0.1-0.3 s) then never stalls a request (export/preload.ts).
   const exportModules = preloadExportModules();
+  // Everything the server writes under DATA_DIR is private to its user (SPEC §10).
+  makeNewFilesPrivate();
+  await warnIfLoose(config.dataDir, logger);
   const app = await createApp(config, logger, options);
   await exportModules;
   const ws = createWsMount(options.ws)(app);

@@ -17,7 +17,10 @@ export interface Message {
   /** ISO 8601 UTC with milliseconds. */
   timestamp: string;
   sender: string;
-  sender_id: string;
+  /** null for an imported message: it lends no one an identity (SPEC §10). */
+  sender_id: string | null;
+  /** Set on messages that came from import_chat_history (SPEC §10). */
+  imported?: true;
   role: Role;
   text_content: string;
   text_content_i18n: null;

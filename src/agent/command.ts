@@ -2,6 +2,7 @@
 // share, parsing or printing the usage, and running until a signal.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { ChatroomClient } from '../client/index.js';
+import { warnTokenOnCommandLine } from './secrets.js';
 
 /** The chat server when neither --url nor CHATROOM_URL names one. */
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:3000';
@@ -32,7 +33,8 @@ export function requiredRooms(room: string[] | undefined): string[] {
 
 /**
  * The sign-in options from those flags: the URL from --url, CHATROOM_URL or the default; the
- * token from --token or CHATROOM_TOKEN. Throws when there is neither a name nor a token.
+ * token from --token or CHATROOM_TOKEN (--token warns: other local users can read it). Throws
+ * when there is neither a name nor a token.
  */
 export function signInOptions(
   values: { url?: string; name?: string; token?: string; introduce?: string; 'room-password'?: string },
@@ -40,6 +42,8 @@ export function signInOptions(
 ): { url: string; name?: string; token?: string; introduce?: string; roomPassword?: string } {
   const token = values.token ?? env.CHATROOM_TOKEN;
   if (!token && !values.name) throw new Error('--name (to register) or --token is required');
+  // Works, but other local users can read a command line (SPEC §10).
+  warnTokenOnCommandLine(values.token);
   return {
     url: values.url ?? env.CHATROOM_URL ?? DEFAULT_SERVER_URL,
     ...(values.name ? { name: values.name } : {}),

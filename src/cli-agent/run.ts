@@ -11,6 +11,7 @@ import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '.
 import { writeMcpConfig } from '../agent/mcp-config.js';
 import { requireProgram } from '../agent/program.js';
 import { readReply } from '../agent/prompt.js';
+import { childEnvironment } from '../agent/secrets.js';
 import { giveUp, OneAtATime, passHeldTurns, turnHistory } from '../agent/turns.js';
 import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
@@ -103,12 +104,12 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
         stdin: prompt,
         signal: AbortSignal.any([turn.signal, shutdown.signal]),
         ...(options.cwd ? { cwd: options.cwd } : {}),
-        env: {
-          ...process.env,
+        // Never the token (SPEC §10): the CLI reaches the room through the MCP proxy's private file.
+        env: childEnvironment(process.env, identity.token, {
           CHATROOM_URL: base,
           CHATROOM_ROOM_ID: turn.room_id,
           CHATROOM_AGENT_NAME: participant.name,
-        },
+        }),
       });
       if (stopping) return undefined; // stop() passes the turn with its own reason
       const parsed = preset ? preset.parse(result.stdout) : parsePlainOutput(result.stdout);

@@ -8,8 +8,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Marked, type Tokens } from 'marked';
+import { Marked, type Token, type Tokens, type TokensList } from 'marked';
 import sanitizeHtml from 'sanitize-html';
+import { TimeSlices } from './slices.js';
 import { PUBLIC_DIR } from '../paths.js';
 import type { Message, Room } from '../types.js';
 import { cleanText, ExportWords, type ExportInput } from './format.js';
@@ -103,6 +104,42 @@ function markdownHtml(text: string, marked: Marked): string {
   }
 }
 
+/** A message whose Markdown is longer than this is rendered and sanitised in pieces. */
+const PIECE_CHARS = 4000;
+
+/**
+ * A long message's Markdown as HTML pieces, still to be sanitised each on its own: its top-level
+ * blocks (marked's lexer) grouped up to about PIECE_CHARS of source each. One sanitiser pass over
+ * a 32,000-character message takes tens of milliseconds; pieces let the export yield between them
+ * (SPEC §10). Each piece is sanitised separately, so each comes out balanced and clean, and so
+ * does their concatenation. Reference links resolve across pieces (the lexer's `links` travel
+ * with each).
+ */
+function markdownPieces(text: string, marked: Marked): string[] {
+  if (text.length <= PIECE_CHARS) return [markdownHtml(text, marked)];
+  try {
+    const tokens = marked.lexer(closeOpenFence(text));
+    const pieces: string[] = [];
+    let group: Token[] = [];
+    let size = 0;
+    const flush = () => {
+      if (group.length === 0) return;
+      pieces.push(marked.parser(Object.assign(group, { links: tokens.links }) as TokensList));
+      group = [];
+      size = 0;
+    };
+    for (const token of tokens) {
+      group.push(token);
+      size += token.raw.length;
+      if (size >= PIECE_CHARS) flush();
+    }
+    flush();
+    return pieces;
+  } catch {
+    return [`<p>${escapeHtml(text)}</p>`];
+  }
+}
+
 const SANITIZE_BATCH: sanitizeHtml.IOptions = { ...SANITIZE, allowedTags: [...(SANITIZE.allowedTags as string[]), 'section'] };
 
 /**
@@ -128,6 +165,12 @@ export function messageHtml(text: string, marked: Marked): string {
 
 /** Messages rendered together: their Markdown is sanitised in one pass. */
 const BATCH = 64;
+/**
+ * ...and at most about this many characters of their HTML: a pass over 64 long messages (64 ×
+ * 32,000 characters) would hold the event loop for hundreds of milliseconds (SPEC §10: an
+ * export never blocks it over 100 ms at a time); between passes the walk yields.
+ */
+const BATCH_CHARS = 16_000;
 
 let pageCss: string | undefined;
 
@@ -234,8 +277,11 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
   type Pending = { html: string } | { message: Message; reply: ReplyRef | 'unknown' | null; body: string | null; raw: number };
   let pending: Pending[] = [];
   let raws: string[] = [];
+  let rawChars = 0;
+  const slices = new TimeSlices();
   const flush = async (): Promise<void> => {
     const clean = sanitizeMany(raws);
+    await slices.pause();
     for (const p of pending) {
       if ('html' in p) {
         w.push(p.html);
@@ -260,6 +306,7 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
     }
     pending = [];
     raws = [];
+    rawChars = 0;
   };
   for await (const item of exportItems(input.messages, { findEarlier: input.findEarlier })) {
     if (item.kind === 'round') {
@@ -270,12 +317,26 @@ export async function writeHtmlExport(input: ExportInput, out: NodeJS.WritableSt
       const m = item.message;
       const text = words.text(m);
       if (text && !isPlainText(text)) {
-        raws.push(markdownHtml(text, marked));
-        pending.push({ message: m, reply: item.reply, body: null, raw: raws.length - 1 });
+        const pieces = markdownPieces(text, marked);
+        // The Markdown pass and the sanitiser pass run in separate slices.
+        await slices.pause();
+        if (pieces.length === 1) {
+          raws.push(pieces[0]!);
+          rawChars += pieces[0]!.length;
+          pending.push({ message: m, reply: item.reply, body: null, raw: raws.length - 1 });
+        } else {
+          // A long message: its pieces are sanitised one by one, yielding in between.
+          const clean: string[] = [];
+          for (const piece of pieces) {
+            clean.push(sanitizeMany([piece])[0] ?? '');
+            await slices.pause();
+          }
+          pending.push({ message: m, reply: item.reply, body: clean.join(''), raw: -1 });
+        }
       } else {
         pending.push({ message: m, reply: item.reply, body: text ? plainHtml(text) : '', raw: -1 });
       }
-      if (pending.length >= BATCH) await flush();
+      if (pending.length >= BATCH || rawChars >= BATCH_CHARS) await flush();
     }
   }
   await flush();

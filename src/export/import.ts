@@ -8,6 +8,7 @@ import { PARTICIPANT_NAME, nameKey } from '../identity/names.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { language, roomDescription, roomName, timezone } from '../protocol/schemas.js';
 import { ROOM_FORMAT, ROOM_FORMAT_VERSION } from './json.js';
+import { TimeSlices } from './slices.js';
 
 /** At most this many messages in one import (a room's log is moved whole, in one request). */
 export const MAX_IMPORT_MESSAGES = 20_000;
@@ -29,24 +30,29 @@ function isCleanName(name: string): boolean {
   return PARTICIPANT_NAME.test(name) && name.normalize('NFC') === name && !INVISIBLE.test(name) && !/^\p{M}/u.test(name);
 }
 
-const name = z.string().max(32).refine(isCleanName, 'not a valid participant name (SPEC §3)');
-const isoTime = z
-  .string()
-  .max(40)
-  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/, 'not an ISO 8601 time')
-  .refine(isRealTime, 'not a valid time');
+/** The form of every time in a room file: ISO 8601 with seconds and a zone. */
+const ISO_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?(Z|([+-])(\d\d):(\d\d))$/;
+/** The UTC years a stored time may fall in: toISOString writes others as ±YYYYYY, which no file holds. */
+const FIRST_YEAR = 0;
+const LAST_YEAR = 9999;
 
 /**
  * A time that exists as written: Date.parse accepts 2026-02-30 (as 2026-03-02) and 24:00, which
  * would be stored as another time than the file says. The fields are read back from the parsed
- * time in the written offset and must equal what was written.
+ * time in the written offset and must equal what was written. Its UTC year must be 0000–9999,
+ * so that the time is stored, and exported again, in the same four-digit form (9999-12-31T23:00
+ * −14:00 is in UTC year 10000). Anything else, not matching the form at all included, is false
+ * (zod runs the refinement even when the regex check failed).
  */
-function isRealTime(s: string): boolean {
+export function isRealTime(s: string): boolean {
+  const m = ISO_TIME.exec(s);
+  if (!m) return false;
   const ms = Date.parse(s);
   if (Number.isNaN(ms)) return false;
-  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?(Z|([+-])(\d\d):(\d\d))$/.exec(s)!;
   const offsetMin = m[7] === 'Z' ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10]));
   if (Math.abs(offsetMin) > 14 * 60) return false;
+  const utcYear = new Date(ms).getUTCFullYear();
+  if (utcYear < FIRST_YEAR || utcYear > LAST_YEAR) return false;
   const local = new Date(ms + offsetMin * 60_000);
   return (
     local.getUTCFullYear() === Number(m[1]) &&
@@ -57,6 +63,13 @@ function isRealTime(s: string): boolean {
     local.getUTCSeconds() === Number(m[6])
   );
 }
+const name = z.string().max(32).refine(isCleanName, 'not a valid participant name (SPEC §3)');
+const isoTime = z
+  .string()
+  .max(40)
+  .regex(ISO_TIME, 'not an ISO 8601 time (yyyy-MM-ddTHH:mm:ss[.sss] with Z or ±HH:mm)')
+  .refine(isRealTime, 'not a valid time (it must exist as written, in UTC years 0000-9999)');
+
 const id = z.string().min(1).max(128);
 
 const announcement = z
@@ -127,7 +140,8 @@ function messageSchema(maxChars: number) {
       seq: z.number().int().min(1),
       timestamp: isoTime,
       sender: z.union([name, z.literal('system')]),
-      sender_id: z.string().max(128),
+      // null on messages this server imported (SPEC §10); never used: imports lend no identity.
+      sender_id: z.string().max(128).nullable(),
       role: z.enum(['ai_agent', 'user', 'system']),
       text_content: z.string().max(maxChars),
       text_content_i18n: z.null(),
@@ -143,39 +157,72 @@ function messageSchema(maxChars: number) {
       skip_reason: z.enum(['skip', 'timeout', 'offline', 'passed']).nullable(),
       deleted: z.boolean(),
       edited_at: isoTime.optional(),
+      imported: z.literal(true).optional(),
     })
     .strict()
     .refine((m) => (m.role === 'system') === (m.sender === 'system'), 'a system message is sent by "system" and only by it')
     .refine((m) => m.visible || m.skip_reason !== null, 'an invisible message is a skip record and carries its skip_reason');
 }
 
-function fileSchema(maxChars: number) {
-  return z
-    .object({
-      format: z.literal(ROOM_FORMAT),
-      version: z.literal(ROOM_FORMAT_VERSION),
-      exported_at: isoTime,
-      room,
-      members: z.array(member).max(MAX_IMPORT_MEMBERS),
-      messages: z.array(messageSchema(maxChars)).max(MAX_IMPORT_MESSAGES),
-      rounds: z.array(roundSchema).max(MAX_IMPORT_MESSAGES),
-    })
-    .strict();
+/**
+ * The file without its two long arrays: `messages` and `rounds` are checked element by element
+ * afterwards, in time slices (parseRoomFile), so a large file never holds the event loop.
+ */
+const fileHead = z
+  .object({
+    format: z.literal(ROOM_FORMAT),
+    version: z.literal(ROOM_FORMAT_VERSION),
+    exported_at: isoTime,
+    room,
+    members: z.array(member).max(MAX_IMPORT_MEMBERS),
+    messages: z.array(z.unknown()).max(MAX_IMPORT_MESSAGES),
+    rounds: z.array(z.unknown()).max(MAX_IMPORT_MESSAGES),
+  })
+  .strict();
+
+type ImportedMessage = z.infer<ReturnType<typeof messageSchema>>;
+
+export type RoomFile = Omit<z.infer<typeof fileHead>, 'messages' | 'rounds'> & {
+  messages: ImportedMessage[];
+  rounds: Array<z.infer<typeof roundSchema>>;
+};
+
+/** Schema checks of one import run in slices of this many elements between time checks. */
+const CHECK_BATCH = 64;
+
+/** A validation_error naming the first problem (and up to five) by its path under `data`. */
+function schemaError(issues: readonly z.core.$ZodIssue[], prefix: readonly string[]): AppError {
+  const pathOf = (i: z.core.$ZodIssue) => ['data', ...prefix, ...i.path.map(String)].join('.');
+  const first = issues[0];
+  return new AppError('validation_error', `${first ? pathOf(first) : 'data'}: ${first?.message ?? 'invalid'}`, {
+    issues: issues.slice(0, 5).map((i) => ({ path: pathOf(i), message: i.message })),
+  });
 }
 
-export type RoomFile = z.infer<ReturnType<typeof fileSchema>>;
+/** Checks each element of `items` against `schema`, yielding to the event loop between slices. */
+async function parseEach<T>(items: readonly unknown[], schema: z.ZodType<T>, field: string, slices: TimeSlices): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const parsed = schema.safeParse(items[i]);
+    if (!parsed.success) throw schemaError(parsed.error.issues, [field, String(i)]);
+    out.push(parsed.data);
+    if (i % CHECK_BATCH === CHECK_BATCH - 1) await slices.pause();
+  }
+  return out;
+}
 
 /**
  * Refuses keys that reach prototypes, and values nested or sized beyond any real export, before
  * the schema (or anything else) walks the value. Iterative: a deeply nested value cannot
  * exhaust the stack.
  */
-export function checkShape(data: unknown): void {
+export async function checkShape(data: unknown, slices = new TimeSlices()): Promise<void> {
   const stack: Array<{ value: unknown; depth: number; path: string }> = [{ value: data, depth: 0, path: 'data' }];
   let nodes = 0;
   while (stack.length > 0) {
     const { value, depth, path } = stack.pop()!;
     if (++nodes > MAX_NODES) throw new AppError('payload_too_large', 'The import is larger than any room export');
+    if (nodes % 4096 === 0) await slices.pause();
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_DEPTH) throw new AppError('validation_error', `The import is nested too deeply at ${path}`);
     if (Array.isArray(value)) {
@@ -192,8 +239,9 @@ export function checkShape(data: unknown): void {
 }
 
 /** Validates `data` as a version-1 room export; throws validation_error naming the first problem. */
-export function parseRoomFile(data: unknown, maxMessageChars: number): RoomFile {
-  checkShape(data);
+export async function parseRoomFile(data: unknown, maxMessageChars: number): Promise<RoomFile> {
+  const slices = new TimeSlices();
+  await checkShape(data, slices);
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new AppError('validation_error', 'data must be a JSON object: a room export (format "agent-chatroom.room")');
   }
@@ -202,15 +250,13 @@ export function parseRoomFile(data: unknown, maxMessageChars: number): RoomFile 
   if (head.version !== ROOM_FORMAT_VERSION) {
     throw new AppError('validation_error', `data.version ${JSON.stringify(head.version)} is not supported (this server reads version ${ROOM_FORMAT_VERSION})`);
   }
-  const parsed = fileSchema(maxMessageChars).safeParse(data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = ['data', ...(issue?.path ?? []).map(String)].join('.');
-    throw new AppError('validation_error', `${where}: ${issue?.message ?? 'invalid'}`, {
-      issues: parsed.error.issues.slice(0, 5).map((i) => ({ path: ['data', ...i.path.map(String)].join('.'), message: i.message })),
-    });
-  }
-  const file = parsed.data;
+  const parsed = fileHead.safeParse(data);
+  if (!parsed.success) throw schemaError(parsed.error.issues, []);
+  const file: RoomFile = {
+    ...parsed.data,
+    messages: await parseEach(parsed.data.messages, messageSchema(maxMessageChars), 'messages', slices),
+    rounds: await parseEach(parsed.data.rounds, roundSchema, 'rounds', slices),
+  };
   let total = 0;
   let lastSeq = 0;
   const ids = new Set<string>();
@@ -238,8 +284,6 @@ export interface ImportContext {
   creator: Member;
   now: Date;
   newId: () => string;
-  /** The id of an existing participant with this name, or null. */
-  participantIdByName: (name: string) => string | null;
 }
 
 export interface BuiltImport {
@@ -259,11 +303,13 @@ export function importedFileUrl(url: string): string {
 }
 
 /**
- * The new room and its log: new ids, seqs 1..n in file order, authors kept by name (sender_id
- * matched to an existing participant by name, else empty), replies and rounds re-linked to the
- * new ids. The room holds no round in progress and every message counts as processed.
+ * The new room and its log: new ids, seqs 1..n in file order, authors kept as names only
+ * (`imported: true`, `sender_id: null`), replies and rounds re-linked to the new ids. The room
+ * holds no round in progress, no announcement and no password, and every message counts as
+ * processed.
  */
-export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride?: string): BuiltImport {
+export async function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride?: string): Promise<BuiltImport> {
+  const slices = new TimeSlices();
   const src = file.room;
   const roundIds = new Map<string, string>();
   const roundOf = (old: string | null): string | null => {
@@ -278,18 +324,8 @@ export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride
   for (const r of file.rounds) roundOf(r.round_id);
 
   const messageIds = new Map<string, string>();
-  const senderIds = new Map<string, string>();
-  const senderIdOf = (sender: string, role: string): string => {
-    if (role === 'system') return 'system';
-    const key = nameKey(sender);
-    let found = senderIds.get(key);
-    if (found === undefined) {
-      found = ctx.participantIdByName(sender) ?? '';
-      senderIds.set(key, found);
-    }
-    return found;
-  };
-  const messages: Message[] = file.messages.map((m, i) => {
+  const messages: Message[] = [];
+  for (const [i, m] of file.messages.entries()) {
     const messageId = ctx.newId();
     const fileUrl = m.deleted ? '' : importedFileUrl(m.file_url);
     const out: Message = {
@@ -297,8 +333,10 @@ export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride
       room_id: ctx.roomId,
       seq: i + 1,
       timestamp: new Date(m.timestamp).toISOString(),
+      // The name stays as text; the message is nobody's here (SPEC §10): no participant of this
+      // server may edit or delete it, and no agent's context takes it for its own.
       sender: m.sender,
-      sender_id: senderIdOf(m.sender, m.role),
+      sender_id: null,
       role: m.role,
       text_content: m.deleted ? '' : m.text_content,
       text_content_i18n: null,
@@ -313,11 +351,13 @@ export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride
       round_id: roundOf(m.round_id),
       skip_reason: m.skip_reason,
       deleted: m.deleted,
+      imported: true,
     };
     if (m.edited_at) out.edited_at = new Date(m.edited_at).toISOString();
     messageIds.set(m.message_id, messageId);
-    return out;
-  });
+    messages.push(out);
+    if (i % CHECK_BATCH === CHECK_BATCH - 1) await slices.pause();
+  }
 
   const room: RoomRecord = {
     room_id: ctx.roomId,
@@ -333,7 +373,9 @@ export function buildImport(file: RoomFile, ctx: ImportContext, roomNameOverride
     language: src.language,
     timezone: src.timezone,
     members: [{ ...ctx.creator, is_host: true }],
-    announcement: { ...src.announcement },
+    // The file's announcements are not taken over (SPEC §10): a standing notice in the importer's
+    // room would speak with the server's or another person's voice.
+    announcement: { user_announcement: '', announcement_publisher: '', timestamp: null, system_announcement: '' },
     current_round: null,
     history_rounds: [...roundIds.values()],
     settings: { ...src.settings },

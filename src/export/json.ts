@@ -108,6 +108,7 @@ export function exportedMessage(m: Message, mapUrl?: (u: string) => string): Exp
     deleted: m.deleted,
   };
   if (m.edited_at) out.edited_at = m.edited_at;
+  if (m.imported) out.imported = true;
   return out;
 }
 

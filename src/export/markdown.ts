@@ -28,7 +28,8 @@ function renderHeader(words: ExportWords): string {
   const { labels, room, timezone } = words;
   const lines: string[] = [];
   const field = (name: string, value: string): void => {
-    lines.push(`- **${name}**${labels.colon}${indentContinuation(value)}`);
+    // An announcement is a member's text too: no line of it becomes a heading either.
+    lines.push(`- **${name}**${labels.colon}${indentContinuation(escapeHtmlBlockStarts(value))}`);
   };
   lines.push(`# ${labels.title}${labels.colon}${escapeInline(room.room_name)}`, '');
   field(labels.description, room.room_description.trim() || labels.none);
@@ -89,25 +90,55 @@ function escapeInline(text: string): string {
 }
 
 /**
- * HTML blocks that only their own end marker closes (CommonMark types 1–5: `<script`, `<pre`,
- * `<style`, `<textarea`, `<!--`, `<?`, `<!X`, `<![CDATA[`) would swallow every later message
- * of the document: outside code fences their `<` is escaped, so the line shows as written.
- * (Other HTML blocks end at the blank line after each message.) A heading shaped like the
- * export's own message headings (`### #12 · …`) is escaped too, so no message can forge one.
+ * Container markers a line may start with: block quotes (`>`) and list items (`-`, `+`, `*`,
+ * `1.`, `1)`), nested any number of times. A heading inside them is still a heading.
+ */
+const CONTAINERS = /^(?:[ \t]{0,3}>[ \t]?|[ \t]{0,3}(?:[-+*]|\d{1,9}[.)])[ \t]+)*/;
+/** An ATX heading opener after the containers: 1–6 `#` then a space, a tab or the line's end. */
+const ATX = /^([ \t]*)(#{1,6}(?:[ \t]|$))/;
+/** A setext underline after the containers: a run of `=` or of `-` alone on its line. */
+const SETEXT = /^([ \t]{0,3})([=-]+[ \t]*)$/;
+/** A thematic break (`* * *`, `- - -`): a rule, never a heading (an unbroken `---` may underline one). */
+const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+/** Raw HTML heading tags (`<h1>` … `</h6>`), which Markdown passes through as HTML. */
+const HTML_HEADING = /<(?=\/?h[1-6](?:[\s/>]|$))/gi;
+
+/**
+ * A message's text made safe to embed in the Markdown export (SPEC §10: an export cannot be
+ * forged from inside a message). Outside code fences:
+ * - no line becomes a heading, whatever its spelling: an ATX opener (`#`…`######` followed by
+ *   a space or a tab, also inside quotes and list items) gets its `#` escaped, a setext
+ *   underline (`===`, `---` under a paragraph line) gets its first character escaped, and raw
+ *   `<h1>`…`<h6>` tags are escaped; so `###\t#77 · Bob`, `### \#78`, `### &#35;79` and an
+ *   underlined line all show as the text they are, never as a message heading;
+ * - HTML blocks that only their own end marker closes (CommonMark types 1–5: `<script`, `<pre`,
+ *   `<style`, `<textarea`, `<!--`, `<?`, `<!X`, `<![CDATA[`) would swallow every later message
+ *   of the document: their `<` is escaped, so the line shows as written. (Other HTML blocks end
+ *   at the blank line after each message.)
+ * Indented lines are treated alike (inside a list item an indented line may be a heading): in
+ * an indented code block the escape shows, a small price for an export that cannot be forged.
  */
 export function escapeHtmlBlockStarts(text: string): string {
   const fences = new FenceTracker();
   return text
     .split('\n')
-    .map((line) =>
-      fences.inCode(line)
-        ? line
-        : line
-            .replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<')
-            // A line shaped like a message heading (`### #12 · …`) would pass for another message.
-            .replace(/^( {0,3})(#{1,6} +#\d)/, '$1\\$2'),
-    )
+    .map((line) => (fences.inCode(line) ? line : neutraliseLine(line)))
     .join('\n');
+}
+
+function neutraliseLine(line: string): string {
+  const line1 = line
+    .replace(/^( {0,3})<(?=(?:script|pre|style|textarea)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[)/i, '$1\\<')
+    .replace(HTML_HEADING, '\\<');
+  // `* * *` and `- - -` are thematic breaks, not list markers (and never setext underlines).
+  if (THEMATIC_BREAK.test(line1) && !/^[ \t]*-+[ \t]*$/.test(line1)) return line1;
+  const prefix = CONTAINERS.exec(line1)?.[0] ?? '';
+  const rest = line1.slice(prefix.length);
+  const atx = ATX.exec(rest);
+  if (atx) return `${prefix}${atx[1]}\\${rest.slice(atx[1]!.length)}`;
+  const setext = SETEXT.exec(rest);
+  if (setext) return `${prefix}${setext[1]}\\${setext[2]}`;
+  return line1;
 }
 
 /** Follows a text's code fences line by line (CommonMark: ``` or ~~~, closed by a run at least as long). */

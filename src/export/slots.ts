@@ -1,4 +1,4 @@
-// At most N exports run at once server-wide (SPEC §10); the next few wait their turn in order,
+// At most N exports (and, in slots of their own, N imports) run at once server-wide (SPEC §10); the next few wait their turn in order,
 // and once the waiting line is full a new export is refused with `rate_limited` at once. An
 // export is CPU work on the one event loop (layout, fonts, compression): two of them already
 // use the time the loop can spare between requests, and a third would only slow all three.
@@ -16,6 +16,8 @@ export class ExportSlots {
   constructor(
     readonly maxRunning = MAX_RUNNING_EXPORTS,
     readonly maxWaiting = MAX_WAITING_EXPORTS,
+    /** What runs in the slots, for the refusal's message ('exports', 'imports'). */
+    readonly what = 'exports',
   ) {}
 
   get stats(): { running: number; waiting: number; peak: number } {
@@ -28,7 +30,7 @@ export class ExportSlots {
       this.running += 1;
     } else {
       if (this.waiting.length >= this.maxWaiting) {
-        throw new AppError('rate_limited', `The server is busy with other exports (${this.maxRunning} running, ${this.waiting.length} waiting); try again shortly`, {
+        throw new AppError('rate_limited', `The server is busy with other ${this.what} (${this.maxRunning} running, ${this.waiting.length} waiting); try again shortly`, {
           running: this.running,
           waiting: this.waiting.length,
         });

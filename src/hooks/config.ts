@@ -2,9 +2,11 @@
 // 1. the session's state file, written by `hook claude-session-start` (<state dir>/claude-sessions/<session_id>.json);
 // 2. the environment: CHATROOM_URL (default http://127.0.0.1:3000), CHATROOM_TOKEN, CHATROOM_ROOM_ID;
 // 3. a project file `.agent-chatroom.json` {url, token, room_id} in the session's directory or
-//    one above it (written by `hook claude-init`).
+//    one above it up to the repository root or $HOME, owned by the user and writable by no one
+//    else (written by `hook claude-init`).
 // Nothing found: the session is not in a room and every hook lets it be.
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, type Stats } from 'node:fs';
+import os from 'node:os';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stateDir } from '../agent/connect.js';
@@ -34,16 +36,32 @@ async function readBinding(file: string): Promise<RoomBinding | null> {
   }
 }
 
-/** `.agent-chatroom.json` in `dir` or the nearest directory above it. */
-export function findProjectFile(dir: string): string | null {
+/**
+ * `.agent-chatroom.json` in `dir` or the nearest directory above it, within the project only
+ * (SPEC §10): the walk stops at the repository's root (the directory holding `.git`) or at the
+ * user's home directory, whichever comes first, so a file planted in a shared parent (a 1777
+ * folder) is never reached from inside a project. A file found is used only when it is a regular
+ * file of the current user that neither the group nor others may write; otherwise the walk stops
+ * there with nothing (a refused file never lets one further up stand in for it).
+ */
+export function findProjectFile(dir: string, home: string | undefined = os.homedir()): string | null {
   let current = path.resolve(dir);
+  const stopAt = home ? path.resolve(home) : null;
   for (;;) {
     const candidate = path.join(current, PROJECT_FILE);
-    if (existsSync(candidate)) return candidate;
+    const info = lstatSync(candidate, { throwIfNoEntry: false });
+    if (info) return trustedBinding(info) ? candidate : null;
+    if (current === stopAt || existsSync(path.join(current, '.git'))) return null;
     const parent = path.dirname(current);
     if (parent === current) return null;
     current = parent;
   }
+}
+
+/** A binding file to trust: a regular file (not a link), the current user's, written by no one else. */
+function trustedBinding(info: Stats): boolean {
+  const uid = process.getuid?.();
+  return info.isFile() && (uid === undefined || info.uid === uid) && (info.mode & 0o022) === 0;
 }
 
 function sessionFile(env: Record<string, string | undefined>, sessionId: string): string {

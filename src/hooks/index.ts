@@ -25,10 +25,21 @@ const USAGE = `Usage: agent-chatroom hook <name>
 The room comes from the session's state, CHATROOM_URL/CHATROOM_TOKEN/CHATROOM_ROOM_ID, or
 .agent-chatroom.json in the project (see docs/agents.md).`;
 
+/** Hook input (Claude's JSON event, Codex's notification) is small; more is refused unread. */
+export const MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024;
+
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) return '';
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_HOOK_INPUT_BYTES) {
+      process.stdin.destroy();
+      throw new UsageError(`hook input is larger than ${MAX_HOOK_INPUT_BYTES} bytes; refused`);
+    }
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }
 

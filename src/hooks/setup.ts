@@ -65,9 +65,12 @@ export async function claudeInit(options: InitOptions): Promise<{ projectFile: s
   const projectFile = path.join(options.dir, PROJECT_FILE);
   await writeFile(projectFile, `${JSON.stringify({ url: base, room_id: room.room_id, name: identity.participant.name, token: identity.token }, null, 2)}\n`, { mode: 0o600 });
   const gitignore = path.join(options.dir, '.gitignore');
+  // The token file must never be committed: .gitignore names it, created when there is none.
   if (existsSync(gitignore)) {
     const text = await readFile(gitignore, 'utf8');
     if (!text.split(/\r?\n/).includes(PROJECT_FILE)) await appendFile(gitignore, `${text.endsWith('\n') || text === '' ? '' : '\n'}${PROJECT_FILE}\n`);
+  } else {
+    await writeFile(gitignore, `${PROJECT_FILE}\n`, { flag: 'wx' });
   }
 
   const self = selfInvocation().map(shellQuote).join(' ');

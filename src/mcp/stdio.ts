@@ -19,6 +19,7 @@ import {
   McpError,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { warnTokenOnCommandLine } from '../agent/secrets.js';
 import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from './instructions.js';
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:3000';
@@ -51,6 +52,7 @@ export function parseStdioArgs(argv: string[], env: Record<string, string | unde
     strict: true,
   });
   if (values.help) return 'help';
+  warnTokenOnCommandLine(values.token);
   if (values.config) {
     let file: { url?: unknown; token?: unknown };
     try {

@@ -56,7 +56,9 @@ export async function roomStats(room: RoomRecord, messages: Iterable<Message> | 
   let visible = 0;
   for await (const m of messages) {
     if (m.visible) visible++;
-    if (m.role === 'ai_agent') {
+    // Imported history names its authors as text only (SPEC §10): a name in a file says nothing
+    // about who is an agent here, so it counts for no one.
+    if (m.role === 'ai_agent' && !m.imported) {
       const stats = entry(m.sender);
       switch (m.skip_reason) {
         case 'skip':

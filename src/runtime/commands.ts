@@ -370,6 +370,7 @@ function update(draft: Draft, next: Message): Answer {
 async function edit(draft: Draft, caller: Caller, messageId: string, text: string, env: CommandEnv, reads: CommandReads): Promise<Answer> {
   const message = await readable(draft, caller, messageId, reads);
   if (isEngineRecord(message)) throw new AppError('forbidden', "The engine's records cannot be edited");
+  if (message.imported) throw new AppError('forbidden', 'Imported messages belong to no one here and cannot be edited');
   if (message.sender_id !== caller.id) throw new AppError('forbidden', 'Only the sender may edit a message');
   if (!message.visible || message.deleted) throw new AppError('conflict', 'This message cannot be edited');
   checkText(text, message.file_url, env.maxMessageChars);
@@ -380,6 +381,8 @@ async function edit(draft: Draft, caller: Caller, messageId: string, text: strin
 async function remove(draft: Draft, caller: Caller, messageId: string, env: CommandEnv, reads: CommandReads): Promise<Answer> {
   const message = await readable(draft, caller, messageId, reads);
   if (isEngineRecord(message)) throw new AppError('forbidden', "The engine's records cannot be deleted");
+  // SPEC §10: no participant may edit or delete an imported message, not even an admin.
+  if (message.imported) throw new AppError('forbidden', 'Imported messages belong to no one here and cannot be deleted');
   if (message.sender_id !== caller.id && !isAdmin(draft.room, caller)) {
     throw new AppError('forbidden', 'Only the sender or a room admin may delete a message');
   }

@@ -328,7 +328,7 @@ export class FileStore implements Store {
     this.logger.info({ data_dir: this.dataDir }, 'opening storage');
     const logDir = join(this.dataDir, ROOM_MESSAGES_DIR);
     for (const dir of [logDir, join(this.dataDir, INDEXES_DIR), join(this.dataDir, JOURNAL_DIR), join(this.dataDir, 'uploads'), join(this.dataDir, 'exports')]) {
-      await mkdir(dir, { recursive: true });
+      await mkdir(dir, { recursive: true, mode: 0o700 }); // private (SPEC §10)
     }
     // A .tmp is a snapshot write that never got renamed: the real file is still the valid one.
     for (const snap of [this.agents, this.users, this.rooms]) await rm(`${snap.path}.tmp`, { force: true });

@@ -106,14 +106,14 @@ export async function truncateDurably(path: string, length: number): Promise<voi
  */
 export async function makeDirectory(dir: string): Promise<void> {
   try {
-    await mkdir(dir);
+    await mkdir(dir, { mode: 0o700 });
     return;
   } catch (err) {
     if (isCode(err, 'EEXIST') && (await stat(dir)).isDirectory()) return;
     if (!isCode(err, 'ENOENT') || dirname(dir) === dir) throw err;
   }
   await makeDirectory(dirname(dir));
-  await mkdir(dir).catch(async (err: unknown) => {
+  await mkdir(dir, { mode: 0o700 }).catch(async (err: unknown) => {
     if (!(isCode(err, 'EEXIST') && (await stat(dir)).isDirectory())) throw err;
   });
 }

@@ -187,7 +187,7 @@ export function metaOf(m: Message): LineMeta {
   return {
     messageId: m.message_id,
     seq: m.seq,
-    senderId: m.sender_id,
+    senderId: m.sender_id ?? '', // imported messages are nobody's (SPEC §10)
     clientMsgId: m.client_msg_id,
     visible: m.visible,
     person: m.role === 'user' && m.visible && !m.deleted,

@@ -19,6 +19,7 @@ import { isOwnUpload, ownUploadPath } from '../export/uploads.js';
 import { presentMessage, presentRoom } from '../rooms/present.js';
 import { newRoomId } from '../rooms/rules.js';
 import type { Caller, Member, Message, RoomRecord } from '../types.js';
+import { PRIVATE_FILE_MODE } from '../storage/private-files.js';
 import { defineTool } from './registry.js';
 import { roomId, roomName } from '../protocol/schemas.js';
 
@@ -43,6 +44,21 @@ export function exportsDir(app: App): string {
 }
 
 const slotsByApp = new WeakMap<App, ExportSlots>();
+const importSlotsByApp = new WeakMap<App, ExportSlots>();
+
+/** The server's import slots (SPEC §10: at most 2 imports run at once, others wait or get rate_limited). */
+export function importSlots(app: App): ExportSlots {
+  let slots = importSlotsByApp.get(app);
+  if (!slots) {
+    slots = new ExportSlots(MAX_RUNNING_IMPORTS, MAX_WAITING_IMPORTS, 'imports');
+    importSlotsByApp.set(app, slots);
+  }
+  return slots;
+}
+
+/** Imports running at once, and waiting for a slot before the next is refused (docs/export.md). */
+export const MAX_RUNNING_IMPORTS = 2;
+export const MAX_WAITING_IMPORTS = 8;
 
 /** The server's export slots (SPEC §10: at most 2 exports run at once). */
 export function exportSlots(app: App): ExportSlots {
@@ -114,7 +130,7 @@ export function exportTools(app: App) {
             findEarlier: (messageId: string) => app.store.getMessage(messageId),
           };
           const write = await writerFor(app, args.format);
-          const out = createWriteStream(partial);
+          const out = createWriteStream(partial, { mode: PRIVATE_FILE_MODE });
           try {
             await write(input, out);
             await rename(partial, target);
@@ -136,28 +152,23 @@ export function exportTools(app: App) {
     defineTool({
       name: 'import_chat_history',
       description:
-        'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names, in order, renumbered from seq 1. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing.',
+        'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names only (`imported: true`, `sender_id: null`: nobody can edit or delete them), in order, renumbered from seq 1; the file’s announcement and password are not taken over. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing. At most 2 imports run at once on the server; others wait, and `rate_limited` answers when too many wait.',
       input: z.object({ data: z.unknown(), room_name: roomName.optional() }).strict(),
-      handler: async (args, ctx) => {
-        const file = parseRoomFile(args.data, app.config.maxMessageChars);
-        const now = new Date(app.now());
-        const name = args.room_name ?? file.room.room_name;
-        const built = buildImport(
-          file,
-          {
-            roomId: newRoomId(name, now),
-            creator: await importerMember(app, ctx.caller, now),
-            now,
-            newId: uuidv4,
-            participantIdByName: (n) => app.participants.byName(n)?.id ?? null,
-          },
-          args.room_name,
-        );
-        await persistImportedRoom(app, ctx.caller, built);
-        return { room: presentRoom(built.room), imported_messages: built.messages.length };
-      },
+      // The file is validated in time slices; at most 2 imports run at once (SPEC §10).
+      handler: (args, ctx) => importSlots(app).run(() => importRoom(app, ctx.caller, args.data, args.room_name)),
     }),
   ];
+}
+
+/** Validates the file, builds the new room (the caller its creator) and writes it durably. */
+async function importRoom(app: App, caller: Caller, data: unknown, roomNameOverride: string | undefined) {
+  const file = await parseRoomFile(data, app.config.maxMessageChars);
+  const now = new Date(app.now());
+  const name = roomNameOverride ?? file.room.room_name;
+  const creator = await importerMember(app, caller, now);
+  const built = await buildImport(file, { roomId: newRoomId(name, now), creator, now, newId: uuidv4 }, roomNameOverride);
+  await persistImportedRoom(app, caller, built);
+  return { room: presentRoom(built.room), imported_messages: built.messages.length };
 }
 
 /** The importer as the first member (and host) of the new room, as create_room makes it. */

@@ -1,4 +1,5 @@
 // Builds the one registry every transport serves.
+import { auditLine, writeAudit } from './audit.js';
 import { exportTools } from './export.js';
 import { identityTools } from './identity.js';
 import { messageTools } from './messages.js';
@@ -16,6 +17,10 @@ export function buildRegistry(app: ToolServices): ToolRegistry {
       app.metrics.countCall(call.tool, call.transport, call.outcome);
       // Names and outcomes only: message texts and tokens never reach the log at info level.
       app.logger.info({ requestId: call.requestId, tool: call.tool, transport: call.transport, outcome: call.outcome, ms: call.ms }, 'call');
+    },
+    succeeded: (tool, args, answer, ctx) => {
+      const line = auditLine(tool, args, answer, ctx.caller);
+      if (line) writeAudit(app.logger, { ...line, address: ctx.address ?? null, request_id: ctx.requestId });
     },
     authenticate: (token) => app.participants.authenticate(token),
     prime: (token) => app.participants.prime(token),

@@ -78,6 +78,8 @@ export interface RegistryHooks {
   limitCaller(caller: Caller): Promise<void>;
   /** Told the outcome of every call (metrics, logs): `ok` or the error code. */
   observe?(call: CallRecord): void;
+  /** Told every successful call with its parsed arguments and answer (audit lines, SPEC §10). */
+  succeeded?(tool: string, args: unknown, answer: unknown, ctx: ToolContext): void;
 }
 
 export interface CallRecord {
@@ -173,7 +175,12 @@ export class ToolRegistry {
     if (tool.admit) await tool.admit(ctx);
     const parsed = tool.input.safeParse(rawArgs ?? {});
     if (!parsed.success) throw validationError(parsed.error);
-    const run = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
+    const handle = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
+    const run = async () => {
+      const answer = await handle();
+      this.hooks.succeeded?.(name, parsed.data, answer, ctx);
+      return answer;
+    };
     if (!caller) return run();
     this.hooks.touched(caller);
     try {

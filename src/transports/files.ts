@@ -14,6 +14,7 @@ import { AppError } from '../errors.js';
 import { signEncodedPath } from '../export/links.js';
 import { ROOM_ID } from '../rooms/rules.js';
 import { fsyncPath } from '../storage/fs-ops.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../storage/private-files.js';
 import { downloadName, EXPORT_CONTENT_TYPES, EXPORT_NAME, exportsDir } from '../tools/export.js';
 import type { Caller } from '../types.js';
 import { bearerToken, sendError } from './http-util.js';
@@ -246,7 +247,7 @@ async function receiveUpload(req: Request, dir: string, maxBytes: number, now: (
   if (!contentType.startsWith('multipart/form-data')) {
     throw new AppError('validation_error', 'Send multipart/form-data with a field named "file"');
   }
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   let parser: busboy.Busboy;
   try {
     // Browsers send the filename as raw UTF-8 in the part header; busboy's default is latin1.
@@ -310,7 +311,7 @@ async function createExclusive(dir: string, originalName: string, now: () => num
     const name = `${stamp}_${originalName}`;
     const file = path.join(dir, name);
     try {
-      return { name, file, handle: await open(file, 'wx') };
+      return { name, file, handle: await open(file, 'wx', PRIVATE_FILE_MODE) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }

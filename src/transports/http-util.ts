@@ -22,6 +22,14 @@ export function hostAllowed(app: App, hostHeader: string | undefined): boolean {
   return app.config.allowedHosts.includes('*') || app.config.allowedHosts.includes(host);
 }
 
+/** The answer to a request whose Host is not in ALLOWED_HOSTS (REST: SPEC §10). */
+export function hostRefused(app: App, hostHeader: string | undefined): AppError {
+  return new AppError(
+    'forbidden',
+    `Host "${hostHeader ?? ''}" is not allowed. Add it to ALLOWED_HOSTS (now: ${app.config.allowedHosts.join(',')}) to accept it.`,
+  );
+}
+
 /** JSON bodies: a whole message of MAX_MESSAGE_CHARS in worst-case UTF-8 plus the envelope. */
 export function bodyLimit(app: App): number {
   return Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024);

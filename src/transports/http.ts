@@ -9,7 +9,7 @@ import type { App } from '../app.js';
 import { AppError } from '../errors.js';
 import { PUBLIC_DIR } from '../paths.js';
 import { defaultUploadIo, fileRoutes, type UploadIo } from './files.js';
-import { bodyLimit, hostAllowed, sendError } from './http-util.js';
+import { bodyLimit, hostAllowed, hostRefused, sendError } from './http-util.js';
 import type { Mount } from './mount.js';
 
 const require = createRequire(import.meta.url);
@@ -68,6 +68,11 @@ export function createHttpApp(app: App, mounts: readonly Mount[] = [], options: 
   });
 
   const api = express.Router();
+  // DNS-rebinding defence on every REST route, the same rule as the page and /mcp (SPEC §10).
+  api.use((req, res, next) => {
+    if (hostAllowed(app, req.get('host'))) return next();
+    sendError(res, hostRefused(app, req.get('host')), app);
+  });
   api.use(express.json({ limit: bodyLimit(app), strict: false }));
 
   api.get('/health', async (_req, res) => {

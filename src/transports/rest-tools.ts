@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from '../app.js';
 import { AppError, toWireError } from '../errors.js';
-import { bearerToken } from './http-util.js';
+import { bearerToken, hostAllowed, hostRefused } from './http-util.js';
 
 export const TOOLS_PREFIX = '/api/v1/tools/';
 
@@ -65,6 +65,8 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
     });
   }
   try {
+    // DNS-rebinding defence, the same rule as the page and /mcp (SPEC §10).
+    if (!hostAllowed(app, req.headers.host)) throw hostRefused(app, req.headers.host);
     const raw = await readBody(req, bodyLimit);
     let args: unknown = {};
     if (raw.length > 0) {

@@ -60,6 +60,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
     rateLimitLoginPerMinute: 1_000_000,
     rateLimitMcpInitPerMinute: 1_000_000,
     maxConnectionsPerAddress: 100_000,
+    maxConnections: 100_000,
   };
   const running = await startServer(testConfig({ dataDir, ...perAddressLimits, ...store, ...overrides }), silentLogger, options);
   const call = async <T>(tool: string, args: unknown = {}, token?: string | null): Promise<ToolAnswer<T>> => {

@@ -360,3 +360,73 @@ async function until(check: () => boolean, ms = 5000) {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('import_chat_history documents (SPEC §10: a malformed or hostile file is a validation_error)', () => {
+  /** A valid room export of this server, the base the fuzzed documents start from. */
+  async function exportedRoom(): Promise<any> {
+    await server.ok('send_message', { room_id: roomId, text_content: 'for the import fuzz' }, token);
+    const data = await server.ok('export_chat_history', { room_id: roomId, format: 'json' }, token);
+    return (await fetch(server.url + data.url)).json();
+  }
+
+  const IMPORT_CASES = Math.round(600 * SCALE) || 1;
+
+  it('answers every fuzzed document with a result or a contract error: no 5xx, no crash', async () => {
+    const base = await exportedRoom();
+    expect(base.messages.length).toBeGreaterThan(0);
+    const time = fc.oneof(
+      fc.date({ min: new Date(-62_198_755_200_000), max: new Date(253_402_300_799_000), noInvalidDate: true }).map((d) => d.toISOString()),
+      fc.constantFrom('2026-01-01', 'Thu, 01 Jan 2026 00:00:00 GMT', '2026-01-01T00:00:00', '9999-12-31T23:59:59-14:00', '0000-01-01T00:00:00+14:00', '+010000-01-01T00:00:00.000Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', ''),
+      fc.string({ maxLength: 30 }),
+      fc.integer(),
+      fc.constant(null),
+    );
+    const leaf = fc.oneof(time, fc.string({ maxLength: 40 }), fc.integer(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 2 }));
+    // A mutation: a path into the document (top level, room, announcement, a message, a round) and a new value.
+    const mutation = fc.record({
+      where: fc.constantFrom('top', 'room', 'announcement', 'settings', 'message', 'round', 'member'),
+      key: fc.oneof(
+        fc.constantFrom('exported_at', 'timestamp', 'created_at', 'edited_at', 'sender', 'sender_id', 'role', 'seq', 'message_id', 'text_content', 'visible', 'skip_reason', 'response_to', 'round_id', 'imported', 'mentions', 'file_url', 'version', 'format', 'system_announcement', 'user_announcement', 'announcement_publisher', 'started_at', 'timezone', 'language', 'room_name', 'messages', 'rounds', 'members'),
+        fc.string({ maxLength: 10 }),
+      ),
+      value: fc.oneof(time, leaf),
+      remove: fc.boolean(),
+    });
+    const docs = fc.sample(fc.array(mutation, { minLength: 1, maxLength: 4 }), { numRuns: IMPORT_CASES, seed: 38 }).map((mutations) => {
+      const doc = structuredClone(base);
+      for (const m of mutations) {
+        const target =
+          m.where === 'top' ? doc
+          : m.where === 'room' ? doc.room
+          : m.where === 'announcement' ? doc.room.announcement
+          : m.where === 'settings' ? doc.room.settings
+          : m.where === 'message' ? doc.messages[0]
+          : m.where === 'round' ? (doc.rounds[0] ?? doc)
+          : (doc.members[0] ?? doc);
+        if (!target || typeof target !== 'object') continue;
+        if (m.remove) delete target[m.key];
+        else target[m.key] = m.value;
+      }
+      return doc;
+    });
+    let imported = 0;
+    await inPool(docs, 4, async (doc) => {
+      const answer = await server.call('import_chat_history', { data: doc }, token);
+      const label = `import ${JSON.stringify(doc).slice(0, 300)}`;
+      expectStructured(answer.status, answer.body, label);
+      if (answer.body.ok) {
+        imported++;
+        // Whatever was imported is nobody's and re-exports into a file that imports again.
+        const copy = (answer.body.data as any).room.room_id;
+        const again = await server.ok('export_chat_history', { room_id: copy, format: 'json' }, token);
+        const file = await (await fetch(server.url + again.url)).json();
+        expect(file.messages.every((m: any) => m.sender_id === null && m.imported === true), label).toBe(true);
+        const reimport = await server.call('import_chat_history', { data: file }, token);
+        expect(reimport.status, `${label} → re-import ${JSON.stringify(reimport.body).slice(0, 300)}`).toBe(200);
+      }
+    });
+    // Some documents stay valid (a mutation of an optional or ignored field) and are imported.
+    expect(imported).toBeGreaterThan(0);
+    expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
+  }, 300_000);
+});

@@ -134,7 +134,7 @@ export function describeStoreGuarantees(label: string, makeStore: () => Promise<
         expect(await store.readMessages('r', { afterSeq: 0, limit: 10 })).toEqual([edited, m2deleted]);
         expect(await store.searchMessages('r', 'draft', 10)).toEqual([]);
         expect(await store.searchMessages('r', 'FINAL', 10)).toEqual([edited]);
-        expect(await store.findByClientMsgId('r', m1.sender_id, 'c1')).toEqual(edited);
+        expect(await store.findByClientMsgId('r', m1.sender_id!, 'c1')).toEqual(edited);
         expect(await store.loadRoom('r')).toMatchObject({ lastSeq: 2 });
         expect(await store.messageCount()).toBe(2);
       }),

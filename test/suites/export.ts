@@ -245,16 +245,18 @@ export function exportSuites(): void {
         await server.ok('join_room', { room_id: copy.room_id }, owner.token);
         const after = await exportJson(copy.room_id);
         const strip = (m: any) => {
-          const { message_id, room_id, response_to, round_id, sender_id, processed, ...rest } = m;
+          const { message_id, room_id, response_to, round_id, sender_id, processed, imported, ...rest } = m;
           return { ...rest, reply: response_to !== null, round: round_id !== null };
         };
         expect(after.messages.map(strip)).toEqual(before.messages.map(strip));
         // Replies still point at the message they answered, by its new id.
         const reply = after.messages.find((m: any) => m.text_content === 'a reply');
         expect(after.messages.find((m: any) => m.message_id === reply.response_to)?.text_content).toContain('第一条');
-        // Authors matched to this server's participants by name.
-        expect(after.messages.find((m: any) => m.sender === 'Exporter').sender_id).toBe(server.app.participants.byName('Exporter')!.id);
-        expect(after.room.announcement.user_announcement).toBe('往返测试');
+        // Authors kept as names only: imported messages are nobody's (SPEC §10).
+        expect(after.messages.every((m: any) => m.sender_id === null && m.imported === true)).toBe(true);
+        expect(before.messages.some((m: any) => m.imported)).toBe(false);
+        // The file's announcement is not taken over (SPEC §10).
+        expect(after.room.announcement.user_announcement).toBe('');
         expect(after.messages.map((m: any) => m.seq)).toEqual(after.messages.map((_: any, i: number) => i + 1));
       });
 

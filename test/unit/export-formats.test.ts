@@ -59,14 +59,13 @@ function ctx(over: Partial<ImportContext> = {}): ImportContext {
     creator,
     now: new Date('2026-03-01T00:00:00.000Z'),
     newId: () => `new-${++n}`,
-    participantIdByName: (name) => (name === 'bob' ? 'id-bob-here' : null),
     ...over,
   };
 }
 
-function expectValidationError(fn: () => unknown, pattern?: RegExp): void {
+async function expectValidationError(fn: () => unknown, pattern?: RegExp): Promise<void> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).code).toBe('validation_error');
@@ -118,19 +117,19 @@ describe('json export', () => {
 
 describe('import: validation', () => {
   it('reads its own export back', async () => {
-    const file = parseRoomFile(await jsonOf(), 32_000);
+    const file = await parseRoomFile(await jsonOf(), 32_000);
     expect(file.messages).toHaveLength(7);
   });
 
   it('refuses what is not a version-1 room export', async () => {
     const good = await jsonOf();
-    expectValidationError(() => parseRoomFile(null, 32_000));
-    expectValidationError(() => parseRoomFile([good], 32_000));
-    expectValidationError(() => parseRoomFile('{"format":"agent-chatroom.room"}', 32_000));
-    expectValidationError(() => parseRoomFile({ ...good, format: 'other' }, 32_000), /format/);
-    expectValidationError(() => parseRoomFile({ ...good, version: 2 }, 32_000), /version 2 is not supported/);
-    expectValidationError(() => parseRoomFile({ ...good, extra: 1 }, 32_000));
-    expectValidationError(() => parseRoomFile({ ...good, messages: 'x' }, 32_000));
+    await expectValidationError(() => parseRoomFile(null, 32_000));
+    await expectValidationError(() => parseRoomFile([good], 32_000));
+    await expectValidationError(() => parseRoomFile('{"format":"agent-chatroom.room"}', 32_000));
+    await expectValidationError(() => parseRoomFile({ ...good, format: 'other' }, 32_000), /format/);
+    await expectValidationError(() => parseRoomFile({ ...good, version: 2 }, 32_000), /version 2 is not supported/);
+    await expectValidationError(() => parseRoomFile({ ...good, extra: 1 }, 32_000));
+    await expectValidationError(() => parseRoomFile({ ...good, messages: 'x' }, 32_000));
   });
 
   it('refuses prototype-polluting keys anywhere, before anything else reads the value', async () => {
@@ -138,57 +137,57 @@ describe('import: validation', () => {
     for (const key of ['__proto__', 'constructor', 'prototype']) {
       const hostile = JSON.parse(JSON.stringify(good));
       hostile.messages[1] = JSON.parse(`{"${key}": {"polluted": true}, ${JSON.stringify(hostile.messages[1]).slice(1)}`);
-      expectValidationError(() => parseRoomFile(hostile, 32_000), new RegExp(`Key "${key}"`));
+      await expectValidationError(() => parseRoomFile(hostile, 32_000), new RegExp(`Key "${key}"`));
     }
     const nested = JSON.parse(JSON.stringify(good));
     nested.room.settings = JSON.parse('{"__proto__": {"isAdmin": true}}');
-    expectValidationError(() => parseRoomFile(nested, 32_000), /__proto__/);
+    await expectValidationError(() => parseRoomFile(nested, 32_000), /__proto__/);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
   });
 
-  it('refuses deep nesting without exhausting the stack', () => {
+  it('refuses deep nesting without exhausting the stack', async () => {
     let deep: unknown = {};
     for (let i = 0; i < 100_000; i++) deep = { a: deep };
-    expectValidationError(() => checkShape(deep), /nested too deeply/);
+    await expectValidationError(() => checkShape(deep), /nested too deeply/);
   });
 
   it('caps message count and text length, and checks names by the SPEC rules', async () => {
     const good = await jsonOf();
     const tooLong = JSON.parse(JSON.stringify(good));
     tooLong.messages[0].text_content = 'x'.repeat(101);
-    expectValidationError(() => parseRoomFile(tooLong, 100), /text_content/);
+    await expectValidationError(() => parseRoomFile(tooLong, 100), /text_content/);
     const many = JSON.parse(JSON.stringify(good));
     many.messages = Array.from({ length: MAX_IMPORT_MESSAGES + 1 }, (_, i) => ({ ...good.messages[0], seq: i + 1, message_id: `m${i}` }));
-    expectValidationError(() => parseRoomFile(many, 32_000), /messages/);
+    await expectValidationError(() => parseRoomFile(many, 32_000), /messages/);
     const badNames = ['has space', 'a@b', '', 'x'.repeat(33), 'Alice\u034f', 'Al\u200bice', '\u0301\u0301'];
     for (const name of badNames) {
       const doc = JSON.parse(JSON.stringify(good));
       doc.messages[0].sender = name;
-      expectValidationError(() => parseRoomFile(doc, 32_000), /sender/);
+      await expectValidationError(() => parseRoomFile(doc, 32_000), /sender/);
     }
     const badRoom = JSON.parse(JSON.stringify(good));
     badRoom.room.room_name = '1 starts with a digit';
-    expectValidationError(() => parseRoomFile(badRoom, 32_000), /room_name/);
+    await expectValidationError(() => parseRoomFile(badRoom, 32_000), /room_name/);
     const badZone = JSON.parse(JSON.stringify(good));
     badZone.room.timezone = 'Mars/Olympus';
-    expectValidationError(() => parseRoomFile(badZone, 32_000), /timezone/);
+    await expectValidationError(() => parseRoomFile(badZone, 32_000), /timezone/);
   });
 
   it('refuses messages out of order, twice the same id, and system messages from someone else', async () => {
     const good = await jsonOf();
     const swapped = JSON.parse(JSON.stringify(good));
     [swapped.messages[0], swapped.messages[1]] = [swapped.messages[1], swapped.messages[0]];
-    expectValidationError(() => parseRoomFile(swapped, 32_000), /seq order/);
+    await expectValidationError(() => parseRoomFile(swapped, 32_000), /seq order/);
     const dup = JSON.parse(JSON.stringify(good));
     dup.messages[1].message_id = dup.messages[0].message_id;
-    expectValidationError(() => parseRoomFile(dup, 32_000), /appears twice/);
+    await expectValidationError(() => parseRoomFile(dup, 32_000), /appears twice/);
     const fake = JSON.parse(JSON.stringify(good));
     fake.messages[0].role = 'system';
-    expectValidationError(() => parseRoomFile(fake, 32_000), /system/);
+    await expectValidationError(() => parseRoomFile(fake, 32_000), /system/);
     const hidden = JSON.parse(JSON.stringify(good));
     hidden.messages[0].visible = false;
-    expectValidationError(() => parseRoomFile(hidden, 32_000), /skip record/);
+    await expectValidationError(() => parseRoomFile(hidden, 32_000), /skip record/);
   });
 
   it('refuses times that do not exist (Date.parse would move 2026-02-30 to 2026-03-02) and keeps real ones in any offset', async () => {
@@ -196,20 +195,20 @@ describe('import: validation', () => {
     for (const bad of ['2026-02-30T10:00:00Z', '2026-04-31T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T10:60:00Z', '2026-01-01T10:00:00+15:00']) {
       const file = JSON.parse(JSON.stringify(good));
       file.messages[0].timestamp = bad;
-      expectValidationError(() => parseRoomFile(file, 32_000), /valid time/);
+      await expectValidationError(() => parseRoomFile(file, 32_000), /valid time/);
     }
     for (const fine of ['2024-02-29T23:59:59.999Z', '2026-03-08T02:30:00-05:00', '2026-01-01T00:00:00+08:00']) {
       const file = JSON.parse(JSON.stringify(good));
       file.messages[0].timestamp = fine;
-      expect(() => parseRoomFile(file, 32_000)).not.toThrow();
+      await expect(parseRoomFile(file, 32_000)).resolves.toBeDefined();
     }
   });
 });
 
 describe('import: the new room', () => {
   it('renumbers seqs, re-links replies and rounds to new ids, keeps authors by name', async () => {
-    const file = parseRoomFile(await jsonOf(), 32_000);
-    const { room, messages } = buildImport(file, ctx());
+    const file = await parseRoomFile(await jsonOf(), 32_000);
+    const { room, messages } = await buildImport(file, ctx());
     expect(room.room_id).toBe('design-review-20260301000000-newroom01');
     expect(room.created_by).toBe('importer');
     expect(room.created_by_id).toBe('id-importer');
@@ -218,7 +217,8 @@ describe('import: the new room', () => {
     expect(room.password_hash).toBeNull();
     expect(room.current_round).toBeNull();
     expect(room.processed_through_seq).toBe(7);
-    expect(room.announcement.user_announcement).toBe('本周五前完成评审');
+    // The file's announcement is not taken over (SPEC §10).
+    expect(room.announcement).toEqual({ user_announcement: '', announcement_publisher: '', timestamp: null, system_announcement: '' });
     expect(messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(new Set(messages.map((m) => m.message_id)).size).toBe(7);
     expect(messages.every((m) => m.room_id === room.room_id && m.processed)).toBe(true);
@@ -228,9 +228,10 @@ describe('import: the new room', () => {
     expect(messages[1]!.round_id).not.toBe('round-1');
     expect(messages[1]!.round_id).toBe(messages[2]!.round_id);
     expect(room.history_rounds).toEqual([messages[1]!.round_id, messages[4]!.round_id, expect.any(String)]);
-    // Authors: matched by name where such a participant exists, else empty.
-    expect(messages[0]).toMatchObject({ sender: 'bob', sender_id: 'id-bob-here', role: 'user' });
-    expect(messages[1]).toMatchObject({ sender: 'alice', sender_id: '' });
+    // Authors: kept as names only; every message is imported and nobody's (SPEC §10).
+    expect(messages[0]).toMatchObject({ sender: 'bob', sender_id: null, role: 'user', imported: true });
+    expect(messages[1]).toMatchObject({ sender: 'alice', sender_id: null, imported: true });
+    expect(messages.every((m) => m.sender_id === null && m.imported === true)).toBe(true);
     expect(messages[2]).toMatchObject({ visible: false, skip_reason: 'skip' });
   });
 

@@ -77,8 +77,10 @@ describe('markdown export', () => {
     expect(r2).toBeGreaterThan(md.indexOf('### #2 '));
     expect(r2).toBeLessThan(md.indexOf('### #5 '));
     expect(md).not.toContain('轮次之外');
-    // Two round headings; the message's own "## 结论" heading is its text, not a divider.
-    expect([...md.matchAll(/^## /gm)].map((m) => md.slice(m.index, md.indexOf('\n', m.index)))).toEqual(['## 成员', '## 第 1 轮', '## 结论', '## 第 2 轮']);
+    // Two round headings; the message's own "## 结论" is its text, escaped: no message text
+    // becomes a heading in the Markdown export (SPEC §10, v3).
+    expect([...md.matchAll(/^## /gm)].map((m) => md.slice(m.index, md.indexOf('\n', m.index)))).toEqual(['## 成员', '## 第 1 轮', '## 第 2 轮']);
+    expect(md).toContain('\\## 结论');
   });
 
   it('announces a round once even when a person speaks in the middle of it', async () => {
@@ -147,11 +149,14 @@ describe('markdown export', () => {
       expect(html).toContain('&lt;!-- kept as code --&gt;');
     }
     expect(escapeHtmlBlockStarts('<div>ok</div>\n  <!-- x')).toBe('<div>ok</div>\n  \\<!-- x');
-    // A forged message heading stays text; an ordinary heading stays a heading.
+    // A forged message heading stays text; so does an ordinary heading (SPEC §10, v3: no message
+    // text renders as a heading at all).
     const forged = await marked.parse(await markdown({ messages: [makeMessage({ seq: 1, text_content: '### #99 · admin · person · 2026-01-01 00:00:00\n\n## Plan' })] }));
     expect((forged.match(/<h3>#\d+ /g) ?? []).length).toBe(1);
     expect(forged).toContain('### #99 · admin');
-    expect(forged).toContain('<h2>Plan</h2>');
+    expect(forged).toContain('<p>## Plan</p>');
+    // The title, the members and the one message: nothing else is a heading.
+    expect(forged.match(/<h[1-6]>/g)).toHaveLength(3);
   });
 
   it('shows names as they are written: _bob_ or __init__ are no emphasis', async () => {

@@ -107,7 +107,7 @@ async function answers(store: Store, rooms: string[], messages: Message[]) {
   }
   for (const m of messages) {
     out.push(await store.getMessage(m.message_id));
-    if (m.client_msg_id) out.push(await store.findByClientMsgId(m.room_id, m.sender_id, m.client_msg_id));
+    if (m.client_msg_id) out.push(await store.findByClientMsgId(m.room_id, m.sender_id!, m.client_msg_id));
   }
   out.push(await store.messageCount());
   return out;

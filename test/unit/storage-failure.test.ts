@@ -65,7 +65,7 @@ describe('room log write failures', () => {
     expect(faults.injected()).toBeGreaterThan(0);
     expect(await readLog('r1')).toBe(bytes);
     expect(await dumpStore(s)).toEqual(before);
-    expect(await s.findByClientMsgId('r1', retry[0]!.sender_id, 'c2')).toBeUndefined();
+    expect(await s.findByClientMsgId('r1', retry[0]!.sender_id!, 'c2')).toBeUndefined();
     expect(lines.some((l) => l.level === 50)).toBe(true);
 
     await s.commitRoom('r1', { messages: retry, expectedVersion: v });

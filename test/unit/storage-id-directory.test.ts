@@ -179,7 +179,7 @@ describe('getMessage through the id directory', () => {
     const budget = 8 * 1024; // a room of 40 messages holds about 2–3 KB of index
     // What every room's index takes when all are loaded (no budget to speak of).
     const unbounded = await opened();
-    for (const [roomId, messages] of rooms) await unbounded.findByClientMsgId(roomId, messages[3]!.sender_id, 'c4');
+    for (const [roomId, messages] of rooms) await unbounded.findByClientMsgId(roomId, messages[3]!.sender_id!, 'c4');
     const allLoaded = unbounded.stats().indexBytes;
     expect(allLoaded).toBeGreaterThan(budget * 4);
     await unbounded.close();
@@ -196,10 +196,10 @@ describe('getMessage through the id directory', () => {
         within();
         expect(await s.searchMessages(roomId, 'line 7', 10)).toEqual([messages[6]]);
         within();
-        expect(await s.findByClientMsgId(roomId, messages[3]!.sender_id, 'c4')).toEqual(messages[3]);
+        expect(await s.findByClientMsgId(roomId, messages[3]!.sender_id!, 'c4')).toEqual(messages[3]);
         within();
         expect(await s.lastPersonSeq(roomId)).toBe(PER_ROOM);
-        expect(await s.lastSeqBySender(roomId, messages[0]!.sender_id)).toBe(PER_ROOM);
+        expect(await s.lastSeqBySender(roomId, messages[0]!.sender_id!)).toBe(PER_ROOM);
         expect(await s.getMessage(messages[PER_ROOM - 1 - pass]!.message_id)).toEqual(messages[PER_ROOM - 1 - pass]);
         within();
       }

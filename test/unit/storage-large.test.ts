@@ -58,7 +58,7 @@ describe('a room log over 2 GiB', () => {
       expect(oldest.map((m) => m.message_id)).toEqual(firstVersions.slice(0, 2).map((m) => m.message_id));
       expect(await s.readMessages(ROOM, { limit: 3 })).toEqual(tail); // lines past 2 GiB, read by position
       expect(await s.getMessage(tail[1]!.message_id)).toEqual(tail[1]);
-      expect(await s.findByClientMsgId(ROOM, tail[2]!.sender_id, 'tail-2')).toEqual(tail[2]);
+      expect(await s.findByClientMsgId(ROOM, tail[2]!.sender_id!, 'tail-2')).toEqual(tail[2]);
       expect((await s.searchMessages(ROOM, 'NEEDLE-past', 10)).map((m) => m.seq)).toEqual([51, 52, 53]);
       const next = makeMessage(ROOM, 54);
       await s.commitRoom(ROOM, { messages: [next], expectedVersion: loaded.version });

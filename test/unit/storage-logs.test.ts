@@ -106,7 +106,7 @@ describe('logs indexed at open, messages read on demand', () => {
     expect((await all(s, 'r1')).map((m) => m.seq)).toEqual([1, 7]);
     expect(await s.lastSeqBySender('r1', 'u-reordered')).toBe(7);
     expect(await s.lastPersonSeq('r1')).toBe(7);
-    expect((await s.findByClientMsgId('r1', m1.sender_id, m1.client_msg_id!))?.message_id).toBe(m1.message_id);
+    expect((await s.findByClientMsgId('r1', m1.sender_id!, m1.client_msg_id!))?.message_id).toBe(m1.message_id);
   });
 
   it('cuts a torn last line that looks like a server line but does not parse', async () => {
@@ -212,7 +212,7 @@ describe('persisted message indexes', () => {
     expect(await lastSeq(s, 'r1')).toBe(20); // from the manifest
     expect(s.stats().indexBytes).toBe(0);
     expect(await all(s, 'r1')).toEqual(messages);
-    expect((await s.findByClientMsgId('r1', messages[6]!.sender_id, 'c7'))?.message_id).toBe(messages[6]!.message_id);
+    expect((await s.findByClientMsgId('r1', messages[6]!.sender_id!, 'c7'))?.message_id).toBe(messages[6]!.message_id);
     expect(await s.lastPersonSeq('r1')).toBe(19);
     // A message of a room not loaded yet is found by id (its index is loaded then).
     const withR1 = s.stats().indexBytes;
@@ -328,7 +328,7 @@ describe('persisted message indexes', () => {
     expect(await all(damaged.s, 'r1')).toEqual(messages);
     // The damage is in the tables, read (and checked) when an id is first looked up.
     for (const m of messages) expect(await damaged.s.getMessage(m.message_id)).toEqual(m);
-    expect(await damaged.s.findByClientMsgId('r1', messages[3]!.sender_id, 'c4')).toEqual(messages[3]);
+    expect(await damaged.s.findByClientMsgId('r1', messages[3]!.sender_id!, 'c4')).toEqual(messages[3]);
     expect(damaged.lines.some((l) => l.msg === 'persisted message index not used; scanning the log' && l.reason === 'checksum')).toBe(true);
     await damaged.s.close();
 
@@ -358,7 +358,7 @@ describe('persisted message indexes', () => {
     expect(await s.searchMessages('r1', messages[7]!.text_content, 1)).toEqual([messages[7]]);
     const core = s.stats().indexBytes;
     expect(core).toBe(256 * 13); // offsets, lengths, flags of a 256-seq capacity
-    expect(await s.findByClientMsgId('r1', messages[9]!.sender_id, 'c10')).toEqual(messages[9]);
+    expect(await s.findByClientMsgId('r1', messages[9]!.sender_id!, 'c10')).toEqual(messages[9]);
     expect(s.stats().indexBytes).toBeGreaterThan(core);
     // A commit after a restart (tables loaded first), then a getMessage of a lazily loaded room.
     await s.close();
@@ -369,7 +369,7 @@ describe('persisted message indexes', () => {
     await again.s.close();
     const third = await openLogged();
     expect(await third.s.getMessage(messages[42]!.message_id)).toEqual(messages[42]);
-    expect(await third.s.findByClientMsgId('r1', next.sender_id, 'c201')).toEqual(next);
+    expect(await third.s.findByClientMsgId('r1', next.sender_id!, 'c201')).toEqual(next);
   });
 
   it('tables whose file went away after the core was read are rebuilt from the log', async () => {

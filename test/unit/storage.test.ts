@@ -218,7 +218,7 @@ describe('visible only once durable', () => {
     await expect.poll(() => gate.waiting()).toBe(2);
     expect(await store.loadRoom('r1')).toMatchObject({ lastSeq: 1, version: v, room: { room_description: 'test' } });
     expect(await store.getMessage(m2.message_id)).toBeUndefined();
-    expect(await store.findByClientMsgId('r1', m2.sender_id, 'c2')).toBeUndefined();
+    expect(await store.findByClientMsgId('r1', m2.sender_id!, 'c2')).toBeUndefined();
     expect(await store.readMessages('r1', { afterSeq: 0, limit: 10 })).toHaveLength(1);
     expect(await store.messageCount()).toBe(1);
     gate.release();

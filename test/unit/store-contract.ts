@@ -75,7 +75,7 @@ export async function dumpStore(store: Store, extra: { tokens?: string[]; keys?:
     for (const m of messages) {
       if (m.client_msg_id !== undefined) {
         clientIds[`${m.sender_id}/${m.client_msg_id}`] = (
-          await store.findByClientMsgId(roomId, m.sender_id, m.client_msg_id)
+          await store.findByClientMsgId(roomId, m.sender_id!, m.client_msg_id)
         )?.message_id;
       }
     }

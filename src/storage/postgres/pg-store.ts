@@ -140,7 +140,7 @@ function commitParams(roomId: string, commit: RoomCommit, commitId: string, noti
     ms.map((m) => m.seq),
     ms.map((m) => column(m.message_id)),
     ms.map((m) => JSON.stringify(m)),
-    ms.map((m) => column(m.sender_id)),
+    ms.map((m) => column(m.sender_id ?? '')), // imported messages: nobody's
     ms.map((m) => column(m.role)),
     ms.map((m) => m.visible),
     ms.map((m) => m.deleted),
