@@ -3,7 +3,7 @@
 // differs per era is only who the caller is: a legacy session (mcp-session.ts) binds one
 // participant for its lifetime, a modern request (mcp-modern.ts) carries its identity itself
 // (the header, or the `token` argument). Subclasses say how in `identify`.
-import { ProtocolError, Server, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
+import { ProtocolError, Server, type CallToolResult, type DiscoverResult, type ServerContext } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
 import { AppError, toWireError } from '../errors.js';
 import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/instructions.js';
@@ -74,6 +74,13 @@ export abstract class McpToolServer {
       },
     );
     const server = this.server;
+    // SPEC §7.1: server/discover names every version we speak, the legacy handshake ones too
+    // (the SDK lists only the modern ones; negotiating clients pick the newest they share).
+    // The serving entry (re)installs its own discover handler, which calls this method: it is
+    // the one seam (an SDK internal, checked by test/integration/mcp-eras.test.ts).
+    const internals = server as unknown as { _ondiscover(): DiscoverResult };
+    const discover = internals._ondiscover.bind(server);
+    internals._ondiscover = () => ({ ...discover(), supportedVersions: SUPPORTED_PROTOCOL_VERSIONS });
     server.setRequestHandler('tools/list', () => ({ tools: mcpTools(app.registry) }));
     server.setRequestHandler('tools/call', (request, ctx) => {
       const call = this.callTool(request.params.name, request.params.arguments ?? {}, ctx);
@@ -162,6 +169,8 @@ export abstract class McpToolServer {
       await this.app.registry.chargeAddress(this.address);
       const tool = this.app.registry.get(name);
       const { args, token: argumentToken } = takeTokenArgument(tool, rawArgs);
+      // Argument names only: values may hold a token (login, the token argument) or private text.
+      this.app.logger.debug({ requestId, tool: name, args: Object.keys(rawArgs) }, 'MCP tool call');
       const caller = await this.identify(name, bearerToken(requestHeader(ctx, 'authorization')), argumentToken);
       if (tool?.public) claimed = this.beforePublicCall(name, args);
       if (tool && !tool.public && !caller) {
