@@ -3,7 +3,7 @@
 // `{content, meta}`. Only rooms the agent belongs to are pushed; the content is written in the
 // room's language and says what to call to answer. A push with nobody listening is dropped.
 import type { App } from '../app.js';
-import type { AgentTurnData, RoomEvent } from '../protocol/events.js';
+import { agentTurnData, type AgentTurnData, type RoomEvent } from '../protocol/events.js';
 import type { Caller, Message, RoomRecord } from '../types.js';
 
 export const CHANNEL_NOTIFICATION = 'notifications/claude/channel';
@@ -72,8 +72,23 @@ export class ChannelPusher {
   constructor(
     private readonly app: App,
     private readonly agent: Caller,
-    private readonly send: (params: ChannelParams) => void,
+    /** Sends a push; false when nobody listens (the push is dropped). */
+    private readonly send: (params: ChannelParams) => boolean,
   ) {}
+
+  /**
+   * A stream opened (again): the turn the agent holds now is pushed unless it already was, as a
+   * WebSocket re-sends `agent_turn` on subscribe (SPEC §8), so a turn that began while no stream
+   * was open is not lost.
+   */
+  async resume(): Promise<void> {
+    await this.loaded;
+    for (const roomId of [...this.rooms]) {
+      const room = await this.app.rooms.currentRoom(roomId).catch(() => undefined);
+      const turn = room ? agentTurnData(room, this.app.config.turnTimeoutMs) : null;
+      if (turn && turn.agent_id === this.agent.id) await this.pushTurn(roomId, turn, undefined);
+    }
+  }
 
   start(): void {
     this.loaded = this.app.store.roomsOf(this.agent.id).then(
@@ -130,13 +145,13 @@ export class ChannelPusher {
   private async pushTurn(roomId: string, turn: AgentTurnData, trigger: Message | undefined): Promise<void> {
     const key = `${turn.round_id}:${turn.current_agent_index}:${turn.reason}`;
     if (this.lastTurn.get(roomId) === key) return;
-    this.lastTurn.set(roomId, key);
     const room = await this.member(roomId);
     if (!room) return;
     const last = trigger ?? (await this.lastMessage(roomId));
     const meta: Record<string, string> = { room_id: roomId, kind: 'turn', seq: String(last?.seq ?? 0), can_skip: String(turn.can_skip) };
     if (turn.deadline) meta.deadline = turn.deadline;
-    this.deliver({ content: turnContent(room, turn, last), meta });
+    if (this.lastTurn.get(roomId) === key) return;
+    if (this.deliver({ content: turnContent(room, turn, last), meta })) this.lastTurn.set(roomId, key);
   }
 
   private async pushMention(roomId: string, message: Message): Promise<void> {
@@ -151,12 +166,13 @@ export class ChannelPusher {
     return recent.reverse().find((m) => m.visible && !m.deleted && m.sender_id !== this.agent.id);
   }
 
-  private deliver(params: ChannelParams): void {
-    if (this.stopped) return;
+  private deliver(params: ChannelParams): boolean {
+    if (this.stopped) return false;
     try {
-      this.send(params);
+      return this.send(params);
     } catch {
       // The client went away: a push is never retried (SPEC §7.1); the turn times out as usual.
+      return false;
     }
   }
 }

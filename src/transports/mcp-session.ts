@@ -68,6 +68,11 @@ export class McpSession extends McpToolServer {
     });
   }
 
+  /** The client opened its server-to-client stream: a turn it missed meanwhile is pushed now. */
+  streamOpened(): void {
+    void this.channel?.resume();
+  }
+
   /** Name of the bound participant, or null. */
   get participant(): string | null {
     return this.boundName;
@@ -213,10 +218,12 @@ export class McpSession extends McpToolServer {
     // Pushed turns (SPEC §7.1) for an agent, on the session's standalone stream when it is open.
     if (caller.role === 'ai_agent' && !this.closed) {
       this.channel = new ChannelPusher(this.app, caller, (params) => {
-        if (!this.streamOpen()) return;
+        if (!this.streamOpen()) return false;
         this.server.notification({ method: CHANNEL_NOTIFICATION, params: { ...params } }).catch(() => undefined);
+        return true;
       });
       this.channel.start();
+      if (this.streamOpen()) void this.channel.resume();
     }
   }
 }

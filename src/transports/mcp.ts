@@ -219,6 +219,7 @@ export class McpEndpoint implements Mount {
       // The client went away before the answer (e.g. gave up on a long wait_for_turn): stop it.
       if (!res.writableFinished) for (const id of ids) current.session.abortRequest(id);
     });
+    if (stream) setImmediate(() => current.session.streamOpened());
     await current.transport.handleRequest(req, res, req.body);
     // An initialize that failed leaves a transport without a session: nothing to keep.
     if (!sessionId && !current.transport.sessionId) await current.session.close();
