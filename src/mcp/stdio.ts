@@ -16,12 +16,7 @@ import { parseArgs } from 'node:util';
 import { Client, SdkHttpError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
-import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from './instructions.js';
-
-/** Revisions the proxy speaks on stdio (as the server does on /mcp, SPEC §7.1). */
-const STDIO_PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'];
-const CHANNEL_CAPABILITY = 'claude/channel';
-const CHANNEL_NOTIFICATION = 'notifications/claude/channel';
+import { CHANNEL_NOTIFICATION, MCP_SERVER_NAME, MCP_SERVER_VERSION, mcpServerOptions } from './instructions.js';
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:3000';
 
@@ -212,18 +207,7 @@ export class StdioProxy {
   /** The factory serveStdio calls: the same surface for both eras. */
   build(): Server {
     const upstream = this.upstream;
-    const server = new Server(
-      { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
-      {
-        capabilities: {
-          tools: { listChanged: false },
-          resources: { subscribe: true, listChanged: false },
-          ...(this.channel ? { experimental: { [CHANNEL_CAPABILITY]: {} } } : {}),
-        },
-        instructions: MCP_INSTRUCTIONS,
-        supportedProtocolVersions: STDIO_PROTOCOL_VERSIONS,
-      },
-    );
+    const server = new Server({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION }, mcpServerOptions(this.channel));
     server.oninitialized = () => {
       this.live = server;
     };

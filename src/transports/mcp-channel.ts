@@ -6,7 +6,6 @@ import type { App } from '../app.js';
 import { agentTurnData, type AgentTurnData, type RoomEvent } from '../protocol/events.js';
 import type { Caller, Message, RoomRecord } from '../types.js';
 
-export const CHANNEL_NOTIFICATION = 'notifications/claude/channel';
 
 export interface ChannelParams {
   content: string;

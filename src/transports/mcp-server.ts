@@ -6,20 +6,13 @@
 import { ProtocolError, Server, type CallToolResult, type DiscoverResult, type ServerContext } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
 import { AppError, toWireError } from '../errors.js';
-import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/instructions.js';
+import { MCP_SERVER_NAME, MCP_SERVER_VERSION, mcpServerOptions, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/instructions.js';
 import type { Caller } from '../types.js';
 import { bearerToken } from './http-util.js';
 import { listRoomResources, readRoomResource, ROOM_RESOURCE_TEMPLATES } from './mcp-resources.js';
 import { errorResult, mcpTools, successResult, takeTokenArgument } from './mcp-tools.js';
 
 export type RequestId = ServerContext['mcpReq']['id'];
-
-/** Protocol revisions served (SPEC §7.1): the stateless one first, then the legacy handshake ones. */
-export const MODERN_PROTOCOL_VERSION = '2026-07-28';
-export const SUPPORTED_PROTOCOL_VERSIONS = [MODERN_PROTOCOL_VERSION, '2025-11-25', '2025-06-18', '2025-03-26'];
-
-/** The experimental capability Claude Code reads to accept pushed messages (SPEC §7.1). */
-export const CLAUDE_CHANNEL_CAPABILITY = 'claude/channel';
 
 /** A header of the HTTP request that carried this MCP request (undefined on stdio). */
 export function requestHeader(ctx: ServerContext, name: string): string | undefined {
@@ -44,8 +37,6 @@ export async function argumentCaller(app: App, argumentToken: string | null): Pr
 export interface McpServerOptions {
   /** Declare `experimental['claude/channel']` (legacy sessions that may hold a stream). */
   channel?: boolean;
-  /** Declare `resources.subscribe` with the legacy `resources/subscribe` handlers. */
-  legacySubscribe?: boolean;
 }
 
 export abstract class McpToolServer {
@@ -61,18 +52,7 @@ export abstract class McpToolServer {
     protected readonly address: string | null,
     options: McpServerOptions = {},
   ) {
-    this.server = new Server(
-      { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
-      {
-        capabilities: {
-          tools: { listChanged: false },
-          resources: { subscribe: true, listChanged: false },
-          ...(options.channel ? { experimental: { [CLAUDE_CHANNEL_CAPABILITY]: {} } } : {}),
-        },
-        instructions: MCP_INSTRUCTIONS,
-        supportedProtocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
-      },
-    );
+    this.server = new Server({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION }, mcpServerOptions(options.channel === true));
     const server = this.server;
     // SPEC §7.1: server/discover names every version we speak, the legacy handshake ones too
     // (the SDK lists only the modern ones; negotiating clients pick the newest they share).
