@@ -117,10 +117,39 @@ describe('Claude Code channel on the stdio proxy', () => {
     expect(agent.pushed.filter((p) => p.method === 'notifications/claude/channel')).toEqual([]);
   });
 
+  it('drops a push to a client that went away; the turn ends as usual', async () => {
+    const { agentToken, person, roomId } = await roomWithAgent();
+    const name = await nameOf(agentToken);
+    await server.ok('update_room', { room_id: roomId, turn_timeout_ms: 1500 }, person.token);
+    const agent = await stdioAgent(agentToken);
+    await agent.client.callTool({ name: 'get_context', arguments: { room_id: roomId } });
+    // The proxy dies without closing its upstream session: the session stays, its stream is gone.
+    const child = (agent.transport as unknown as { _process: import('node:child_process').ChildProcess })._process;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+    await server.ok('send_message', { room_id: roomId, text_content: `@${name} are you there?` }, person.token);
+    // Nobody listens: the turn is not held forever, the engine ends it with its usual record.
+    await expect
+      .poll(
+        async () => {
+          const { messages } = await server.ok<{ messages: Array<{ sender: string; skip_reason: string | null }> }>(
+            'get_messages',
+            { room_id: roomId, after_seq: 0 },
+            person.token,
+          );
+          return messages.filter((m) => m.sender === name).map((m) => m.skip_reason);
+        },
+        { timeout: 15_000, interval: 250 },
+      )
+      .toEqual([expect.stringMatching(/^(timeout|offline)$/)]);
+    expect(agent.pushed).toEqual([]);
+  });
+
   it('reports a line that is not JSON on stderr and keeps serving', async () => {
     const { agentToken } = await roomWithAgent();
     const agent = await stdioAgent(agentToken);
-    const stdin = (agent.transport as unknown as { _process: { stdin: NodeJS.WritableStream } })._process.stdin;
+    const stdin = (agent.transport as unknown as { _process: import('node:child_process').ChildProcess })._process.stdin!;
     stdin.write('this is not json\n');
     await expect.poll(() => agent.stderr(), { timeout: 5000 }).toContain('not JSON');
     const { tools } = await agent.client.listTools();
