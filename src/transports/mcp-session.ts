@@ -42,6 +42,8 @@ export class McpSession extends McpToolServer {
   private readonly subscribed = new Set<string>();
   private stopEvents: (() => void) | null = null;
   private channel: ChannelPusher | null = null;
+  /** Releases the presence hold of an agent listening for pushes (null: none held). */
+  private releasePresence: (() => void) | null = null;
 
   constructor(
     app: App,
@@ -69,9 +71,24 @@ export class McpSession extends McpToolServer {
     });
   }
 
-  /** The client opened its server-to-client stream: a turn it missed meanwhile is pushed now. */
+  /**
+   * The client opened its server-to-client stream: an agent listening for pushes is connected,
+   * online like an agent on a WebSocket (SPEC §6), and a turn it missed meanwhile is pushed now.
+   */
   streamOpened(): void {
-    void this.channel?.resume();
+    if (!this.channel || this.closed) return;
+    this.holdPresence();
+    void this.channel.resume();
+  }
+
+  /** The last server-to-client stream closed: the agent goes offline as after a WebSocket. */
+  streamsClosed(): void {
+    this.releasePresence?.();
+    this.releasePresence = null;
+  }
+
+  private holdPresence(): void {
+    if (this.boundId !== null && !this.releasePresence) this.releasePresence = this.app.presence.hold(this.boundId);
   }
 
   /** Name of the bound participant, or null. */
@@ -93,6 +110,7 @@ export class McpSession extends McpToolServer {
     this.closed = true;
     this.stopListening();
     this.channel?.stop();
+    this.streamsClosed();
     await this.settle(graceMs);
     await this.server.close().catch(() => undefined);
   }
@@ -224,7 +242,7 @@ export class McpSession extends McpToolServer {
         return true;
       });
       this.channel.start();
-      if (this.streamOpen()) void this.channel.resume();
+      if (this.streamOpen()) this.streamOpened();
     }
   }
 }

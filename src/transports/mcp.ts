@@ -215,6 +215,7 @@ export class McpEndpoint implements Mount {
     res.on('close', () => {
       if (stream) current.streams -= 1;
       else current.open -= 1;
+      if (stream && current.streams === 0) current.session.streamsClosed();
       seen();
       // The client went away before the answer (e.g. gave up on a long wait_for_turn): stop it.
       if (!res.writableFinished) for (const id of ids) current.session.abortRequest(id);

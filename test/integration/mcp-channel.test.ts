@@ -33,13 +33,13 @@ interface Pushed {
 }
 
 /** `agent-chatroom mcp --url …` as Claude Code starts it, with the official client 2.x on its stdio. */
-async function stdioAgent(token: string, extraArgs: string[] = []) {
+async function stdioAgent(token: string, extraArgs: string[] = [], url = server.url) {
   const stderr = new PassThrough();
   let errText = '';
   stderr.on('data', (chunk: Buffer) => (errText += chunk.toString()));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, 'mcp', '--url', server.url, ...extraArgs],
+    args: [CLI, 'mcp', '--url', url, ...extraArgs],
     cwd: PACKAGE_ROOT,
     env: { ...getDefaultEnvironment(), CHATROOM_TOKEN: token },
     stderr: 'pipe',
@@ -144,6 +144,28 @@ describe('Claude Code channel on the stdio proxy', () => {
       )
       .toEqual([expect.stringMatching(/^(timeout|offline)$/)]);
     expect(agent.pushed).toEqual([]);
+  });
+
+  it('keeps an agent that listens for pushes online past the presence window, as a WebSocket does', async () => {
+    const own = await startTestServer({}, { presenceWindowMs: 1500 });
+    closers.push(() => own.stop());
+    const person = await own.ok<{ token: string }>('register_user', { name: unique('watch') });
+    const { room } = await own.ok<{ room: { room_id: string } }>('create_room', { room_name: unique('Presence room ') }, person.token);
+    const listenerName = unique('listener');
+    const quietName = unique('quiet');
+    const listener = await own.ok<{ token: string }>('register_agent', { name: listenerName });
+    const quiet = await own.ok<{ token: string }>('register_agent', { name: quietName });
+    await own.ok('join_room', { room_id: room.room_id }, listener.token);
+    await own.ok('join_room', { room_id: room.room_id }, quiet.token);
+    await stdioAgent(listener.token, [], own.url);
+    await stdioAgent(quiet.token, ['--no-channel'], own.url);
+    const statusOf = async (name: string) => {
+      const { room: seen } = await own.ok<{ room: { members: Array<{ name: string; status: string }> } }>('get_room', { room_id: room.room_id }, person.token);
+      return seen.members.find((m) => m.name === name)?.status;
+    };
+    // The control: the agent without a channel made no call, so the window runs out for it.
+    await expect.poll(() => statusOf(quietName), { timeout: 15_000, interval: 250 }).toBe('offline');
+    expect(await statusOf(listenerName)).toBe('online');
   });
 
   it('reports a line that is not JSON on stderr and keeps serving', async () => {
