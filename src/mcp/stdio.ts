@@ -106,6 +106,8 @@ export class Upstream {
     public token: string | null,
     /** Told of every notification the server pushes on the session's stream (channel, resources). */
     private readonly onNotification: (method: string, params: Record<string, unknown>) => void = () => undefined,
+    /** Whether the server should push turns on this session (--no-channel: false). */
+    private readonly channel = true,
   ) {}
 
   async get(): Promise<Client> {
@@ -149,6 +151,8 @@ export class Upstream {
     const withToken: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
       if (this.token) headers.set('authorization', `Bearer ${this.token}`);
+      // --no-channel: the server opens the session without pushes (src/transports/mcp.ts CHANNEL_HEADER).
+      if (!this.channel) headers.set('x-chatroom-channel', 'off');
       return fetch(input, { ...init, headers });
     };
     const transport = new StreamableHTTPClientTransport(new URL(this.url), { fetch: withToken });
@@ -319,7 +323,7 @@ export async function runMcpStdio(argv: string[] = process.argv.slice(3)): Promi
     return;
   }
   let proxy: StdioProxy | null = null;
-  const upstream = new Upstream(options.url, options.token, (method, params) => proxy?.push(method, params));
+  const upstream = new Upstream(options.url, options.token, (method, params) => proxy?.push(method, params), options.channel);
   proxy = new StdioProxy(upstream, options.channel);
   const input = process.stdin.pipe(
     jsonLinesOnly((line) => process.stderr.write(`agent-chatroom mcp: ignored a line that is not JSON: ${JSON.stringify(line.slice(0, 200))}\n`)),

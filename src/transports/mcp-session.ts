@@ -53,8 +53,10 @@ export class McpSession extends McpToolServer {
     private readonly onBound: (participantId: string) => void = () => undefined,
     /** Whether a server-to-client stream is open now (pushes without one are dropped). */
     private readonly streamOpen: () => boolean = () => false,
+    /** Declare `claude/channel` and push the bound agent's turns (SPEC §7.1). */
+    private readonly channelWanted = true,
   ) {
-    super(app, address, { channel: true });
+    super(app, address, { channel: channelWanted });
     this.server.setRequestHandler('resources/subscribe', async (request, ctx) => {
       await this.checkReadable(request.params.uri, ctx);
       if (!this.subscribed.has(request.params.uri) && this.subscribed.size >= MAX_SUBSCRIPTIONS) {
@@ -235,7 +237,7 @@ export class McpSession extends McpToolServer {
     if (!first) return;
     this.onBound(caller.id);
     // Pushed turns (SPEC §7.1) for an agent, on the session's standalone stream when it is open.
-    if (caller.role === 'ai_agent' && !this.closed) {
+    if (this.channelWanted && caller.role === 'ai_agent' && !this.closed) {
       this.channel = new ChannelPusher(this.app, caller, (params) => {
         if (!this.streamOpen()) return false;
         this.server.notification({ method: CHANNEL_NOTIFICATION, params: { ...params } }).catch(() => undefined);

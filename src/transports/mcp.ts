@@ -18,6 +18,9 @@ import type { Mount, MountFactory } from './mount.js';
 
 export const MCP_PATH = '/mcp';
 
+/** `initialize` with this header set to `off` opens a session without channel pushes. */
+export const CHANNEL_HEADER = 'x-chatroom-channel';
+
 export interface McpMountOptions {
   /** A session with no request and no open stream for this long is closed (default 30 min). */
   idleMs?: number;
@@ -189,7 +192,8 @@ export class McpEndpoint implements Mount {
         throw err;
       }
       if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
-      entry = await this.createSession(req.socket.remoteAddress ?? null);
+      // The stdio proxy started with --no-channel asks for no pushes (docs/mcp.md).
+      entry = await this.createSession(req.socket.remoteAddress ?? null, req.get(CHANNEL_HEADER) !== 'off');
       const headerToken = bearerToken(req.get('authorization'));
       if (headerToken) await entry.session.bindFromHeader(headerToken);
     } else {
@@ -236,7 +240,7 @@ export class McpEndpoint implements Mount {
     await this.modern.serve(req.socket.remoteAddress ?? null, () => this.serveModern(req, res, req.body));
   }
 
-  private async createSession(address: string | null): Promise<Entry> {
+  private async createSession(address: string | null, channel: boolean): Promise<Entry> {
     const session = new McpSession(
       this.app,
       address,
@@ -244,6 +248,7 @@ export class McpEndpoint implements Mount {
         for (const id of overParticipantCap(this.sessions, participantId, session, this.perParticipant)) void this.drop(id);
       },
       () => entry.streams > 0,
+      channel,
     );
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

@@ -163,9 +163,16 @@ describe('Claude Code channel on the stdio proxy', () => {
       const { room: seen } = await own.ok<{ room: { members: Array<{ name: string; status: string }> } }>('get_room', { room_id: room.room_id }, person.token);
       return seen.members.find((m) => m.name === name)?.status;
     };
-    // The control: the agent without a channel made no call, so the window runs out for it.
-    await expect.poll(() => statusOf(quietName), { timeout: 15_000, interval: 250 }).toBe('offline');
+    // The agent without a channel made no call since joining: the window runs out for it, and
+    // nothing brings it back; the listening one is online.
+    await expect.poll(async () => [await statusOf(listenerName), await statusOf(quietName)], { timeout: 15_000, interval: 250 }).toEqual(['online', 'offline']);
+    // A whole window later (a control that joins now goes offline), the listener is still online.
+    const controlName = unique('control');
+    const control = await own.ok<{ token: string }>('register_agent', { name: controlName });
+    await own.ok('join_room', { room_id: room.room_id }, control.token);
+    await expect.poll(() => statusOf(controlName), { timeout: 15_000, interval: 250 }).toBe('offline');
     expect(await statusOf(listenerName)).toBe('online');
+    expect(await statusOf(quietName)).toBe('offline');
   });
 
   it('reports a line that is not JSON on stderr and keeps serving', async () => {
