@@ -164,7 +164,8 @@ export class McpEndpoint implements Mount {
         res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
         res.setHeader(
           'Access-Control-Allow-Headers',
-          'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
+          // mcp-method / mcp-name: the 2026-07-28 revision's per-request headers.
+          `authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id, ${CHANNEL_HEADER}`,
         );
         res.setHeader('Access-Control-Max-Age', '600');
         res.status(204).end();

@@ -155,6 +155,17 @@ describe('modern era (2026-07-28)', () => {
     expect(body.result.supportedVersions).toContain('2025-11-25');
   });
 
+  it('lets an allowed browser origin send the per-request headers of the modern era', async () => {
+    const origin = server.url.replace('localhost', '127.0.0.1');
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'mcp-method, mcp-protocol-version' },
+    });
+    expect(res.status).toBe(204);
+    const allowed = (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim());
+    expect(allowed).toEqual(expect.arrayContaining(['mcp-method', 'mcp-name', 'mcp-protocol-version', 'authorization']));
+  });
+
   it('refuses a protocol version it does not speak, listing its own', async () => {
     const res = await fetch(`${server.url}/mcp`, {
       method: 'POST',
