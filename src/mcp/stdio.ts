@@ -190,8 +190,8 @@ function forwardedError(upstream: Upstream, err: unknown): never {
 
 /**
  * The stdio-side servers forward to `upstream`. One server instance per stdio connection era
- * (serveStdio may build a throwaway one for a `server/discover` probe); `live` is the instance a
- * legacy client initialized, the one pushes go to.
+ * (serveStdio may build a throwaway one for a `server/discover` probe); `live` is the newest,
+ * the one pushes go to.
  */
 export class StdioProxy {
   private live: Server | null = null;
@@ -212,9 +212,9 @@ export class StdioProxy {
   build(): Server {
     const upstream = this.upstream;
     const server = new Server({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION }, mcpServerOptions(this.channel));
-    server.oninitialized = () => {
-      this.live = server;
-    };
+    // The newest instance serves the connection (a discarded discover probe comes before it):
+    // pushes go there, even to a client that never sends `notifications/initialized`.
+    this.live = server;
     server.onclose = () => {
       if (this.live === server) this.live = null;
     };

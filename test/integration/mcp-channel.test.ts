@@ -2,7 +2,9 @@
 // bound by CHATROOM_TOKEN declares `claude/channel` and passes on one
 // `notifications/claude/channel` per @mention; `--no-channel` turns it off; a line that is not
 // JSON is reported on stderr. Resources: each room of the caller, read and followed.
+import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -90,6 +92,30 @@ describe('Claude Code channel on the stdio proxy', () => {
     const answer = await agent.client.callTool({ name: 'send_message', arguments: { room_id: roomId, text_content: 'I agree.' } });
     expect(answer.isError).toBeFalsy();
     expect(agent.pushed.filter((p) => p.method === 'notifications/claude/channel')).toHaveLength(1);
+  });
+
+  it('speaks plain JSON lines: initialize answer with claude/channel, then the push line', async () => {
+    const { agentToken, person, roomId } = await roomWithAgent();
+    const name = await nameOf(agentToken);
+    const child = spawn(process.execPath, [CLI, 'mcp', '--url', server.url], {
+      cwd: PACKAGE_ROOT,
+      env: { ...process.env, CHATROOM_TOKEN: agentToken },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    closers.push(async () => child.kill());
+    const lines: Array<{ id?: number; method?: string; result?: any; params?: any }> = [];
+    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(JSON.parse(line)));
+    child.stdin!.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })}\n`,
+    );
+    await expect.poll(() => lines.find((l) => l.id === 1), { timeout: 10_000 }).toBeTruthy();
+    expect(lines.find((l) => l.id === 1)!.result.capabilities.experimental).toHaveProperty(['claude/channel']);
+    // No `notifications/initialized` sent: pushes still come. A call makes sure the proxy is connected upstream.
+    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_context', arguments: { room_id: roomId } } })}\n`);
+    await expect.poll(() => lines.find((l) => l.id === 2), { timeout: 10_000 }).toBeTruthy();
+    await server.ok('send_message', { room_id: roomId, text_content: `@${name} ping` }, person.token);
+    await expect.poll(() => lines.filter((l) => l.method === 'notifications/claude/channel').length, { timeout: 5000 }).toBe(1);
+    expect(lines.find((l) => l.method === 'notifications/claude/channel')!.params.meta.room_id).toBe(roomId);
   });
 
   it('pushes a turn with can_skip and deadline when a person speaks without a mention', async () => {
