@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 
 for _ in $(seq 1 120); do
-  curl -fs "http://127.0.0.1:$port/api/v1/health" >/dev/null 2>&1 && break
+  node -e "fetch('http://127.0.0.1:$port/api/v1/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))" && break
   kill -0 "$server_pid" 2>/dev/null || { cat "$data_dir/server.log"; echo "the server did not start"; exit 1; }
   sleep 0.5
 done
