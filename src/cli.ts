@@ -121,7 +121,9 @@ async function backup(): Promise<void> {
 const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people in rooms, taking turns)
 
   start                              run the server (PORT, HOST, DATA_DIR, … from the environment)
-  mcp [--url URL] [--token T]        stdio MCP server for IDE agents, forwarding to a running server
+  mcp [--url URL] [--token T] [--no-channel]
+                                     stdio MCP server for IDE agents, forwarding to a running server
+                                     (pushes turns into Claude Code through its channel)
   agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
   cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
                                      an agent CLI run once per turn

@@ -20,6 +20,8 @@ export interface CallOptions {
    * looked up a token itself (MCP's header): the registry does not count it twice.
    */
   addressCharged?: true;
+  /** The raw `Accept-Language` header of the HTTP request that carried the call, or null. */
+  acceptLanguage?: string | null;
   requestId?: string;
   signal?: AbortSignal;
   onProgress?: (elapsedMs: number, totalMs: number) => void;

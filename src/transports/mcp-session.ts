@@ -1,8 +1,6 @@
-// One MCP session: its own McpServer serving the tool registry, and the participant the session
-// is bound to. The registry is the one source of truth: tools/list converts each tool's zod
-// schema to JSON Schema, tools/call hands the raw arguments to `registry.call`, which parses them
-// with the same schema, so a bad argument is our `validation_error` (as an error result) and the
-// session lives on.
+// One legacy MCP session (revisions 2025-03-26 … 2025-11-25, `Mcp-Session-Id`): the shared
+// tool server (mcp-server.ts) plus the participant the session is bound to, its legacy resource
+// subscriptions and, while it holds a server-to-client stream, the pushed turns (mcp-channel.ts).
 //
 // Binding rules (docs/mcp.md):
 // - A valid `Authorization: Bearer` token on any request binds an unbound session to its owner.
@@ -14,81 +12,25 @@
 // - The binding is checked on every call: if the token the session was bound with is rotated
 //   elsewhere, calls fail with `unauthorized` until the session logs in again as the same
 //   participant. `rotate_token` inside the session keeps the session bound (to the new token).
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type ServerNotification,
-  type ServerRequest,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+// - Neither header nor binding: the `token` argument identifies that one call (SPEC §3).
+import type { ServerContext } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
-import { AppError, toWireError } from '../errors.js';
-import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/instructions.js';
-import type { RegisteredTool, ToolRegistry } from '../tools/registry.js';
+import { AppError } from '../errors.js';
+import type { RoomEvent } from '../protocol/events.js';
 import type { Caller } from '../types.js';
-import { bearerToken } from './http-util.js';
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-type RequestId = Extra['requestId'];
-
+import { CHANNEL_NOTIFICATION } from '../mcp/instructions.js';
+import { ChannelPusher } from './mcp-channel.js';
+import { changedUris, parseRoomUri, readRoomResource } from './mcp-resources.js';
+import { argumentCaller, McpToolServer, protocolError } from './mcp-server.js';
+import { tokenInResult } from './mcp-tools.js';
 
 /** Tools that identify an unbound session. */
 const BINDING_TOOLS = new Set(['register_agent', 'register_user', 'login']);
 
-const toolCache = new WeakMap<ToolRegistry, Tool[]>();
+/** Resource subscriptions one session keeps at most (SPEC §10: bounded everywhere). */
+const MAX_SUBSCRIPTIONS = 200;
 
-/** The registry as MCP tools: same names, descriptions and (JSON Schema) arguments. */
-export function mcpTools(registry: ToolRegistry): Tool[] {
-  let tools = toolCache.get(registry);
-  if (!tools) {
-    tools = registry.list().map(toMcpTool);
-    toolCache.set(registry, tools);
-  }
-  return tools;
-}
-
-function toMcpTool(tool: RegisteredTool): Tool {
-  const schema = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  delete schema.$schema;
-  return {
-    name: tool.name,
-    description: tool.description,
-    inputSchema: { ...schema, type: 'object' } as Tool['inputSchema'],
-  };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A success: the data as JSON text and as structured content. */
-export function successResult(data: unknown): CallToolResult {
-  const structured = isPlainObject(data) ? data : { result: data ?? null };
-  return { content: [{ type: 'text', text: JSON.stringify(data ?? null) }], structuredContent: structured };
-}
-
-/** An error of the registry as a tool result (`isError: true`), code in the text and the structure. */
-export function errorResult(err: unknown): CallToolResult {
-  const error = toWireError(err);
-  const body = { ok: false, error };
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
-}
-
-function headerValue(extra: Extra, name: string): string | undefined {
-  const value = extra.requestInfo?.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-export class McpSession {
-  readonly server: McpServer;
-  /** Requests being handled, to abort them when their HTTP response goes away. */
-  private readonly inflight = new Map<RequestId, AbortController>();
-  /** Tool calls still running (to answer them before the session closes). */
-  private readonly running = new Set<Promise<CallToolResult>>();
+export class McpSession extends McpToolServer {
   private boundId: string | null = null;
   private boundName: string | null = null;
   /** The token the session acts with (kept in memory only). */
@@ -96,25 +38,59 @@ export class McpSession {
   /** A register/login of an unbound session is running. */
   private binding = false;
   private closed = false;
+  /** Legacy `resources/subscribe`: the URIs, and the bus listener while there are any. */
+  private readonly subscribed = new Set<string>();
+  private stopEvents: (() => void) | null = null;
+  private channel: ChannelPusher | null = null;
+  /** Releases the presence hold of an agent listening for pushes (null: none held). */
+  private releasePresence: (() => void) | null = null;
 
   constructor(
-    private readonly app: App,
+    app: App,
     /** Client address of the request that opened the session (per-address rate limits). */
-    private readonly address: string | null = null,
+    address: string | null = null,
     /** Told when the session becomes bound (the endpoint caps sessions per participant). */
     private readonly onBound: (participantId: string) => void = () => undefined,
+    /** Whether a server-to-client stream is open now (pushes without one are dropped). */
+    private readonly streamOpen: () => boolean = () => false,
+    /** Declare `claude/channel` and push the bound agent's turns (SPEC §7.1). */
+    private readonly channelWanted = true,
   ) {
-    this.server = new McpServer(
-      { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
-      { capabilities: { tools: { listChanged: false } }, instructions: MCP_INSTRUCTIONS },
-    );
-    this.server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: mcpTools(app.registry) }));
-    this.server.server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-      const call = this.callTool(request.params.name, request.params.arguments ?? {}, extra);
-      this.running.add(call);
-      void call.finally(() => this.running.delete(call));
-      return call;
+    super(app, address, { channel: channelWanted });
+    this.server.setRequestHandler('resources/subscribe', async (request, ctx) => {
+      await this.checkReadable(request.params.uri, ctx);
+      if (!this.subscribed.has(request.params.uri) && this.subscribed.size >= MAX_SUBSCRIPTIONS) {
+        throw protocolError(new AppError('validation_error', `At most ${MAX_SUBSCRIPTIONS} resource subscriptions per session`));
+      }
+      this.subscribed.add(request.params.uri);
+      this.stopEvents ??= app.bus.subscribe((event) => this.onRoomEvent(event));
+      return {};
     });
+    this.server.setRequestHandler('resources/unsubscribe', (request) => {
+      this.subscribed.delete(request.params.uri);
+      if (this.subscribed.size === 0) this.stopListening();
+      return {};
+    });
+  }
+
+  /**
+   * The client opened its server-to-client stream: an agent listening for pushes is connected,
+   * online like an agent on a WebSocket (SPEC §6), and a turn it missed meanwhile is pushed now.
+   */
+  streamOpened(): void {
+    if (!this.channel || this.closed) return;
+    this.holdPresence();
+    void this.channel.resume();
+  }
+
+  /** The last server-to-client stream closed: the agent goes offline as after a WebSocket. */
+  streamsClosed(): void {
+    this.releasePresence?.();
+    this.releasePresence = null;
+  }
+
+  private holdPresence(): void {
+    if (this.boundId !== null && !this.releasePresence) this.releasePresence = this.app.presence.hold(this.boundId);
   }
 
   /** Name of the bound participant, or null. */
@@ -127,11 +103,6 @@ export class McpSession {
     return this.boundId;
   }
 
-  /** The HTTP response that carried this request closed before the answer: stop waiting. */
-  abortRequest(id: RequestId): void {
-    this.inflight.get(id)?.abort();
-  }
-
   /**
    * Closes the session. With `graceMs`, running calls are stopped first (a waiting
    * `wait_for_turn` answers `your_turn: null`) and get up to that long to send their answer.
@@ -139,78 +110,36 @@ export class McpSession {
   async close(graceMs = 0): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const controller of this.inflight.values()) controller.abort();
-    if (graceMs > 0 && this.running.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.running]),
-        new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
-      ]);
-      clearTimeout(timer);
-      // Let the transport write the answers before it closes the streams.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    this.inflight.clear();
+    this.stopListening();
+    this.channel?.stop();
+    this.streamsClosed();
+    await this.settle(graceMs);
     await this.server.close().catch(() => undefined);
   }
 
-  private async callTool(name: string, args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> {
-    const abort = new AbortController();
-    const onAbort = () => abort.abort();
-    extra.signal.addEventListener('abort', onAbort, { once: true });
-    if (extra.signal.aborted) abort.abort();
-    this.inflight.set(extra.requestId, abort);
-    // JSON-RPC ids repeat across sessions (every client counts from 0): qualify them for the logs.
-    const requestId = `mcp-${extra.sessionId ?? 'nosession'}-${String(extra.requestId)}`;
-    let claimed = false;
+  protected requestLabel(ctx: ServerContext): string {
+    return `mcp-${ctx.sessionId ?? 'nosession'}-${String(ctx.mcpReq.id)}`;
+  }
+
+  private async checkReadable(uri: string, ctx: ServerContext): Promise<void> {
+    const caller = await this.resourceCaller(ctx, true);
+    if (!parseRoomUri(uri)) throw protocolError(new AppError('not_found', 'Only chatroom://rooms/… resources can be subscribed'));
     try {
-      // The address pays first, as in the registry: an unknown header token is looked up in a
-      // shared store (identify), and a client over its limit must not cost that lookup.
-      await this.app.registry.chargeAddress(this.address);
-      const tool = this.app.registry.get(name);
-      const caller = await this.identify(name, bearerToken(headerValue(extra, 'authorization')));
-      if (tool?.public && BINDING_TOOLS.has(name)) claimed = this.checkIdentification(name, args);
-      if (tool && !tool.public && !caller) {
-        throw new AppError(
-          'unauthorized',
-          'This MCP session has no identity yet: call register_agent (new agent) or login {token} first, or configure the header "Authorization: Bearer <token>".',
-        );
-      }
-      const progressToken = extra._meta?.progressToken;
-      const onProgress = (elapsedMs: number, totalMs: number) => {
-        if (progressToken === undefined || abort.signal.aborted) return;
-        extra
-          .sendNotification({
-            method: 'notifications/progress',
-            params: {
-              progressToken,
-              progress: Math.round(elapsedMs / 100) / 10,
-              total: Math.round(totalMs / 100) / 10,
-              message: `waiting for your turn (${Math.round(elapsedMs / 1000)} s of ${Math.round(totalMs / 1000)} s)`,
-            },
-          })
-          .catch(() => undefined);
-      };
-      const data = await this.app.registry.call(name, args, {
-        caller,
-        token: null,
-        transport: 'mcp',
-        address: this.address,
-        addressCharged: true,
-        requestId,
-        signal: abort.signal,
-        onProgress,
-      });
-      this.afterCall(name, data);
-      return successResult(data);
+      await readRoomResource(this.app, caller!, uri);
     } catch (err) {
-      if (toWireError(err).code === 'internal_error') this.app.logger.error({ err, requestId, tool: name }, 'MCP tool call failed');
-      return errorResult(err);
-    } finally {
-      if (claimed) this.binding = false;
-      extra.signal.removeEventListener('abort', onAbort);
-      this.inflight.delete(extra.requestId);
+      throw protocolError(err);
     }
+  }
+
+  private onRoomEvent(event: RoomEvent): void {
+    for (const uri of changedUris(event)) {
+      if (this.subscribed.has(uri)) this.server.sendResourceUpdated({ uri }).catch(() => undefined);
+    }
+  }
+
+  private stopListening(): void {
+    this.stopEvents?.();
+    this.stopEvents = null;
   }
 
   /**
@@ -230,7 +159,7 @@ export class McpSession {
    * The caller of this call, binding the session to a valid header token. Tokens are looked up
    * in a shared store when this node does not know them (issued on another node, SPEC §11).
    */
-  private async identify(toolName: string, headerToken: string | null): Promise<Caller | null> {
+  protected async identify(toolName: string, headerToken: string | null, argumentToken: string | null): Promise<Caller | null> {
     const participants = this.app.participants;
     if (headerToken) {
       const fromHeader = await participants.authenticateAnywhere(headerToken);
@@ -247,7 +176,7 @@ export class McpSession {
       this.bind(fromHeader, headerToken);
       return fromHeader;
     }
-    if (this.token === null) return null;
+    if (this.token === null) return argumentCaller(this.app, argumentToken);
     const bound = await participants.authenticateAnywhere(this.token);
     if (bound) return bound;
     // The session's token was rotated or revoked elsewhere: only a login as the same participant helps.
@@ -259,7 +188,8 @@ export class McpSession {
   }
 
   /** register_* / login: allowed once on an unbound session, and login as the same participant. */
-  private checkIdentification(name: string, args: Record<string, unknown>): boolean {
+  protected override beforePublicCall(name: string, args: Record<string, unknown>): boolean {
+    if (!BINDING_TOOLS.has(name)) return false;
     if (this.boundId !== null) {
       if (name !== 'login') {
         throw new AppError(
@@ -286,8 +216,12 @@ export class McpSession {
     return true;
   }
 
-  private afterCall(name: string, data: unknown): void {
-    const token = isPlainObject(data) && typeof data.token === 'string' ? data.token : null;
+  protected override releaseClaim(): void {
+    this.binding = false;
+  }
+
+  protected override afterCall(name: string, data: unknown): void {
+    const token = tokenInResult(data);
     if (!token) return;
     if (BINDING_TOOLS.has(name) || name === 'rotate_token') {
       const caller = this.app.participants.authenticate(token);
@@ -300,7 +234,18 @@ export class McpSession {
     this.boundId = caller.id;
     this.boundName = caller.name;
     this.token = token;
-    if (first) this.onBound(caller.id);
+    if (!first) return;
+    this.onBound(caller.id);
+    // Pushed turns (SPEC §7.1) for an agent, on the session's standalone stream when it is open.
+    if (this.channelWanted && caller.role === 'ai_agent' && !this.closed) {
+      this.channel = new ChannelPusher(this.app, caller, (params) => {
+        if (!this.streamOpen()) return false;
+        this.server.notification({ method: CHANNEL_NOTIFICATION, params: { ...params } }).catch(() => undefined);
+        return true;
+      });
+      this.channel.start();
+      if (this.streamOpen()) this.streamOpened();
+    }
   }
 }
 

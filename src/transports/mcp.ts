@@ -1,17 +1,25 @@
-// MCP (Streamable HTTP) at /mcp on the same server: stateful sessions, one McpServer each
-// (see mcp-session.ts), keyed by the `mcp-session-id` header. DNS-rebinding defence: the Host
-// must be in ALLOWED_HOSTS and an Origin, when sent, in ALLOWED_ORIGINS.
+// MCP (Streamable HTTP) at /mcp on the same server, both protocol eras on one URL (SPEC §7.1):
+// - modern (2026-07-28) requests carry their protocol version and identity and need no session
+//   (mcp-modern.ts: the SDK's createMcpHandler with one server instance per request);
+// - legacy requests (`initialize`, then `mcp-session-id`) get stateful sessions, one server each
+//   (mcp-session.ts), keyed by the `mcp-session-id` header.
+// The SDK's own classifier (`isLegacyRequest`) decides which era a request is. DNS-rebinding
+// defence: the Host must be in ALLOWED_HOSTS and an Origin, when sent, in ALLOWED_ORIGINS.
 import { randomUUID } from 'node:crypto';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
+import { isInitializeRequest, isJSONRPCRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { App } from '../app.js';
 import { bearerToken, hostAllowed } from './http-util.js';
 import { AppError } from '../errors.js';
+import { createModernEndpoint, type ModernEndpoint } from './mcp-modern.js';
 import { McpSession, overParticipantCap, roomForNewSession, sessionExpired, type SessionLimits } from './mcp-session.js';
 import type { Mount, MountFactory } from './mount.js';
 
 export const MCP_PATH = '/mcp';
+
+/** `initialize` with this header set to `off` opens a session without channel pushes. */
+export const CHANNEL_HEADER = 'x-chatroom-channel';
 
 export interface McpMountOptions {
   /** A session with no request and no open stream for this long is closed (default 30 min). */
@@ -31,7 +39,7 @@ export const MCP_SESSIONS_PER_PARTICIPANT = 20;
 
 interface Entry {
   session: McpSession;
-  transport: StreamableHTTPServerTransport;
+  transport: NodeStreamableHTTPServerTransport;
   lastSeen: number;
   /** POST requests of this session still being answered. */
   open: number;
@@ -69,6 +77,8 @@ export class McpEndpoint implements Mount {
   private readonly perParticipant: number;
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
+  private readonly modern: ModernEndpoint;
+  private readonly serveModern: ReturnType<typeof toNodeHandler>;
 
   constructor(
     private readonly app: App,
@@ -81,6 +91,16 @@ export class McpEndpoint implements Mount {
       unboundIdleMs: options.unboundIdleMs ?? app.config.mcpUnboundIdleMs,
     };
     this.perParticipant = options.maxSessionsPerParticipant ?? MCP_SESSIONS_PER_PARTICIPANT;
+    this.modern = createModernEndpoint(app, this.bodyLimit);
+    this.serveModern = toNodeHandler(this.modern.handler, {
+      maxRequestBodySize: this.bodyLimit,
+      onerror: (err) => app.logger.error({ err }, 'MCP request failed'),
+    });
+  }
+
+  /** Largest request body: a whole message at its size limit, as JSON, with room to spare. */
+  private get bodyLimit(): number {
+    return Math.max(this.app.config.maxFrameBytes, this.app.config.maxMessageChars * 4 + 64 * 1024);
   }
 
   /** Open sessions (for tests and health). */
@@ -93,7 +113,7 @@ export class McpEndpoint implements Mount {
     const router = express.Router();
     router.use((req, res, next) => this.guard(req, res, next));
     router.use(
-      express.json({ limit: Math.max(app.config.maxFrameBytes, app.config.maxMessageChars * 4 + 64 * 1024), strict: false }),
+      express.json({ limit: this.bodyLimit, strict: false }),
     );
     router.all('/', (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
@@ -123,6 +143,7 @@ export class McpEndpoint implements Mount {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
     await Promise.all([...this.sessions.keys()].map((id) => this.drop(id, SHUTDOWN_GRACE_MS)));
+    await this.modern.close();
   }
 
   /** DNS-rebinding defence and CORS for allowed browser origins. */
@@ -143,7 +164,8 @@ export class McpEndpoint implements Mount {
         res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
         res.setHeader(
           'Access-Control-Allow-Headers',
-          'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
+          // mcp-method / mcp-name: the 2026-07-28 revision's per-request headers.
+          `authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id, ${CHANNEL_HEADER}`,
         );
         res.setHeader('Access-Control-Max-Age', '600');
         res.status(204).end();
@@ -156,6 +178,7 @@ export class McpEndpoint implements Mount {
   private async handle(req: Request, res: Response): Promise<void> {
     if (this.closing) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Server is shutting down');
     const sessionId = req.get('mcp-session-id');
+    if (!sessionId && !(await isLegacyRequest(classifiable(req), req.body))) return this.handleModern(req, res);
     let entry: Entry | undefined;
     if (sessionId) {
       entry = this.sessions.get(sessionId);
@@ -170,7 +193,8 @@ export class McpEndpoint implements Mount {
         throw err;
       }
       if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
-      entry = await this.createSession(req.socket.remoteAddress ?? null);
+      // The stdio proxy started with --no-channel asks for no pushes (docs/mcp.md).
+      entry = await this.createSession(req.socket.remoteAddress ?? null, req.get(CHANNEL_HEADER) !== 'off');
       const headerToken = bearerToken(req.get('authorization'));
       if (headerToken) await entry.session.bindFromHeader(headerToken);
     } else {
@@ -196,20 +220,38 @@ export class McpEndpoint implements Mount {
     res.on('close', () => {
       if (stream) current.streams -= 1;
       else current.open -= 1;
+      if (stream && current.streams === 0) current.session.streamsClosed();
       seen();
       // The client went away before the answer (e.g. gave up on a long wait_for_turn): stop it.
       if (!res.writableFinished) for (const id of ids) current.session.abortRequest(id);
     });
+    if (stream) setImmediate(() => current.session.streamOpened());
     await current.transport.handleRequest(req, res, req.body);
     // An initialize that failed leaves a transport without a session: nothing to keep.
     if (!sessionId && !current.transport.sessionId) await current.session.close();
   }
 
-  private async createSession(address: string | null): Promise<Entry> {
-    const session = new McpSession(this.app, address, (participantId) => {
-      for (const id of overParticipantCap(this.sessions, participantId, session, this.perParticipant)) void this.drop(id);
-    });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+  /** A stateless 2026-07-28 request: no session, identity per request (mcp-modern.ts). */
+  private async handleModern(req: Request, res: Response): Promise<void> {
+    const refused = await this.modern.checkListen(req.body, req.get('authorization'));
+    if (refused) {
+      res.status(200).json(refused);
+      return;
+    }
+    await this.modern.serve(req.socket.remoteAddress ?? null, () => this.serveModern(req, res, req.body));
+  }
+
+  private async createSession(address: string | null, channel: boolean): Promise<Entry> {
+    const session = new McpSession(
+      this.app,
+      address,
+      (participantId) => {
+        for (const id of overParticipantCap(this.sessions, participantId, session, this.perParticipant)) void this.drop(id);
+      },
+      () => entry.streams > 0,
+      channel,
+    );
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         this.sessions.set(id, entry);
@@ -244,6 +286,16 @@ export class McpEndpoint implements Mount {
     if (room.evict !== undefined) void this.drop(room.evict);
     return room.ok;
   }
+}
+
+/** A web Request with the method and headers of `req`, for the SDK's era classifier (the body is passed parsed). */
+function classifiable(req: Request): globalThis.Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === 'string') headers.set(name, value);
+    else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+  }
+  return new globalThis.Request(`http://${req.get('host') ?? 'localhost'}${req.originalUrl}`, { method: req.method, headers });
 }
 
 export function createMcpMount(options: McpMountOptions = {}): MountFactory {
