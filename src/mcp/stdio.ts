@@ -153,8 +153,9 @@ export class Upstream {
     const withToken: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
       if (this.token) headers.set('authorization', `Bearer ${this.token}`);
-      // --no-channel: the server opens the session without pushes (src/transports/mcp.ts CHANNEL_HEADER).
-      if (!this.channel) headers.set('x-chatroom-channel', 'off');
+      // --no-channel: the server opens the session without pushes; with the channel on, the open
+      // push stream keeps the idle agent online (src/transports/mcp.ts CHANNEL_HEADER).
+      headers.set('x-chatroom-channel', this.channel ? 'on' : 'off');
       return fetch(input, { ...init, headers });
     };
     const transport = new StreamableHTTPClientTransport(new URL(this.url), { fetch: withToken });

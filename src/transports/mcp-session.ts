@@ -55,6 +55,11 @@ export class McpSession extends McpToolServer {
     private readonly streamOpen: () => boolean = () => false,
     /** Declare `claude/channel` and push the bound agent's turns (SPEC §7.1). */
     private readonly channelWanted = true,
+    /**
+     * The client asked (`X-Chatroom-Channel: on`) that its open push stream keep the agent online:
+     * an idle Claude Code makes no calls between turns. Other sessions follow SPEC §6 (calls).
+     */
+    private readonly listenerOnline = false,
   ) {
     super(app, address, { channel: channelWanted });
     this.server.setRequestHandler('resources/subscribe', async (request, ctx) => {
@@ -90,7 +95,7 @@ export class McpSession extends McpToolServer {
   }
 
   private holdPresence(): void {
-    if (this.boundId !== null && !this.releasePresence) this.releasePresence = this.app.presence.hold(this.boundId);
+    if (this.listenerOnline && this.boundId !== null && !this.releasePresence) this.releasePresence = this.app.presence.hold(this.boundId);
   }
 
   /** Name of the bound participant, or null. */

@@ -18,7 +18,11 @@ import type { Mount, MountFactory } from './mount.js';
 
 export const MCP_PATH = '/mcp';
 
-/** `initialize` with this header set to `off` opens a session without channel pushes. */
+/**
+ * `initialize` with this header set to `off` opens a session without channel pushes; set to `on`
+ * (the stdio proxy does) the bound agent also stays online while its push stream is open, as on a
+ * WebSocket. Without it a session gets pushes, and presence follows its calls (SPEC §6).
+ */
 export const CHANNEL_HEADER = 'x-chatroom-channel';
 
 export interface McpMountOptions {
@@ -194,7 +198,8 @@ export class McpEndpoint implements Mount {
       }
       if (!this.makeRoom()) return rpcError(res, 503, JSONRPC_SERVER_ERROR, 'Too many MCP sessions; try again later');
       // The stdio proxy started with --no-channel asks for no pushes (docs/mcp.md).
-      entry = await this.createSession(req.socket.remoteAddress ?? null, req.get(CHANNEL_HEADER) !== 'off');
+      const channelHeader = req.get(CHANNEL_HEADER);
+      entry = await this.createSession(req.socket.remoteAddress ?? null, channelHeader !== 'off', channelHeader === 'on');
       const headerToken = bearerToken(req.get('authorization'));
       if (headerToken) await entry.session.bindFromHeader(headerToken);
     } else {
@@ -241,7 +246,7 @@ export class McpEndpoint implements Mount {
     await this.modern.serve(req.socket.remoteAddress ?? null, () => this.serveModern(req, res, req.body));
   }
 
-  private async createSession(address: string | null, channel: boolean): Promise<Entry> {
+  private async createSession(address: string | null, channel: boolean, listenerOnline: boolean): Promise<Entry> {
     const session = new McpSession(
       this.app,
       address,
@@ -250,6 +255,7 @@ export class McpEndpoint implements Mount {
       },
       () => entry.streams > 0,
       channel,
+      listenerOnline,
     );
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
