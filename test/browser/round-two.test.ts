@@ -4,7 +4,8 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatroomClient } from '../../src/client/index.js';
-import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, until, watchPageErrors } from '../helpers/browser.js';
+import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, watchPageErrors } from '../helpers/browser.js';
+import { eventually } from '../helpers/ws.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const enabled = chromiumAvailable();
@@ -22,7 +23,7 @@ async function send(page: Page, text: string): Promise<void> {
   const input = page.locator('.composer-input');
   await input.fill(text);
   await input.press('Enter');
-  await until(async () => (await input.inputValue()) === '', 5000, 'composer to clear');
+  await eventually(async () => (await input.inputValue()) === '', 5000, 'composer to clear');
 }
 
 async function openRoom(page: Page, url: string, roomId: string): Promise<void> {
@@ -143,13 +144,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await alice.locator('.msg-body', { hasText: '填充消息 60' }).waitFor();
     for (let round = 0; round < 2; round++) {
       await alice.locator('.msg-scroll').evaluate((el) => (el.scrollTop = 0));
-      await until(async () => !(await inView(alice, '.msg[data-sender="Bob"]:last-of-type')), 3000, 'scrolled up');
+      await eventually(async () => !(await inView(alice, '.msg[data-sender="Bob"]:last-of-type')), 3000, 'scrolled up');
       if (round === 1) await alice.locator('.composer input[type=file]').setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from('plan') });
       await send(alice, `我自己的消息 ${round}`);
       const own = alice.locator('.msg-mine', { has: alice.locator('.msg-body', { hasText: `我自己的消息 ${round}` }) });
       await own.waitFor({ state: 'attached' });
       const seq = await own.getAttribute('data-seq');
-      await until(() => inView(alice, `.msg-list [data-seq="${seq}"]`), 3000, `own message ${round} in view`);
+      await eventually(() => inView(alice, `.msg-list [data-seq="${seq}"]`), 3000, `own message ${round} in view`);
     }
   });
 
@@ -166,7 +167,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     // "填充消息 1" (seq 1) is the last hit; the list shows the newest page only.
     await hits.last().click();
     await alice.locator('.msg-list [data-seq="1"].flash').waitFor({ state: 'visible' });
-    await until(() => inView(alice, '.msg-list [data-seq="1"]'), 3000, 'seq 1 in view');
+    await eventually(() => inView(alice, '.msg-list [data-seq="1"]'), 3000, 'seq 1 in view');
   });
 
   it('replies with a quote, edits and deletes your own message, live on the other page', async () => {
@@ -226,7 +227,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     const link = alice.locator('.msg', { hasText: '截图' }).locator('a.attachment');
     const [file] = await Promise.all([alice.waitForEvent('download'), link.click()]);
     expect(file.suggestedFilename()).toMatch(/\.png$/);
-    await until(async () => (await blobs()).revoked >= before.revoked + 1, 3000, 'the download blob revoked');
+    await eventually(async () => (await blobs()).revoked >= before.revoked + 1, 3000, 'the download blob revoked');
     await server.ok('leave_room', { room_id: roomId }, agent.token);
   });
 
@@ -238,13 +239,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await server.ok('send_message', { room_id: roomId, text_content: '@Alice 请看一下' }, bobToken);
     const badge = alice.locator(`.room-item[data-room-id="${roomId}"] .unread-badge`);
     await badge.filter({ hasText: '2' }).waitFor();
-    await until(async () => (await alice.title()).startsWith('(2) '), 3000, 'title badge');
-    await until(async () => ((await alice.evaluate(() => (window as unknown as { __notes: string[] }).__notes)) ?? []).some((t) => t.includes('Bob')), 3000, 'a notification');
+    await eventually(async () => (await alice.title()).startsWith('(2) '), 3000, 'title badge');
+    await eventually(async () => ((await alice.evaluate(() => (window as unknown as { __notes: string[] }).__notes)) ?? []).some((t) => t.includes('Bob')), 3000, 'a notification');
     await screenshot(alice, 'web-room-list');
     // Opening the room reads it.
     await alice.locator(`.room-item[data-room-id="${roomId}"] button`).click();
     await alice.locator('.msg-body', { hasText: '请看一下' }).waitFor();
-    await until(async () => !(await alice.title()).startsWith('('), 3000, 'title without count');
+    await eventually(async () => !(await alice.title()).startsWith('('), 3000, 'title without count');
   });
 
   it('host mode: the idle hint names the host; the member list marks the host only there', async () => {
@@ -273,12 +274,12 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await bob.locator('.members [data-name=Gamma][data-status=online]').waitFor();
     await send(alice, '开始新话题');
     await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Alpha' }).waitFor();
-    await until(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Beta","Gamma"]', 5000, 'queue Alpha, Beta, Gamma');
+    await eventually(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Beta","Gamma"]', 5000, 'queue Alpha, Beta, Gamma');
     await screenshot(bob, 'web-busy-room');
     // Alice mentions Gamma while Alpha holds the turn: the chain [Gamma] follows Alpha and the
     // round ends after it, so Beta is not shown.
     await send(alice, '@Gamma 请你先说');
-    await until(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Gamma"]', 5000, 'queue Alpha, Gamma');
+    await eventually(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Gamma"]', 5000, 'queue Alpha, Gamma');
     // Alpha skips with a reason; the note carries it.
     const alpha = agents[0]!;
     await ChatroomClient.rest(server.url, 'skip_response', { room_id: roomId, reason: '模型超时' }, alpha.token);
@@ -327,7 +328,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect(await bob.locator('.members .status-dot').first().evaluate((el) => getComputedStyle(el).opacity)).toBe('0.6');
     await ctxB.setOffline(false);
     await bob.locator('.view-room:not(.disconnected)').waitFor();
-    await until(async () => /^\d\d:\d\d$/.test((await bob.locator('.turn-countdown').textContent()) ?? ''), 5000, 'countdown back');
+    await eventually(async () => /^\d\d:\d\d$/.test((await bob.locator('.turn-countdown').textContent()) ?? ''), 5000, 'countdown back');
   });
 
   it('shows edits and deletions made while it was disconnected once it is back (a replay carries only new messages)', async () => {
@@ -341,7 +342,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await ctxB.setOffline(false);
     await bob.locator('.view-room:not(.disconnected)').waitFor();
     await bob.locator('.msg-body', { hasText: 'edited during the outage' }).waitFor();
-    await until(async () => (await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).count()) === 0, 5000, 'the retracted text is gone');
+    await eventually(async () => (await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).count()) === 0, 5000, 'the retracted text is gone');
     expect(await bob.locator('.msg-body', { hasText: 'before the outage: kept' }).count()).toBe(0);
   });
 
@@ -420,7 +421,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect(after.room.members.map((m: { name: string }) => m.name)).not.toContain('Bob');
     // Bob's open page is told (its socket's subscription ended) and leaves the room.
     await bob.locator('.toast', { hasText: '你已不在这个房间里' }).waitFor();
-    await until(async () => bob.url().endsWith('#/rooms'), 5000, "Bob's page back at the room list");
+    await eventually(async () => bob.url().endsWith('#/rooms'), 5000, "Bob's page back at the room list");
     await dlg.locator('#settings-archive').click();
     await alice.locator('.dialog-confirm').click();
     await alice.locator('.room-status', { hasText: '已归档' }).waitFor();

@@ -11,13 +11,6 @@ afterEach(async () => {
   server = undefined;
 });
 
-const until = async (check: () => Promise<boolean> | boolean, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
 
 describe('metrics and room stats', () => {
   it('counts turns by outcome and reports per-agent stats', async () => {
@@ -30,7 +23,7 @@ describe('metrics and room stats', () => {
     await new Promise((r) => setTimeout(r, 120));
     await s.ok('send_message', { room_id: room.room_id, text_content: 'UNIQUE-ANSWER-TEXT' }, a.token);
     await s.ok('skip_response', { room_id: room.room_id }, b.token);
-    await until(async () => {
+    await eventually(async () => {
       const page = await s.ok('get_messages', { room_id: room.room_id }, user.token);
       return page.messages.some((m: { skip_reason: string }) => m.skip_reason === 'timeout');
     });
