@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRoomWith, registerAgent, roomWithNewMembers, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { createRoomWith, expectError, registerAgent, roomWithNewMembers, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { plainMessageFields } from '../helpers/message-fields.js';
 
 let server: TestServer;
@@ -13,16 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.stop();
 });
-
-async function expectError(promise: ReturnType<TestServer['call']>, status: number, code: string) {
-  const answer = await promise;
-  expect(answer.status).toBe(status);
-  expect(answer.body.ok).toBe(false);
-  if (!answer.body.ok) {
-    expect(answer.body.error.code).toBe(code);
-    expect(JSON.stringify(answer.body.error)).not.toMatch(/at .*\.(ts|js):\d+/);
-  }
-}
 
 describe('REST envelope', () => {
   it('serves health', async () => {

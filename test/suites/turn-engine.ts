@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
 import { ManualClock } from '../helpers/clock.js';
-import { registerAgent, registerUser, roomWithAgents, startTestServer, type TestServer } from '../helpers/server.js';
+import { expectError, registerAgent, registerUser, roomWithAgents, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 
@@ -69,7 +69,7 @@ export function turnEngineSuites(): void {
         expect(turnA.data).toMatchObject({ agent_name: 'A', agent_id: a!.id, can_skip: true, reason: 'rotation', timeout_ms: 1000 });
         expect(Date.parse(turnA.data.deadline)).toBe(clock.now() + 1000);
 
-        await expectCode(server.call('send_message', { room_id: room.room_id, text_content: 'me first' }, b!.token), 409, 'not_your_turn');
+        await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'me first' }, b!.token), 409, 'not_your_turn');
         const turnB = rec.next(isTurn('B'));
         await server.ok('send_message', { room_id: room.room_id, text_content: 'A here' }, a!.token);
         await turnB;
@@ -122,7 +122,7 @@ export function turnEngineSuites(): void {
         expect(cTurn.data).toMatchObject({ can_skip: false, reason: 'mention' });
         const ctx = await server.ok('get_context', { room_id: room.room_id }, c!.token);
         expect(ctx.your_turn).toMatchObject({ can_skip: false, deadline: cTurn.data.deadline });
-        await expectCode(server.call('skip_response', { room_id: room.room_id }, c!.token), 409, 'cannot_skip');
+        await expectError(server.call('skip_response', { room_id: room.room_id }, c!.token), 409, 'cannot_skip');
         const end = rec.next(isRoundEnd);
         await server.ok('send_message', { room_id: room.room_id, text_content: '我同意' }, c!.token);
         expect(((await end) as Extract<RoomEvent, { event: 'round_end' }>).data.reason).toBe('mention_chain');
@@ -142,7 +142,7 @@ export function turnEngineSuites(): void {
         await again; // re-sent with a new deadline, A keeps the turn
 
         await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, user.token);
-        await expectCode(server.call('send_message', { room_id: room.room_id, text_content: 'x' }, a!.token), 409, 'room_paused');
+        await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'x' }, a!.token), 409, 'room_paused');
         expect((await server.ok('get_context', { room_id: room.room_id }, a!.token)).your_turn).toBeNull();
         // People may still post while paused.
         await server.ok('send_message', { room_id: room.room_id, text_content: 'while paused' }, user.token);
@@ -178,7 +178,7 @@ export function turnEngineSuites(): void {
         expect(last).toMatchObject({ role: 'system', visible: true });
         expect(last.text_content).toContain('自动轮次上限');
         // No new round until a person posts; agents are refused meanwhile.
-        await expectCode(server.call('send_message', { room_id: room.room_id, text_content: 'more' }, a!.token), 409, 'not_your_turn');
+        await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'more' }, a!.token), 409, 'not_your_turn');
         const again = rec.next(isTurn('A'));
         await server.ok('send_message', { room_id: room.room_id, text_content: 'continue' }, user.token);
         await again;
@@ -276,10 +276,10 @@ export function turnEngineSuites(): void {
       it('lets start_round start rounds for admins only, with conflict while one runs', async () => {
         server = await startTestServer({ turnTimeoutMs: 5000 });
         const { user, room, agents } = await setup('default', ['A', 'B']);
-        await expectCode(server.call('start_round', { room_id: room.room_id }, agents[0]!.token), 403, 'forbidden');
+        await expectError(server.call('start_round', { room_id: room.room_id }, agents[0]!.token), 403, 'forbidden');
         const { round } = await server.ok('start_round', { room_id: room.room_id }, user.token);
         expect(round.agent_queue).toEqual(['A', 'B']);
-        await expectCode(server.call('start_round', { room_id: room.room_id }, user.token), 409, 'conflict');
+        await expectError(server.call('start_round', { room_id: room.room_id }, user.token), 409, 'conflict');
       });
     });
 
@@ -289,7 +289,7 @@ export function turnEngineSuites(): void {
         const { user, room, agents, rec } = await setup('host', ['A', 'B']);
         const [a, b] = agents;
         for (const agent of agents) await server.ok('get_context', { room_id: room.room_id }, agent.token);
-        await expectCode(server.call('send_message', { room_id: room.room_id, text_content: 'hi' }, a!.token), 409, 'not_your_turn');
+        await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'hi' }, a!.token), 409, 'not_your_turn');
         const start = rec.next((e) => e.event === 'round_start');
         await server.ok('send_message', { room_id: room.room_id, text_content: '@B 先说，然后 @A' }, user.token);
         const started = (await start) as Extract<RoomEvent, { event: 'round_start' }>;
@@ -297,7 +297,7 @@ export function turnEngineSuites(): void {
         expect(started.data.mode).toBe('host');
         const bTurn = (await rec.next(isTurn('B'))) as Extract<RoomEvent, { event: 'agent_turn' }>;
         expect(bTurn.data).toMatchObject({ can_skip: false, reason: 'host' });
-        await expectCode(server.call('skip_response', { room_id: room.room_id }, b!.token), 409, 'cannot_skip');
+        await expectError(server.call('skip_response', { room_id: room.room_id }, b!.token), 409, 'cannot_skip');
         const toA = rec.next(isTurn('A'));
         await server.ok('send_message', { room_id: room.room_id, text_content: 'B says' }, b!.token);
         await toA;
@@ -311,8 +311,3 @@ export function turnEngineSuites(): void {
   });
 }
 
-async function expectCode(promise: ReturnType<TestServer['call']>, status: number, code: string) {
-  const answer = await promise;
-  expect(answer.status).toBe(status);
-  expect(answer.body.ok ? 'ok' : answer.body.error.code).toBe(code);
-}
