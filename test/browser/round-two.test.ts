@@ -100,6 +100,25 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await server?.stop();
   });
 
+  /**
+   * A room of its own for one test (tests do not lean on rooms or agents another test made):
+   * Alice's, Bob a member with it open, and silent agents (they let turns run) online in it.
+   */
+  async function roomWithSilentAgents(roomName: string, agentNames: string[]): Promise<{ id: string; agents: EchoAgent[] }> {
+    const { room } = await server.ok<{ room: { room_id: string } }>('create_room', { room_name: roomName }, aliceToken);
+    await server.ok('join_room', { room_id: room.room_id }, bobToken);
+    const started: EchoAgent[] = [];
+    for (const name of agentNames) {
+      const agent = await EchoAgent.start(server.url, name, room.room_id, `${name} 测试智能体`);
+      agent.mode = 'silent';
+      agents.push(agent);
+      started.push(agent);
+    }
+    await openRoom(bob, server.url, room.room_id);
+    await bob.locator(`.members [data-name=${agentNames.at(-1)}][data-status=online]`).waitFor();
+    return { id: room.room_id, agents: started };
+  }
+
   it('states the English-only room name rule in the form before it refuses', async () => {
     await alice.getByRole('button', { name: '＋ 创建房间' }).click();
     const hint = alice.locator('[data-field=room_name] .field-hint');
@@ -287,28 +306,38 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
   });
 
   it('shows what an agent reported with set_activity', async () => {
-    const gamma = agents[2]!;
-    await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Gamma' }).waitFor();
-    await ChatroomClient.rest(server.url, 'set_activity', { room_id: roomId, activity: 'thinking', note: '读取文件' }, gamma.token);
-    await bob.locator('.turn-activity', { hasText: 'Gamma 正在思考…（读取文件）' }).waitFor();
-    await bob.locator('.members [data-name=Gamma] .member-activity', { hasText: '正在思考' }).waitFor();
-    await ChatroomClient.rest(server.url, 'send_message', { room_id: roomId, text_content: '我说完了' }, gamma.token);
+    const { id, agents: [worker] } = await roomWithSilentAgents('Activity Room', ['Worker']);
+    await server.ok('send_message', { room_id: id, text_content: '请开始' }, aliceToken);
+    await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Worker' }).waitFor();
+    await ChatroomClient.rest(server.url, 'set_activity', { room_id: id, activity: 'thinking', note: '读取文件' }, worker!.token);
+    await bob.locator('.turn-activity', { hasText: 'Worker 正在思考…（读取文件）' }).waitFor();
+    await bob.locator('.members [data-name=Worker] .member-activity', { hasText: '正在思考' }).waitFor();
+    await ChatroomClient.rest(server.url, 'send_message', { room_id: id, text_content: '我说完了' }, worker!.token);
     await bob.locator('.turn-activity').waitFor({ state: 'hidden' });
   });
 
   it('a person member who is not an admin may pause and start rounds', async () => {
+    const { id } = await roomWithSilentAgents('Member Controls', ['Starter1', 'Starter2']);
+    await openRoom(alice, server.url, id); // Alice's page shows what Bob does
     const pause = bob.locator('#pause-btn');
     await pause.waitFor();
+    await bob.locator('.turnbar[data-state=idle]').waitFor();
     expect(await bob.locator('#start-round-btn').isVisible()).toBe(true);
     expect(await bob.locator('#settings-btn').isVisible()).toBe(false);
     await pause.click();
     await alice.locator('.room-status', { hasText: '已暂停' }).waitFor();
     await bob.locator('#pause-btn').click();
     await alice.locator('.room-status', { hasText: '进行中' }).waitFor();
+    // 开始新一轮 by Bob (not an admin) starts a round with the first agent in join order.
+    await bob.locator('#start-round-btn').click();
+    await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Starter1' }).waitFor();
+    const { room } = await server.ok('get_room', { room_id: id }, aliceToken);
+    expect(room.current_round).toMatchObject({ completed: false, agent_queue: ['Starter1', 'Starter2'], turn: { agent: 'Starter1' } });
   });
 
   it('stops the countdown and greys members while disconnected', async () => {
-    await server.ok('start_round', { room_id: roomId }, aliceToken).catch(() => undefined);
+    const { id } = await roomWithSilentAgents('Outage Room', ['Waiter']);
+    await server.ok('start_round', { room_id: id }, aliceToken);
     await bob.locator('.turnbar[data-state=turn]').waitFor();
     await ctxB.setOffline(true);
     await bob.locator('.view-room.disconnected').waitFor();
@@ -334,6 +363,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
   it('shows edits and deletions made while it was disconnected once it is back (a replay carries only new messages)', async () => {
     const kept = (await server.ok<{ message: { message_id: string } }>('send_message', { room_id: roomId, text_content: 'before the outage: kept' }, aliceToken)).message;
     const gone = (await server.ok<{ message: { message_id: string } }>('send_message', { room_id: roomId, text_content: 'before the outage: retracted' }, aliceToken)).message;
+    await openRoom(bob, server.url, roomId);
     await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).waitFor();
     await ctxB.setOffline(true);
     await bob.locator('.view-room.disconnected').waitFor();
@@ -374,11 +404,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, aliceToken);
     await alice.locator('.room-status', { hasText: '已暂停' }).waitFor();
     // Resumed, Quick1 gets its turn again and answers at once, so Quick2 holds the turn before
-    // the resume's answer (held back 700 ms, a slow network) reaches the page.
+    // the resume's answer (held back until then, a slow network) reaches the page.
     quick.mode = 'echo';
+    let deliver!: () => void;
+    const delivered = new Promise<void>((resolve) => (deliver = resolve));
     await alice.route('**/api/v1/tools/set_room_status', async (route) => {
       const response = await route.fetch();
-      await new Promise((r) => setTimeout(r, 700));
+      await delivered;
       await route.fulfill({ response });
     });
     try {
@@ -387,8 +419,10 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
       await dlg.waitFor();
       await dlg.locator('#settings-pause').click();
       await alice.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Quick2' }).waitFor();
+      deliver();
       await dlg.locator('#settings-pause', { hasText: '暂停' }).waitFor(); // the late answer has arrived
-      await new Promise((r) => setTimeout(r, 300));
+      // Two animation frames: whatever the late answer re-renders has been painted.
+      await alice.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       expect(await alice.locator('.turnbar .turn-agent').textContent()).toContain('Quick2');
       await alice.keyboard.press('Escape');
       await dlg.waitFor({ state: 'detached' });

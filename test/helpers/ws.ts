@@ -169,6 +169,17 @@ export class TestSocket {
       .map((f) => (f.data as { message: { seq: number } }).message.seq);
   }
 
+  /** How the socket closed, once the server closes it; fails if it is still open after `timeoutMs`. */
+  closedWithin(timeoutMs: number): Promise<Closed> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the socket is still open after ${timeoutMs} ms`)), timeoutMs);
+      void this.closed.then((closed) => {
+        clearTimeout(timer);
+        resolve(closed);
+      });
+    });
+  }
+
   close(): Promise<Closed> {
     if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close();
     return this.closed;
@@ -201,4 +212,16 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`timed out waiting for ${label}${last ? `: ${String(last)}` : ''}`);
+}
+
+/**
+ * Checks `check` over and over until the wall clock reaches `until` (ms since the epoch), failing
+ * at the first check that does not hold: "stays so for this long", the counterpart of
+ * `eventually` for a state that must last (presence inside its window, …).
+ */
+export async function holdsUntil(check: () => boolean | Promise<boolean>, until: number, label = 'condition'): Promise<void> {
+  do {
+    if (!(await check())) throw new Error(`${label} stopped holding ${until - Date.now()} ms early`);
+    await new Promise((r) => setTimeout(r, 100));
+  } while (Date.now() < until);
 }
