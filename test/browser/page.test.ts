@@ -651,7 +651,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
       // An injected image would have started loading "x" when the message rendered; once a fetch of
       // the same address has failed, its onerror would have run.
       await page.evaluate(() => fetch('x').then(() => undefined, () => undefined));
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))));
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
       expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
       expect(await page.locator('.msg-list [onerror], .msg-list [onclick], .msg-list [onload]').count()).toBe(0);
       expect(await page.locator('.msg-list a[href^="javascript:" i]').count()).toBe(0);

@@ -32,6 +32,7 @@ function recorder(s: TestServer, roomId: string) {
         consumed += seen + 1;
         return Promise.resolve(events[consumed - 1]!);
       }
+      // A limit on the wait for the event (as TestSocket.waitFor has), not a wait of its own.
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`event did not arrive; got: ${events.map((e) => e.event + (e.event === 'agent_turn' ? ':' + e.data.agent_name : e.event === 'round_end' ? ':' + e.data.reason : '')).join(', ')}`)), timeoutMs);
         waiters.push({ match, resolve: (e) => (clearTimeout(timer), resolve(e)) });
