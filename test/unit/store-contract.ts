@@ -27,6 +27,11 @@ export interface StoreHarness {
    * must fail under at least one kind.
    */
   faults?: { kinds: readonly string[]; set(kind: string | null): void };
+  /**
+   * Holds the store's writes before they are durable (the file store: its fsyncs wait while
+   * held), so a test can read in the middle of a commit for certain, not by chance.
+   */
+  holdWrites?: { hold(): void; release(): void; waiting(): number };
   cleanup: () => Promise<void>;
 }
 
@@ -434,6 +439,32 @@ export function storeContract(
 
       it('makes a commit visible all at once: messages and state together (guarantee 3)', async () => {
         const { roomId, version } = await roomWith(1);
+        if (h.holdWrites) {
+          // Deterministically mid-commit: written, held before it is durable. Nothing of it shows.
+          const seen = async () => ({
+            seqs: (await store.readMessages(roomId, { afterSeq: 0, limit: 10 })).map((m) => m.seq),
+            room: (await store.loadRoom(roomId))?.room.room_description,
+            lastSeq: (await store.loadRoom(roomId))?.lastSeq,
+          });
+          const before = await seen();
+          expect(before.seqs).toEqual([1]);
+          h.holdWrites.hold();
+          const held = store.commitRoom(roomId, {
+            room: makeRoom(roomId, { room_description: 'after' }),
+            messages: [makeMessage(roomId, 2), makeMessage(roomId, 3)],
+            expectedVersion: version,
+          });
+          try {
+            await expect.poll(() => h.holdWrites!.waiting()).toBeGreaterThan(0);
+            expect(await seen()).toEqual(before);
+          } finally {
+            h.holdWrites.release();
+          }
+          await held;
+          expect(await seen()).toEqual({ seqs: [1, 2, 3], room: 'after', lastSeq: 3 });
+          return;
+        }
+        // A store that cannot hold its writes: reads race the commit, and each must see all or none.
         const newRoom = makeRoom(roomId, { room_description: 'after' });
         const commit = store.commitRoom(roomId, {
           room: newRoom,
