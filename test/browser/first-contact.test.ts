@@ -6,7 +6,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error plain JS module of the page (checked by tsconfig.public.json)
 import { agentCommands } from '../../public/agent-commands.js';
-import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, until, watchPageErrors } from '../helpers/browser.js';
+import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, watchPageErrors } from '../helpers/browser.js';
+import { eventually } from '../helpers/ws.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const enabled = chromiumAvailable();
@@ -109,7 +110,7 @@ describe.skipIf(!enabled)('first contact with the page', { timeout: 90_000 }, ()
     await page.goto(`${server.url}/#/room/${encodeURIComponent(roomId)}`);
     await page.locator('.msg-list .msg[data-sender="Codex"]').first().waitFor();
     const stats = page.locator('#room-side .stats');
-    await until(async () => (await stats.locator('tbody tr[data-name=Codex] td[data-key=turns_answered]').textContent()) === '1', 10_000, 'the statistics of the round');
+    await eventually(async () => (await stats.locator('tbody tr[data-name=Codex] td[data-key=turns_answered]').textContent()) === '1', 10_000, 'the statistics of the round');
 
     for (const [lang, answered] of [
       ['zh-CN', '已回答'],
@@ -123,7 +124,7 @@ describe.skipIf(!enabled)('first contact with the page', { timeout: 90_000 }, ()
       // Every column is there, median included.
       expect(await stats.locator('thead th[scope=col]').count()).toBe(7);
       expect(await stats.locator('tbody tr[data-name=Claude] td[data-key=median_answer_ms]').textContent()).toMatch(/^\d+\.\d (秒|s)$/);
-      await until(async () => (await page.locator('.toast').count()) === 0, 10_000, 'the toasts to go (for the screenshot)');
+      await eventually(async () => (await page.locator('.toast').count()) === 0, 10_000, 'the toasts to go (for the screenshot)');
       await screenshot(stats, `sidebar-stats-1366-${lang}`);
     }
   });

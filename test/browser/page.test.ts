@@ -3,7 +3,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, until, watchPageErrors } from '../helpers/browser.js';
+import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, watchPageErrors } from '../helpers/browser.js';
+import { eventually } from '../helpers/ws.js';
 import { startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
 
 const TURN_MS = 4000;
@@ -38,7 +39,7 @@ async function send(page: Page, text: string): Promise<void> {
   const input = page.locator('.composer-input');
   await input.fill(text);
   await input.press('Enter');
-  await until(async () => (await input.inputValue()) === '', 5000, `composer to clear after sending "${text.slice(0, 30)}"`);
+  await eventually(async () => (await input.inputValue()) === '', 5000, `composer to clear after sending "${text.slice(0, 30)}"`);
 }
 
 /** The body of a message by `sender` containing `text` (agents' echoes contain it too). */
@@ -205,7 +206,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(bobToken).toMatch(/\S{20,}/);
 
     const items = bob.locator('.room-item');
-    await until(async () => (await items.count()) === 3, 5000, 'three rooms in the list');
+    await eventually(async () => (await items.count()) === 3, 5000, 'three rooms in the list');
     const design = bob.locator('.room-item', { hasText: 'Design Review' });
     expect(await design.textContent()).toContain('设计评审');
     expect(await design.textContent()).toContain('1 位成员');
@@ -215,9 +216,9 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(await design.locator('[aria-label="需要密码"]').count()).toBe(0);
 
     await bob.locator('#room-filter').fill('secret');
-    await until(async () => (await items.count()) === 1, 2000, 'filter to one room');
+    await eventually(async () => (await items.count()) === 1, 2000, 'filter to one room');
     await bob.locator('#room-filter').fill('');
-    await until(async () => (await items.count()) === 3, 2000, 'filter cleared');
+    await eventually(async () => (await items.count()) === 3, 2000, 'filter cleared');
     await screenshot(bob, 'room-list');
 
     // A password room asks for its password; a wrong one is refused in the dialog.
@@ -302,7 +303,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await input.fill('');
     await input.pressSequentially('@Ec');
     const options = bob.locator('.mention-list [role=option]');
-    await until(async () => (await options.count()) === 2, 2000, 'two suggestions');
+    await eventually(async () => (await options.count()) === 2, 2000, 'two suggestions');
     await input.press('ArrowDown');
     await input.press('Enter');
     expect(await input.inputValue()).toBe('@Echo2 ');
@@ -354,13 +355,13 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(r1).toBeGreaterThan(5000);
     expect(r1).toBeLessThanOrEqual(LONG_MS + 500);
     expect(await countdown.textContent()).toMatch(/^00:[0-2]\d$/);
-    // The countdown follows real time: it drops by more than 700 ms within 1.6 s (not stuck, not
-    // slow), and by no more than the time that passed (a 250 ms tick and a clock re-estimate of
-    // slack: not fast).
-    await until(async () => (await remaining()) < r1 - 700, 5000, 'the countdown to move');
+    // The countdown follows real time: once it has dropped by 700 ms, it has gone at least half
+    // as fast as the clock (not stuck, not slow), and by no more than the time that passed (a
+    // 250 ms tick and a clock re-estimate of slack: not fast). Rates, not time limits.
+    await eventually(async () => (await remaining()) < r1 - 700, 5000, 'the countdown to move');
     const r2 = await remaining();
     const elapsed = Date.now() - readFrom;
-    expect(elapsed).toBeLessThan(1600);
+    expect((r1 - r2) / elapsed).toBeGreaterThan(0.5);
     expect(r1 - r2).toBeLessThanOrEqual(elapsed + 400);
     expect(await countdown.textContent()).toMatch(/^00:[0-2]\d$/);
     // The other page counts down too.
@@ -459,7 +460,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     // The turn-bar test left answers, skips, a pass and a timeout behind; round_end refreshed the table.
     let want: ReturnType<typeof expected> | undefined;
     let got: unknown;
-    await until(async () => {
+    await eventually(async () => {
       want = expected(await fetchStats());
       got = await onPage(alice);
       return JSON.stringify(got) === JSON.stringify(want);
@@ -486,7 +487,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     const refresh = alice.getByRole('button', { name: '刷新统计' });
     const [answer] = await Promise.all([alice.waitForResponse((r) => r.url().endsWith('/api/v1/tools/get_room_stats')), refresh.click()]);
     expect(answer.ok()).toBe(true);
-    await until(async () => JSON.stringify(await onPage(alice)) === JSON.stringify(expected(await fetchStats())), 5000, 'the table to match after 刷新统计');
+    await eventually(async () => JSON.stringify(await onPage(alice)) === JSON.stringify(expected(await fetchStats())), 5000, 'the table to match after 刷新统计');
     expect((await onPage(alice)).messages).toBe(want!.messages + 1);
     for (const a of agents) a.mode = 'echo';
 
@@ -574,21 +575,21 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await bob.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     await tabTo(bob, '#room-filter', 8);
     await bob.keyboard.type('host');
-    await until(async () => (await bob.locator('.room-item').count()) === 1, 2000, 'the filter to leave Host Hall');
+    await eventually(async () => (await bob.locator('.room-item').count()) === 1, 2000, 'the filter to leave Host Hall');
     const joinSelector = `.room-item[data-room-id="${hostRoomId}"] button`;
     await tabTo(bob, joinSelector, 3);
 
     const dialog = bob.locator('dialog[open]');
     await bob.keyboard.press('Enter');
     await dialog.waitFor();
-    await until(() => focusIsOn(bob, 'dialog[open] input[type=password]'), 2000, 'the password field to take focus');
+    await eventually(() => focusIsOn(bob, 'dialog[open] input[type=password]'), 2000, 'the password field to take focus');
     await bob.keyboard.press('Escape');
     await bob.locator('dialog').waitFor({ state: 'detached' });
     expect(await focusIsOn(bob, joinSelector)).toBe(true);
 
     // Again, this time with the password, all from the keyboard.
     await bob.keyboard.press('Enter');
-    await until(() => focusIsOn(bob, 'dialog[open] input[type=password]'), 5000, 'the password field to take focus');
+    await eventually(() => focusIsOn(bob, 'dialog[open] input[type=password]'), 5000, 'the password field to take focus');
     await bob.keyboard.type(HOST_PASSWORD);
     await bob.keyboard.press('Enter');
     await bob.locator('#room-title', { hasText: 'Host Hall' }).waitFor();
@@ -650,7 +651,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
       // An injected image would have started loading "x" when the message rendered; once a fetch of
       // the same address has failed, its onerror would have run.
       await page.evaluate(() => fetch('x').then(() => undefined, () => undefined));
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))));
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
       expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
       expect(await page.locator('.msg-list [onerror], .msg-list [onclick], .msg-list [onload]').count()).toBe(0);
       expect(await page.locator('.msg-list a[href^="javascript:" i]').count()).toBe(0);
@@ -703,7 +704,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     await alice.locator('#search-input').fill('#005');
     await alice.locator('#search-input').press('Enter');
     const hit = alice.locator('.search-results .search-hit');
-    await until(async () => (await hit.count()) === 1, 5000, 'one search hit');
+    await eventually(async () => (await hit.count()) === 1, 5000, 'one search hit');
     expect(await hit.locator('mark').textContent()).toBe('#005');
     await hit.click();
     await alice.locator('.msg.flash[data-seq="5"]').waitFor();
@@ -770,7 +771,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     for (const page of [alice, bob]) {
       let seen: number[] = [];
       let serverSeqs: number[] = [];
-      await until(async () => {
+      await eventually(async () => {
         const { messages } = await server.ok<{ messages: Array<{ seq: number }> }>('get_messages', { room_id: roomId, limit: 200 }, bobToken);
         serverSeqs = messages.map((m) => m.seq);
         seen = await seqsOnPage(page);
@@ -831,7 +832,7 @@ describe.skipIf(!enabled)('web page', { timeout: 60_000 }, () => {
     expect(await phone.locator('#room-side').evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
     await screenshot(phone, 'room-phone-stats');
     await phone.keyboard.press('Escape');
-    await until(async () => !(await phone.locator('#room-side').isVisible()), 2000, 'panel closed');
+    await eventually(async () => !(await phone.locator('#room-side').isVisible()), 2000, 'panel closed');
     await phone.close();
     expect(pageErrors).toEqual([]);
   });

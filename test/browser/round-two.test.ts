@@ -4,7 +4,8 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatroomClient } from '../../src/client/index.js';
-import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, until, watchPageErrors } from '../helpers/browser.js';
+import { chromiumAvailable, EchoAgent, launchBrowser, screenshot, watchPageErrors } from '../helpers/browser.js';
+import { eventually } from '../helpers/ws.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const enabled = chromiumAvailable();
@@ -22,7 +23,7 @@ async function send(page: Page, text: string): Promise<void> {
   const input = page.locator('.composer-input');
   await input.fill(text);
   await input.press('Enter');
-  await until(async () => (await input.inputValue()) === '', 5000, 'composer to clear');
+  await eventually(async () => (await input.inputValue()) === '', 5000, 'composer to clear');
 }
 
 async function openRoom(page: Page, url: string, roomId: string): Promise<void> {
@@ -99,6 +100,25 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await server?.stop();
   });
 
+  /**
+   * A room of its own for one test (tests do not lean on rooms or agents another test made):
+   * Alice's, Bob a member with it open, and silent agents (they let turns run) online in it.
+   */
+  async function roomWithSilentAgents(roomName: string, agentNames: string[]): Promise<{ id: string; agents: EchoAgent[] }> {
+    const { room } = await server.ok<{ room: { room_id: string } }>('create_room', { room_name: roomName }, aliceToken);
+    await server.ok('join_room', { room_id: room.room_id }, bobToken);
+    const started: EchoAgent[] = [];
+    for (const name of agentNames) {
+      const agent = await EchoAgent.start(server.url, name, room.room_id, `${name} 测试智能体`);
+      agent.mode = 'silent';
+      agents.push(agent);
+      started.push(agent);
+    }
+    await openRoom(bob, server.url, room.room_id);
+    await bob.locator(`.members [data-name=${agentNames.at(-1)}][data-status=online]`).waitFor();
+    return { id: room.room_id, agents: started };
+  }
+
   it('states the English-only room name rule in the form before it refuses', async () => {
     await alice.getByRole('button', { name: '＋ 创建房间' }).click();
     const hint = alice.locator('[data-field=room_name] .field-hint');
@@ -144,13 +164,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await alice.locator('.msg-body', { hasText: '填充消息 60' }).waitFor();
     for (let round = 0; round < 2; round++) {
       await alice.locator('.msg-scroll').evaluate((el) => (el.scrollTop = 0));
-      await until(async () => !(await inView(alice, '.msg[data-sender="Bob"]:last-of-type')), 3000, 'scrolled up');
+      await eventually(async () => !(await inView(alice, '.msg[data-sender="Bob"]:last-of-type')), 3000, 'scrolled up');
       if (round === 1) await alice.locator('.composer input[type=file]').setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from('plan') });
       await send(alice, `我自己的消息 ${round}`);
       const own = alice.locator('.msg-mine', { has: alice.locator('.msg-body', { hasText: `我自己的消息 ${round}` }) });
       await own.waitFor({ state: 'attached' });
       const seq = await own.getAttribute('data-seq');
-      await until(() => inView(alice, `.msg-list [data-seq="${seq}"]`), 3000, `own message ${round} in view`);
+      await eventually(() => inView(alice, `.msg-list [data-seq="${seq}"]`), 3000, `own message ${round} in view`);
     }
   });
 
@@ -167,7 +187,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     // "填充消息 1" (seq 1) is the last hit; the list shows the newest page only.
     await hits.last().click();
     await alice.locator('.msg-list [data-seq="1"].flash').waitFor({ state: 'visible' });
-    await until(() => inView(alice, '.msg-list [data-seq="1"]'), 3000, 'seq 1 in view');
+    await eventually(() => inView(alice, '.msg-list [data-seq="1"]'), 3000, 'seq 1 in view');
   });
 
   it('replies with a quote, edits and deletes your own message, live on the other page', async () => {
@@ -227,7 +247,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     const link = alice.locator('.msg', { hasText: '截图' }).locator('a.attachment');
     const [file] = await Promise.all([alice.waitForEvent('download'), link.click()]);
     expect(file.suggestedFilename()).toMatch(/\.png$/);
-    await until(async () => (await blobs()).revoked >= before.revoked + 1, 3000, 'the download blob revoked');
+    await eventually(async () => (await blobs()).revoked >= before.revoked + 1, 3000, 'the download blob revoked');
     await server.ok('leave_room', { room_id: roomId }, agent.token);
   });
 
@@ -239,13 +259,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await server.ok('send_message', { room_id: roomId, text_content: '@Alice 请看一下' }, bobToken);
     const badge = alice.locator(`.room-item[data-room-id="${roomId}"] .unread-badge`);
     await badge.filter({ hasText: '2' }).waitFor();
-    await until(async () => (await alice.title()).startsWith('(2) '), 3000, 'title badge');
-    await until(async () => ((await alice.evaluate(() => (window as unknown as { __notes: string[] }).__notes)) ?? []).some((t) => t.includes('Bob')), 3000, 'a notification');
+    await eventually(async () => (await alice.title()).startsWith('(2) '), 3000, 'title badge');
+    await eventually(async () => ((await alice.evaluate(() => (window as unknown as { __notes: string[] }).__notes)) ?? []).some((t) => t.includes('Bob')), 3000, 'a notification');
     await screenshot(alice, 'web-room-list');
     // Opening the room reads it.
     await alice.locator(`.room-item[data-room-id="${roomId}"] button`).click();
     await alice.locator('.msg-body', { hasText: '请看一下' }).waitFor();
-    await until(async () => !(await alice.title()).startsWith('('), 3000, 'title without count');
+    await eventually(async () => !(await alice.title()).startsWith('('), 3000, 'title without count');
   });
 
   it('host mode: the idle hint names the host; the member list marks the host only there', async () => {
@@ -274,12 +294,12 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await bob.locator('.members [data-name=Gamma][data-status=online]').waitFor();
     await send(alice, '开始新话题');
     await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Alpha' }).waitFor();
-    await until(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Beta","Gamma"]', 5000, 'queue Alpha, Beta, Gamma');
+    await eventually(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Beta","Gamma"]', 5000, 'queue Alpha, Beta, Gamma');
     await screenshot(bob, 'web-busy-room');
     // Alice mentions Gamma while Alpha holds the turn: the chain [Gamma] follows Alpha and the
     // round ends after it, so Beta is not shown.
     await send(alice, '@Gamma 请你先说');
-    await until(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Gamma"]', 5000, 'queue Alpha, Gamma');
+    await eventually(async () => JSON.stringify(await bob.locator('.turn-queue-item').allTextContents()) === '["Alpha","Gamma"]', 5000, 'queue Alpha, Gamma');
     // Alpha skips with a reason; the note carries it.
     const alpha = agents[0]!;
     await ChatroomClient.rest(server.url, 'skip_response', { room_id: roomId, reason: '模型超时' }, alpha.token);
@@ -287,28 +307,38 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
   });
 
   it('shows what an agent reported with set_activity', async () => {
-    const gamma = agents[2]!;
-    await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Gamma' }).waitFor();
-    await ChatroomClient.rest(server.url, 'set_activity', { room_id: roomId, activity: 'thinking', note: '读取文件' }, gamma.token);
-    await bob.locator('.turn-activity', { hasText: 'Gamma 正在思考…（读取文件）' }).waitFor();
-    await bob.locator('.members [data-name=Gamma] .member-activity', { hasText: '正在思考' }).waitFor();
-    await ChatroomClient.rest(server.url, 'send_message', { room_id: roomId, text_content: '我说完了' }, gamma.token);
+    const { id, agents: [worker] } = await roomWithSilentAgents('Activity Room', ['Worker']);
+    await server.ok('send_message', { room_id: id, text_content: '请开始' }, aliceToken);
+    await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Worker' }).waitFor();
+    await ChatroomClient.rest(server.url, 'set_activity', { room_id: id, activity: 'thinking', note: '读取文件' }, worker!.token);
+    await bob.locator('.turn-activity', { hasText: 'Worker 正在思考…（读取文件）' }).waitFor();
+    await bob.locator('.members [data-name=Worker] .member-activity', { hasText: '正在思考' }).waitFor();
+    await ChatroomClient.rest(server.url, 'send_message', { room_id: id, text_content: '我说完了' }, worker!.token);
     await bob.locator('.turn-activity').waitFor({ state: 'hidden' });
   });
 
   it('a person member who is not an admin may pause and start rounds', async () => {
+    const { id } = await roomWithSilentAgents('Member Controls', ['Starter1', 'Starter2']);
+    await openRoom(alice, server.url, id); // Alice's page shows what Bob does
     const pause = bob.locator('#pause-btn');
     await pause.waitFor();
+    await bob.locator('.turnbar[data-state=idle]').waitFor();
     expect(await bob.locator('#start-round-btn').isVisible()).toBe(true);
     expect(await bob.locator('#settings-btn').isVisible()).toBe(false);
     await pause.click();
     await alice.locator('.room-status', { hasText: '已暂停' }).waitFor();
     await bob.locator('#pause-btn').click();
     await alice.locator('.room-status', { hasText: '进行中' }).waitFor();
+    // 开始新一轮 by Bob (not an admin) starts a round with the first agent in join order.
+    await bob.locator('#start-round-btn').click();
+    await bob.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Starter1' }).waitFor();
+    const { room } = await server.ok('get_room', { room_id: id }, aliceToken);
+    expect(room.current_round).toMatchObject({ completed: false, agent_queue: ['Starter1', 'Starter2'], turn: { agent: 'Starter1' } });
   });
 
   it('stops the countdown and greys members while disconnected', async () => {
-    await server.ok('start_round', { room_id: roomId }, aliceToken).catch(() => undefined);
+    const { id } = await roomWithSilentAgents('Outage Room', ['Waiter']);
+    await server.ok('start_round', { room_id: id }, aliceToken);
     await bob.locator('.turnbar[data-state=turn]').waitFor();
     await ctxB.setOffline(true);
     await bob.locator('.view-room.disconnected').waitFor();
@@ -328,12 +358,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect(await bob.locator('.members .status-dot').first().evaluate((el) => getComputedStyle(el).opacity)).toBe('0.6');
     await ctxB.setOffline(false);
     await bob.locator('.view-room:not(.disconnected)').waitFor();
-    await until(async () => /^\d\d:\d\d$/.test((await bob.locator('.turn-countdown').textContent()) ?? ''), 5000, 'countdown back');
+    await eventually(async () => /^\d\d:\d\d$/.test((await bob.locator('.turn-countdown').textContent()) ?? ''), 5000, 'countdown back');
   });
 
   it('shows edits and deletions made while it was disconnected once it is back (a replay carries only new messages)', async () => {
     const kept = (await server.ok<{ message: { message_id: string } }>('send_message', { room_id: roomId, text_content: 'before the outage: kept' }, aliceToken)).message;
     const gone = (await server.ok<{ message: { message_id: string } }>('send_message', { room_id: roomId, text_content: 'before the outage: retracted' }, aliceToken)).message;
+    await openRoom(bob, server.url, roomId);
     await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).waitFor();
     await ctxB.setOffline(true);
     await bob.locator('.view-room.disconnected').waitFor();
@@ -342,7 +373,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await ctxB.setOffline(false);
     await bob.locator('.view-room:not(.disconnected)').waitFor();
     await bob.locator('.msg-body', { hasText: 'edited during the outage' }).waitFor();
-    await until(async () => (await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).count()) === 0, 5000, 'the retracted text is gone');
+    await eventually(async () => (await bob.locator('.msg-body', { hasText: 'before the outage: retracted' }).count()) === 0, 5000, 'the retracted text is gone');
     expect(await bob.locator('.msg-body', { hasText: 'before the outage: kept' }).count()).toBe(0);
   });
 
@@ -374,11 +405,13 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, aliceToken);
     await alice.locator('.room-status', { hasText: '已暂停' }).waitFor();
     // Resumed, Quick1 gets its turn again and answers at once, so Quick2 holds the turn before
-    // the resume's answer (held back 700 ms, a slow network) reaches the page.
+    // the resume's answer (held back until then, a slow network) reaches the page.
     quick.mode = 'echo';
+    let deliver!: () => void;
+    const delivered = new Promise<void>((resolve) => (deliver = resolve));
     await alice.route('**/api/v1/tools/set_room_status', async (route) => {
       const response = await route.fetch();
-      await new Promise((r) => setTimeout(r, 700));
+      await delivered;
       await route.fulfill({ response });
     });
     try {
@@ -387,8 +420,10 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
       await dlg.waitFor();
       await dlg.locator('#settings-pause').click();
       await alice.locator('.turnbar[data-state=turn] .turn-agent', { hasText: 'Quick2' }).waitFor();
+      deliver();
       await dlg.locator('#settings-pause', { hasText: '暂停' }).waitFor(); // the late answer has arrived
-      await new Promise((r) => setTimeout(r, 300));
+      // Two animation frames: whatever the late answer re-renders has been painted.
+      await alice.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       expect(await alice.locator('.turnbar .turn-agent').textContent()).toContain('Quick2');
       await alice.keyboard.press('Escape');
       await dlg.waitFor({ state: 'detached' });
@@ -421,7 +456,7 @@ describe.skipIf(!enabled)('web page, round two', { timeout: 60_000 }, () => {
     expect(after.room.members.map((m: { name: string }) => m.name)).not.toContain('Bob');
     // Bob's open page is told (its socket's subscription ended) and leaves the room.
     await bob.locator('.toast', { hasText: '你已不在这个房间里' }).waitFor();
-    await until(async () => bob.url().endsWith('#/rooms'), 5000, "Bob's page back at the room list");
+    await eventually(async () => bob.url().endsWith('#/rooms'), 5000, "Bob's page back at the room list");
     await dlg.locator('#settings-archive').click();
     await alice.locator('.dialog-confirm').click();
     await alice.locator('.room-status', { hasText: '已归档' }).waitFor();

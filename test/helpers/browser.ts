@@ -107,17 +107,3 @@ export class EchoAgent {
   }
 }
 
-/** Polls until `check` returns true (or throws the last failure after `timeoutMs`). */
-export async function until(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, label = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      if (await check()) return;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${label}${last ? `: ${String(last)}` : ''}`);
-}

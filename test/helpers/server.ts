@@ -1,6 +1,6 @@
 // Starts the real server on port 0 with a temporary DATA_DIR, and a small REST client.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
 import { testConfig, type Config } from '../../src/config.js';
@@ -19,6 +19,16 @@ export interface TestServer extends RunningServer {
 export interface ToolAnswer<T> {
   status: number;
   body: { ok: true; data: T } | { ok: false; error: { code: string; message: string; details?: unknown } };
+}
+
+/**
+ * Expects a REST call to be refused with `status` and the contract `code`, and the error to
+ * carry no stack trace. The one helper for "this call fails like so".
+ */
+export async function expectError(call: Promise<ToolAnswer<unknown>>, status: number, code: string): Promise<void> {
+  const answer = await call;
+  expect({ status: answer.status, code: answer.body.ok ? 'ok' : answer.body.error.code }).toEqual({ status, code });
+  if (!answer.body.ok) expect(JSON.stringify(answer.body.error)).not.toMatch(/at .*\.(ts|js):\d+/);
 }
 
 export async function tempDataDir(): Promise<string> {

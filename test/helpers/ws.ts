@@ -24,6 +24,7 @@ export class TestSocket {
   readonly frames: ServerFrame[] = [];
   readonly closed: Promise<Closed>;
   private waiters: Array<{ pred: (f: ServerFrame) => boolean; resolve: (f: ServerFrame) => void }> = [];
+  private readonly eventListeners: Array<(frame: AnyEventFrame) => void> = [];
   private nextId = 1;
 
   private constructor(readonly ws: WebSocket) {
@@ -34,6 +35,7 @@ export class TestSocket {
     ws.on('message', (data) => {
       const frame = JSON.parse(data.toString()) as ServerFrame;
       this.frames.push(frame);
+      if (frame.type === 'event') for (const listener of this.eventListeners) listener(frame as AnyEventFrame);
       this.waiters = this.waiters.filter((w) => {
         if (!w.pred(frame)) return true;
         w.resolve(frame);
@@ -138,11 +140,23 @@ export class TestSocket {
     await this.waitFor((f) => f.type === 'pong' && this.frames.indexOf(f) >= from, 5000, 'pong');
   }
 
-  /** Sends a call frame and resolves with its result frame. */
-  async call(tool: string, args: unknown = {}): Promise<Extract<ServerFrame, { type: 'result' }>> {
+  /** Calls `listener` with each event frame as it arrives (an agent that acts on its turns). */
+  onEvent(listener: (frame: AnyEventFrame) => void): void {
+    this.eventListeners.push(listener);
+  }
+
+  /** Sends a call frame and resolves with its result frame (a long wait_for_turn: a longer `timeoutMs`). */
+  async call(tool: string, args: unknown = {}, timeoutMs = 10_000): Promise<Extract<ServerFrame, { type: 'result' }>> {
     const id = `t${this.nextId++}`;
     this.send({ type: 'call', id, tool, args });
-    return this.waitFor((f) => f.type === 'result' && f.id === id, 10_000, `result of ${tool}`);
+    return this.waitFor((f) => f.type === 'result' && f.id === id, timeoutMs, `result of ${tool}`);
+  }
+
+  /** Calls a tool and resolves with its data; a refusal rejects with an error carrying `code`. */
+  async ok<T = any>(tool: string, args: unknown = {}): Promise<T> {
+    const result = (await this.call(tool, args)) as { ok: boolean; data?: T; error?: { code: string; message: string } };
+    if (result.ok) return result.data as T;
+    throw Object.assign(new Error(`${tool}: ${result.error!.code}: ${result.error!.message}`), { code: result.error!.code });
   }
 
   events(roomId?: string): AnyEventFrame[] {
@@ -153,6 +167,17 @@ export class TestSocket {
     return this.events(roomId)
       .filter((f) => f.event === 'message_new')
       .map((f) => (f.data as { message: { seq: number } }).message.seq);
+  }
+
+  /** How the socket closed, once the server closes it; fails if it is still open after `timeoutMs`. */
+  closedWithin(timeoutMs: number): Promise<Closed> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the socket is still open after ${timeoutMs} ms`)), timeoutMs);
+      void this.closed.then((closed) => {
+        clearTimeout(timer);
+        resolve(closed);
+      });
+    });
   }
 
   close(): Promise<Closed> {
@@ -169,12 +194,34 @@ function describe(f: ServerFrame): string {
   return f.type === 'event' ? `event:${f.event}` : f.type;
 }
 
-/** Resolves when `check` passes, polling; for outcomes that have no frame of their own. */
+/**
+ * Resolves when `check` returns true, polling; for outcomes that have no frame or event of their
+ * own (a page's DOM, a metric, a file). A check that throws counts as not yet; after `timeoutMs`
+ * it fails naming `label` and the last error. The one polling helper of the tests (besides
+ * vitest's `expect.poll`).
+ */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000, label = 'condition'): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      if (await check()) return;
+    } catch (err) {
+      last = err;
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`timed out waiting for ${label}`);
+  throw new Error(`timed out waiting for ${label}${last ? `: ${String(last)}` : ''}`);
+}
+
+/**
+ * Checks `check` over and over until the wall clock reaches `until` (ms since the epoch), failing
+ * at the first check that does not hold: "stays so for this long", the counterpart of
+ * `eventually` for a state that must last (presence inside its window, …).
+ */
+export async function holdsUntil(check: () => boolean | Promise<boolean>, until: number, label = 'condition'): Promise<void> {
+  do {
+    if (!(await check())) throw new Error(`${label} stopped holding ${until - Date.now()} ms early`);
+    await new Promise((r) => setTimeout(r, 100));
+  } while (Date.now() < until);
 }

@@ -1,7 +1,7 @@
 // Room administration, turn control, deletion and paging over real HTTP.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoomEvent } from '../../src/events/bus.js';
-import { registerUser, roomWithAgents, startTestServer, type TestServer } from '../helpers/server.js';
+import { expectError, registerUser, roomWithAgents, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 afterEach(async () => {
@@ -29,14 +29,6 @@ function nextEvent<N extends RoomEvent['event']>(s: TestServer, roomId: string, 
   });
 }
 
-async function expectCode(promise: ReturnType<TestServer['call']>, status: number, code: string) {
-  const answer = await promise;
-  expect(answer.status).toBe(status);
-  expect(answer.body.ok ? 'ok' : answer.body.error.code).toBe(code);
-}
-
-const settle = () => new Promise((r) => setTimeout(r, 50));
-
 async function adminRoom(names: string[], opts: Record<string, unknown> = {}) {
   const { person: owner, room, agents } = await roomWithAgents(server, 'Owner', { room_name: 'Admin', ...opts }, names);
   return { owner, room, agents, events: collect(server, room.room_id) };
@@ -46,8 +38,8 @@ describe('update_room', () => {
   it('changes settings for admins, sets and clears the password, and ends a round on mode change', async () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
     const { owner, room, agents, events } = await adminRoom(['A', 'B']);
-    await expectCode(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, agents[0]!.token), 403, 'forbidden');
-    await expectCode(server.call('update_room', { room_id: room.room_id, turn_timeout_ms: 5 }, owner.token), 400, 'validation_error');
+    await expectError(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, agents[0]!.token), 403, 'forbidden');
+    await expectError(server.call('update_room', { room_id: room.room_id, turn_timeout_ms: 5 }, owner.token), 400, 'validation_error');
     const updated = await server.ok(
       'update_room',
       { room_id: room.room_id, room_description: '新描述', max_auto_rounds: 2, turn_timeout_ms: 2000, user_participation: false, password: 'pw1' },
@@ -55,14 +47,16 @@ describe('update_room', () => {
     );
     expect(updated.room).toMatchObject({ room_description: '新描述', user_participation: false, has_password: true });
     expect(updated.room.settings).toMatchObject({ max_auto_rounds: 2, turn_timeout_ms: 2000 });
-    await settle();
-    expect(events.some((e) => e.event === 'room_update')).toBe(true);
+    await expect.poll(() => events.some((e) => e.event === 'room_update')).toBe(true);
 
     // The room's own timeout applies to turns.
+    const sentAt = Date.now();
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
     const { room: running } = await server.ok('get_room', { room_id: room.room_id }, owner.token);
+    // The room's 2000 ms from the moment the turn was issued (between the send and this read).
     const deadline = Date.parse(running.current_round.turn.deadline);
-    expect(deadline - Date.now()).toBeLessThanOrEqual(2000);
+    expect(deadline).toBeGreaterThanOrEqual(sentAt + 2000);
+    expect(deadline).toBeLessThanOrEqual(Date.now() + 2000);
 
     const ended = nextEvent(server, room.room_id, 'round_end');
     await server.ok('update_room', { room_id: room.room_id, interaction_mode: 'host' }, owner.token);
@@ -83,14 +77,14 @@ describe('admin error codes', () => {
     server = await startTestServer();
     const { owner, room } = await adminRoom(['A']);
     const outsider = await registerUser(server, 'Outsider');
-    await expectCode(server.call('update_room', { room_id: 'missing-room', max_auto_rounds: 2 }, owner.token), 404, 'room_not_found');
-    await expectCode(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, outsider.token), 403, 'not_a_member');
-    await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'A' }, outsider.token), 403, 'not_a_member');
+    await expectError(server.call('update_room', { room_id: 'missing-room', max_auto_rounds: 2 }, owner.token), 404, 'room_not_found');
+    await expectError(server.call('update_room', { room_id: room.room_id, max_auto_rounds: 2 }, outsider.token), 403, 'not_a_member');
+    await expectError(server.call('remove_member', { room_id: room.room_id, name: 'A' }, outsider.token), 403, 'not_a_member');
     const { message } = await server.ok('send_message', { room_id: room.room_id, text_content: 'mine' }, owner.token);
-    await expectCode(server.call('delete_message', { message_id: message.message_id }, outsider.token), 404, 'message_not_found');
-    await expectCode(server.call('delete_message', { message_id: '00000000-0000-4000-8000-000000000000' }, owner.token), 404, 'message_not_found');
+    await expectError(server.call('delete_message', { message_id: message.message_id }, outsider.token), 404, 'message_not_found');
+    await expectError(server.call('delete_message', { message_id: '00000000-0000-4000-8000-000000000000' }, owner.token), 404, 'message_not_found');
     await server.ok('archive_room', { room_id: room.room_id }, owner.token);
-    await expectCode(server.call('update_room', { room_id: room.room_id, room_description: 'late' }, owner.token), 403, 'forbidden');
+    await expectError(server.call('update_room', { room_id: room.room_id, room_description: 'late' }, owner.token), 403, 'forbidden');
     const { room: after } = await server.ok('get_room', { room_id: room.room_id }, owner.token);
     expect(after.room_description).toBe('');
   });
@@ -109,7 +103,7 @@ describe('a host who is not the creator (SPEC §3)', () => {
       ['Other', false],
     ]);
 
-    await expectCode(server.call('set_room_status', { room_id: room.room_id, system_status: 'paused' }, other.token), 403, 'forbidden');
+    await expectError(server.call('set_room_status', { room_id: room.room_id, system_status: 'paused' }, other.token), 403, 'forbidden');
     const paused = await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, heir.token);
     expect(paused.room.system_status).toBe('paused');
     const announced = await server.ok('set_announcement', { room_id: room.room_id, user_announcement: '轮流发言' }, heir.token);
@@ -126,14 +120,13 @@ describe('remove_member', () => {
     server = await startTestServer({ turnTimeoutMs: 5000 });
     const { owner, room, agents, events } = await adminRoom(['A', 'B']);
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
-    await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'B' }, agents[0]!.token), 403, 'forbidden');
-    await expectCode(server.call('remove_member', { room_id: room.room_id, name: 'Nobody' }, owner.token), 404, 'not_found');
+    await expectError(server.call('remove_member', { room_id: room.room_id, name: 'B' }, agents[0]!.token), 403, 'forbidden');
+    await expectError(server.call('remove_member', { room_id: room.room_id, name: 'Nobody' }, owner.token), 404, 'not_found');
     const { room: after } = await server.ok('remove_member', { room_id: room.room_id, name: 'a' }, owner.token);
     expect(after.members.map((m: { name: string }) => m.name)).toEqual(['Owner', 'B']);
     expect(after.current_round.turn.agent).toBe('B');
-    await settle();
-    expect(events.some((e) => e.event === 'member_leave' && e.data.member.name === 'A')).toBe(true);
-    await expectCode(server.call('get_room', { room_id: room.room_id }, agents[0]!.token), 403, 'not_a_member');
+    await expect.poll(() => events.some((e) => e.event === 'member_leave' && e.data.member.name === 'A')).toBe(true);
+    await expectError(server.call('get_room', { room_id: room.room_id }, agents[0]!.token), 403, 'not_a_member');
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
     expect(messages.filter((m: { visible: boolean }) => !m.visible)).toHaveLength(0);
   });
@@ -144,10 +137,10 @@ describe('archive_room', () => {
     server = await startTestServer();
     const { owner, room, agents } = await adminRoom(['A']);
     await server.ok('send_message', { room_id: room.room_id, text_content: 'before' }, owner.token);
-    await expectCode(server.call('archive_room', { room_id: room.room_id }, agents[0]!.token), 403, 'forbidden');
+    await expectError(server.call('archive_room', { room_id: room.room_id }, agents[0]!.token), 403, 'forbidden');
     const { room: archived } = await server.ok('archive_room', { room_id: room.room_id }, owner.token);
     expect(archived).toMatchObject({ archived: true, system_status: 'paused' });
-    await expectCode(server.call('send_message', { room_id: room.room_id, text_content: 'after' }, owner.token), 403, 'forbidden');
+    await expectError(server.call('send_message', { room_id: room.room_id, text_content: 'after' }, owner.token), 403, 'forbidden');
     const visible = await server.ok('list_rooms', {}, owner.token);
     expect(visible.rooms.map((r: { room_id: string }) => r.room_id)).not.toContain(room.room_id);
     const all = await server.ok('list_rooms', { include_archived: true }, owner.token);
@@ -163,16 +156,16 @@ describe('pass_turn and extend_turn', () => {
     let clock = Date.now();
     server = await startTestServer({ turnTimeoutMs: 5000 }, { now: () => clock });
     const { owner, room, agents } = await adminRoom(['A', 'B']);
-    await expectCode(server.call('pass_turn', { room_id: room.room_id }, owner.token), 409, 'conflict');
+    await expectError(server.call('pass_turn', { room_id: room.room_id }, owner.token), 409, 'conflict');
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
-    await expectCode(server.call('pass_turn', { room_id: room.room_id }, agents[1]!.token), 403, 'forbidden');
+    await expectError(server.call('pass_turn', { room_id: room.room_id }, agents[1]!.token), 403, 'forbidden');
     const passed = await server.ok('pass_turn', { room_id: room.room_id }, owner.token);
     expect(passed.passed).toBe('A');
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
     expect(messages.at(-1)).toMatchObject({ sender: 'A', visible: false, skip_reason: 'passed' });
 
     const b = agents[1]!;
-    await expectCode(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'not_your_turn');
+    await expectError(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'not_your_turn');
     let deadline = (await server.ok('get_context', { room_id: room.room_id }, b.token)).your_turn.deadline as string;
     for (let i = 0; i < 3; i++) {
       clock += 1000;
@@ -184,7 +177,7 @@ describe('pass_turn and extend_turn', () => {
       expect((await resent).data.deadline).toBe(extended.your_turn.deadline);
       deadline = extended.your_turn.deadline;
     }
-    await expectCode(server.call('extend_turn', { room_id: room.room_id }, b.token), 409, 'conflict');
+    await expectError(server.call('extend_turn', { room_id: room.room_id }, b.token), 409, 'conflict');
   });
 
   it('refuses extend_turn while paused; pass_turn still works and the next turn waits for resume', async () => {
@@ -192,7 +185,7 @@ describe('pass_turn and extend_turn', () => {
     const { owner, room, agents, events } = await adminRoom(['A', 'B']);
     await server.ok('send_message', { room_id: room.room_id, text_content: 'go' }, owner.token);
     await server.ok('set_room_status', { room_id: room.room_id, system_status: 'paused' }, owner.token);
-    await expectCode(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'room_paused');
+    await expectError(server.call('extend_turn', { room_id: room.room_id }, agents[0]!.token), 409, 'room_paused');
     // pass_turn is how an admin clears a silent agent; a pause must not block it (docs/turns.md).
     const turnsBefore = events.filter((e) => e.event === 'agent_turn').length;
     const passed = await server.ok('pass_turn', { room_id: room.room_id }, owner.token);
@@ -214,14 +207,13 @@ describe('delete_message', () => {
     const events = collect(server, room.room_id);
     const mine = (await server.ok('send_message', { room_id: room.room_id, text_content: 'oops' }, guest.token)).message;
     const theirs = (await server.ok('send_message', { room_id: room.room_id, text_content: 'admin text' }, owner.token)).message;
-    await expectCode(server.call('delete_message', { message_id: theirs.message_id }, guest.token), 403, 'forbidden');
+    await expectError(server.call('delete_message', { message_id: theirs.message_id }, guest.token), 403, 'forbidden');
     const deleted = await server.ok('delete_message', { message_id: mine.message_id }, guest.token);
     expect(deleted.message).toMatchObject({ deleted: true, text_content: '', seq: mine.seq });
     await server.ok('delete_message', { message_id: theirs.message_id }, owner.token);
     const byAdmin = await server.ok('send_message', { room_id: room.room_id, text_content: 'guest again' }, guest.token);
     await server.ok('delete_message', { message_id: byAdmin.message.message_id }, owner.token);
-    await settle();
-    expect(events.filter((e) => e.event === 'message_update')).toHaveLength(3);
+    await expect.poll(() => events.filter((e) => e.event === 'message_update').length).toBe(3);
     const { messages } = await server.ok('get_messages', { room_id: room.room_id, after_seq: 0 }, owner.token);
     expect(messages.map((m: { seq: number; deleted: boolean }) => [m.seq, m.deleted])).toEqual([
       [1, true],
@@ -263,7 +255,7 @@ describe('get_messages paging', () => {
       before = messages[0].seq;
     }
     expect(backward).toEqual(forward);
-    await expectCode(server.call('get_messages', { room_id: room.room_id, limit: 201 }, owner.token), 400, 'validation_error');
+    await expectError(server.call('get_messages', { room_id: room.room_id, limit: 201 }, owner.token), 400, 'validation_error');
     // get_context and search_messages have no bound in the contract: more than 200 reads as 200.
     const outsider = (await server.ok('register_agent', { name: 'LimitReader' })).token;
     await server.ok('join_room', { room_id: room.room_id }, outsider);
@@ -271,6 +263,6 @@ describe('get_messages paging', () => {
     expect(context.messages.map((m: { text_content: string }) => m.text_content)).toHaveLength(200);
     const found = await server.ok('search_messages', { room_id: room.room_id, query: 'm', limit: 5000 }, owner.token);
     expect(found.messages).toHaveLength(200);
-    await expectCode(server.call('get_context', { room_id: room.room_id, limit: 0 }, owner.token), 400, 'validation_error');
+    await expectError(server.call('get_context', { room_id: room.room_id, limit: 0 }, owner.token), 400, 'validation_error');
   });
 });

@@ -225,14 +225,12 @@ describe('the agent', () => {
     const model = await startFakeModel('hang');
     await agent(server, { name: 'Slowpoke', rooms: [roomId], baseUrl: model.baseUrl, model: 'm' });
     await agent(server, { name: 'Echoer', echo: true, rooms: [roomId] });
-    const started = Date.now();
     await server.ok('send_message', { room_id: roomId, text_content: 'quick question' }, person.token);
     await watcher.waitForEvent('round_end', () => true, 10_000);
     await server.ok('set_room_status', { room_id: roomId, system_status: 'paused' }, person.token);
     const all = await messages(server, roomId, person.token);
-    // Skipped by the agent itself (not a server timeout), within the 2 s turn.
+    // Skipped by the agent itself within its turn ('skip'; the server's timeout records 'timeout').
     expect(all[1]).toMatchObject({ sender: 'Slowpoke', visible: false, skip_reason: 'skip' });
-    expect(Date.parse(all[1]!.timestamp) - started).toBeLessThan(2000);
     expect(all[2]).toMatchObject({ sender: 'Echoer', text_content: 'echo: quick question' });
     await eventually(() => model.aborted === 1, 2000, 'the model request to be aborted');
   });

@@ -97,6 +97,7 @@ describe('crash safety', () => {
         }
       });
       const writer = snapshotWriter(url, run, room.room_id, snapshotAcks, () => dead);
+      // Not a wait for an outcome: the kill lands at a random moment of the writes (the crash test's point).
       await new Promise((r) => setTimeout(r, 30 + Math.random() * 300));
       server.child.kill('SIGKILL');
       dead = true;

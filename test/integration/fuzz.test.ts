@@ -9,6 +9,7 @@ import WebSocket from 'ws';
 import { z } from 'zod';
 import { ERROR_STATUS } from '../../src/errors.js';
 import { connectMcp } from '../helpers/mcp.js';
+import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 import { schemaArbitrary, type JsonSchema } from '../helpers/schema-arbitrary.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -194,30 +195,14 @@ describe('fuzzing every tool from its JSON Schema', () => {
 
   it(`answers ${WS_CALL_CASES} schema-generated tool calls over WebSocket with structured results`, async () => {
     await restoreRoom();
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/ws`);
-    const waiting = new Map<number, (frame: any) => void>();
-    let authed = false;
-    ws.on('message', (data) => {
-      const frame = JSON.parse(String(data));
-      if (frame.type === 'auth_ok') authed = true;
-      if (frame.type === 'result') waiting.get(frame.id)?.(frame);
-    });
-    await new Promise((r) => ws.once('open', r));
-    ws.send(JSON.stringify({ type: 'auth', token }));
-    await until(() => authed);
+    const ws = await TestSocket.connect(wsUrl(server.url), token);
     // The socket acts as the fuzzer (withToken does not apply).
-    let id = 0;
     await inPool(casesFor(WS_CALL_CASES, 4242), 32, async (c) => {
-      const callId = id++;
-      const frame = await timed(c.tool, () => new Promise<any>((resolve) => {
-        waiting.set(callId, resolve);
-        ws.send(JSON.stringify({ type: 'call', id: callId, tool: c.tool, args: resolve_(c.args) }));
-      }));
-      waiting.delete(callId);
+      const frame = (await timed(c.tool, () => ws.call(c.tool, resolve_(c.args), 300_000))) as { ok: boolean; error?: unknown };
       if (!frame.ok) expectContractError(frame.error, label(c));
     }, restoreRoom);
-    expect(ws.readyState).toBe(WebSocket.OPEN);
-    ws.close();
+    expect(ws.ws.readyState).toBe(WebSocket.OPEN);
+    await ws.close();
     expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
   }, 300_000);
 
@@ -250,12 +235,8 @@ describe('fuzzing every tool from its JSON Schema', () => {
 describe('fuzzing raw frames', () => {
   it(`answers ${WS_FRAME_CASES} random WebSocket frames with structured frames and keeps the socket`, async () => {
     await restoreRoom();
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/ws`);
-    const frames: any[] = [];
-    ws.on('message', (data) => frames.push(JSON.parse(String(data))));
-    await new Promise((r) => ws.once('open', r));
-    ws.send(JSON.stringify({ type: 'auth', token }));
-    await until(() => frames.some((f) => f.type === 'auth_ok'));
+    const socket = await TestSocket.connect(wsUrl(server.url), token);
+    const frames = socket.frames as any[];
 
     const valueArb = fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom(roomId, messageId, 'Fuzzer', 'default', 'host', 'paused', 'active', 'markdown') },
@@ -285,12 +266,12 @@ describe('fuzzing raw frames', () => {
       },
     );
     const cases = fc.sample(frameArb, { numRuns: WS_FRAME_CASES, seed: 7 });
-    for (const frame of cases) ws.send(frame);
-    ws.send(JSON.stringify({ type: 'ping' }));
+    for (const frame of cases) socket.send(frame);
+    socket.send({ type: 'ping' });
     const pongs = () => frames.filter((f) => f.type === 'pong').length;
     const expectedPongs = cases.filter((c) => /^\{"type":"ping"/.test(c)).length + 1;
-    await until(() => pongs() >= expectedPongs, 60_000);
-    expect(ws.readyState).toBe(WebSocket.OPEN);
+    await eventually(() => pongs() >= expectedPongs, 60_000);
+    expect(socket.ws.readyState).toBe(WebSocket.OPEN);
     for (const f of frames) {
       expect(['auth_ok', 'subscribed', 'unsubscribed', 'result', 'pong', 'error', 'event']).toContain(f.type);
       const error = f.type === 'error' ? f.error : f.type === 'result' && !f.ok ? f.error : null;
@@ -299,7 +280,7 @@ describe('fuzzing raw frames', () => {
         expect(error.code).not.toBe('internal_error');
       }
     }
-    ws.close();
+    await socket.close();
     expect((await fetch(`${server.url}/api/v1/health`)).status).toBe(200);
   }, 300_000);
 });
@@ -352,14 +333,6 @@ describe('raw tool paths', () => {
     expect(answer).toMatchObject({ status: 200, body: { ok: true } });
   });
 });
-
-async function until(check: () => boolean, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('import_chat_history documents (SPEC §10: a malformed or hostile file is a validation_error)', () => {
   /** A valid room export of this server, the base the fuzzed documents start from. */

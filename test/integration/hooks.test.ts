@@ -96,9 +96,13 @@ describe('Claude Code hooks', () => {
     expect((await stat(path.join(shared.work, 'state', 'claude-sessions', 'sess-1.json'))).mode & 0o777).toBe(0o600);
 
     // The Stop hook of that session needs no environment: the session state names the room.
+    const listening = shared.server.app.rooms.turnListenerCount;
     const stop = hook(['claude-stop'], claudeInput('Stop', 'sess-1', { stop_hook_active: true }));
-    const waiting = await Promise.race([stop.done, new Promise((resolve) => setTimeout(() => resolve('waiting'), 150))]);
-    expect(waiting).toBe('waiting');
+    let finished = false;
+    void stop.done.then(() => (finished = true));
+    // It waits for the turn on the server (its wait is registered there) and has not ended.
+    await expect.poll(() => shared.server.app.rooms.turnListenerCount, { timeout: 10_000 }).toBe(listening + 1);
+    expect(finished).toBe(false);
     const question = 'What do you think, @' + agent.name + '?';
     await shared.server.ok('send_message', { room_id: roomId, text_content: question }, person.token);
     const run = await stop.done;

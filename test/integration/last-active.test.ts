@@ -12,7 +12,7 @@ import { FileStore } from '../../src/storage/index.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import { restOk as ok } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
-import { TestSocket, wsUrl } from '../helpers/ws.js';
+import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
 let running: RunningServer | undefined;
 afterEach(async () => {
@@ -107,20 +107,26 @@ describe('stored last_active', () => {
   });
 });
 
+/** Date.now() once the clock has moved on from the millisecond it is called in. */
+async function laterMillisecond(): Promise<number> {
+  const start = Date.now();
+  await eventually(() => Date.now() > start, 1000, 'the clock to move on');
+  return Date.now();
+}
+
 describe('stored last_active at shutdown (SPEC §6: presence after a restart starts from it)', () => {
   it('holds the last call, and for a WebSocket held to the end, the moment the server stopped', async () => {
     const dataDir = await tempDataDir();
     const { url, agent } = await roomAndAgent(dataDir, {}, 'Caller');
     const listener = await ok(url, 'register_agent', { name: 'Listener' });
     await ok(url, 'list_rooms', {}, agent.token);
-    // A second call right after the first: between calls last_active is stored only now and then.
-    await new Promise((r) => setTimeout(r, 50));
-    const lastCall = Date.now();
+    // A second call right after the first, on a later millisecond (so the first call's time
+    // cannot pass for it): between calls last_active is stored only now and then.
+    const lastCall = await laterMillisecond();
     await ok(url, 'list_rooms', {}, agent.token);
     // An agent waiting on its socket makes no calls at all.
     const socket = await TestSocket.connect(wsUrl(url), listener.token);
-    await new Promise((r) => setTimeout(r, 100));
-    const beforeStop = Date.now();
+    const beforeStop = await laterMillisecond(); // later than anything the socket did
     await running!.close();
     running = undefined;
     await socket.closed;

@@ -1,10 +1,10 @@
 // Abuse limits: per-token and per-address rate limits, slowed password attempts.
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { AppError } from '../../src/errors.js';
 import { FailureDelay } from '../../src/limits/rate-limits.js';
 import { connectMcp } from '../helpers/mcp.js';
 import { registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer;
 afterEach(async () => {
@@ -72,36 +72,34 @@ describe('rate limits', () => {
   });
 });
 
-function openSocket(s: TestServer, token: string) {
-  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws`);
-  const frames: any[] = [];
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-  ws.on('message', (data) => frames.push(JSON.parse(String(data))));
-  ws.once('open', () => ws.send(JSON.stringify({ type: 'auth', token })));
-  return { ws, frames, closed };
+/** A socket that sends its auth frame as soon as it is open (the answer is not awaited here). */
+async function openSocket(s: TestServer, token: string): Promise<TestSocket> {
+  const socket = await TestSocket.open(wsUrl(s.url));
+  socket.send({ type: 'auth', token });
+  return socket;
 }
 
 describe('WebSocket limits', () => {
   it('caps open sockets per participant with close 1008', async () => {
     server = await startTestServer({ maxSocketsPerToken: 2 });
     const user = await registerUser(server, 'Sockets');
-    const first = openSocket(server, user.token);
-    const second = openSocket(server, user.token);
-    await until(() => first.frames.length > 0 && second.frames.length > 0);
-    expect([first.frames[0].type, second.frames[0].type]).toEqual(['auth_ok', 'auth_ok']);
-    const third = openSocket(server, user.token);
-    expect(await third.closed).toBe(1008);
-    first.ws.close();
-    second.ws.close();
+    const first = await openSocket(server, user.token);
+    const second = await openSocket(server, user.token);
+    await Promise.all([first.waitFor((f) => f.type === 'auth_ok'), second.waitFor((f) => f.type === 'auth_ok')]);
+    expect([first.frames[0]!.type, second.frames[0]!.type]).toEqual(['auth_ok', 'auth_ok']);
+    const third = await openSocket(server, user.token);
+    expect((await third.closed).code).toBe(1008);
+    await first.close();
+    await second.close();
   });
 
   it('closes with 1008 a socket that keeps calling after rate_limited', async () => {
     server = await startTestServer({ rateLimitPerToken: 5, rateLimitPerAddress: 0 });
     const user = await registerUser(server, 'Flood');
-    const socket = openSocket(server, user.token);
-    await until(() => socket.frames.some((f) => f.type === 'auth_ok'));
-    for (let i = 0; i < 40; i++) socket.ws.send(JSON.stringify({ type: 'call', id: i, tool: 'list_rooms', args: {} }));
-    expect(await socket.closed).toBe(1008);
+    const socket = await openSocket(server, user.token);
+    await socket.waitFor((f) => f.type === 'auth_ok');
+    for (let i = 0; i < 40; i++) socket.send({ type: 'call', id: i, tool: 'list_rooms', args: {} });
+    expect((await socket.closed).code).toBe(1008);
     const results = socket.frames.filter((f) => f.type === 'result');
     expect(results.filter((r) => r.ok).length).toBeLessThanOrEqual(5);
     expect(results.some((r) => !r.ok && r.error.code === 'rate_limited')).toBe(true);
@@ -112,26 +110,19 @@ describe('WebSocket limits', () => {
     const user = await registerUser(server, 'Resubscriber');
     const { room } = await server.ok('create_room', { room_name: 'Replayed' }, user.token);
     for (let i = 0; i < 3; i++) await server.ok('send_message', { room_id: room.room_id, text_content: `m${i}` }, user.token);
-    const socket = openSocket(server, user.token);
-    await until(() => socket.frames.some((f) => f.type === 'auth_ok'));
+    const socket = await openSocket(server, user.token);
+    await socket.waitFor((f) => f.type === 'auth_ok');
     // Each one would start a replay of the room's history.
-    for (let i = 0; i < 40; i++) socket.ws.send(JSON.stringify({ type: 'subscribe', room_id: room.room_id, after_seq: 0 }));
-    expect(await socket.closed).toBe(1008);
+    for (let i = 0; i < 40; i++) socket.send({ type: 'subscribe', room_id: room.room_id, after_seq: 0 });
+    expect((await socket.closed).code).toBe(1008);
     const limited = socket.frames.filter((f) => f.type === 'error' && f.error.code === 'rate_limited');
     expect(limited.length).toBeGreaterThan(0);
-    expect(limited[0].room_id).toBe(room.room_id);
+    expect((limited[0] as { room_id?: string }).room_id).toBe(room.room_id);
     // At most the budget's subscribes were served (a replay each: three messages).
     expect(socket.frames.filter((f) => f.type === 'event' && f.event === 'message_new').length).toBeLessThanOrEqual(5 * 3);
   });
 });
 
-async function until(check: () => boolean, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('password attempts', () => {
   it('slows attempts after three failures, doubling, and forgets on success', async () => {

@@ -1,60 +1,22 @@
 // One IDE agent over MCP and one networked agent over WebSocket (raw frames of SPEC §8) take
 // alternating turns in the same room for three rounds; in the fourth both pass and the room rests.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { connectMcp, type McpTestClient } from '../helpers/mcp.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer;
 let mcpAgent: McpTestClient | undefined;
-let socket: WebSocket | undefined;
+let socket: TestSocket | undefined;
 
 beforeAll(async () => {
   server = await startTestServer();
 });
 afterAll(async () => {
-  socket?.close();
+  await socket?.close();
   await mcpAgent?.close().catch(() => undefined);
   await server.stop();
 });
-
-interface Frame {
-  type: string;
-  [key: string]: any;
-}
-
-/** A raw WebSocket agent: auth, calls with ids, events to a handler. */
-async function wsAgent(url: string, token: string, onEvent: (frame: Frame) => void) {
-  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
-  const pending = new Map<string, { resolve: (v: any) => void; reject: (e: Error) => void }>();
-  let nextId = 0;
-  let authed!: (frame: Frame) => void;
-  const authOk = new Promise<Frame>((resolve) => (authed = resolve));
-  ws.on('message', (raw) => {
-    const frame = JSON.parse(String(raw)) as Frame;
-    if (frame.type === 'auth_ok') authed(frame);
-    else if (frame.type === 'result') {
-      const waiter = pending.get(String(frame.id));
-      pending.delete(String(frame.id));
-      if (frame.ok) waiter?.resolve(frame.data);
-      else waiter?.reject(Object.assign(new Error(`${frame.error.code}: ${frame.error.message}`), { code: frame.error.code }));
-    } else if (frame.type === 'event') onEvent(frame);
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  ws.send(JSON.stringify({ type: 'auth', token }));
-  await authOk;
-  const call = <T = any>(tool: string, args: unknown): Promise<T> => {
-    const id = `c${++nextId}`;
-    return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve, reject });
-      ws.send(JSON.stringify({ type: 'call', id, tool, args }));
-    });
-  };
-  return { ws, call };
-}
 
 describe('MCP agent and WebSocket agent in one room', () => {
   it('take alternating turns for three rounds', async () => {
@@ -73,7 +35,9 @@ describe('MCP agent and WebSocket agent in one room', () => {
     const roundEnds: Array<{ round_id: string; reason: string }> = [];
     const failures: unknown[] = [];
     let remoteTurns = 0;
-    const agent = await wsAgent(server.url, remote.token, (frame) => {
+    const agent = await TestSocket.connect(wsUrl(server.url), remote.token);
+    socket = agent;
+    agent.onEvent((frame) => {
       if (frame.room_id !== roomId) return;
       if (frame.event === 'round_start') roundStarts.push(frame.data.round_id);
       if (frame.event === 'round_end') roundEnds.push({ round_id: frame.data.round_id, reason: frame.data.reason });
@@ -82,13 +46,12 @@ describe('MCP agent and WebSocket agent in one room', () => {
         const n = remoteTurns;
         const answer =
           n <= 3
-            ? agent.call('send_message', { room_id: roomId, text_content: `net-agent, round ${n}` }).then(() => remoteAnswers.push(`round ${n}`))
-            : agent.call('skip_response', { room_id: roomId });
+            ? agent.ok('send_message', { room_id: roomId, text_content: `net-agent, round ${n}` }).then(() => remoteAnswers.push(`round ${n}`))
+            : agent.ok('skip_response', { room_id: roomId });
         answer.catch((err: unknown) => failures.push(err));
       }
     });
-    socket = agent.ws;
-    await agent.call('join_room', { room_id: roomId });
+    await agent.ok('join_room', { room_id: roomId });
 
     // A person opens the conversation.
     const person = await registerUser(server, 'alice');

@@ -102,13 +102,11 @@ describe('MCP tools', () => {
 
   it('registers over MCP, waits for a person, answers the turn', async () => {
     const { agent, name, roomId, person } = await agentInRoom();
-    const started = Date.now();
     const listening = turnListeners();
     const waiting = agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 20 });
     await expect.poll(turnListeners).toBe(listening + 1);
     const posted = await server.ok('send_message', { room_id: roomId, text_content: 'Hello agents, what is 2+2?' }, person.token);
-    const turn = await waiting;
-    expect(Date.now() - started).toBeLessThan(15_000);
+    const turn = await waiting; // a wait that ran to its timeout_s would answer your_turn: null
     expect(turn.your_turn).toMatchObject({ room_id: roomId, can_skip: true });
     expect(turn.context.messages.map((m: { text_content: string }) => m.text_content)).toContain('Hello agents, what is 2+2?');
 
@@ -165,28 +163,25 @@ describe('MCP tools', () => {
     const { agent, roomId } = await agentInRoom();
     const started = Date.now();
     const result = await agent.ok('wait_for_turn', { room_id: roomId, timeout_s: 1 });
-    const elapsed = Date.now() - started;
     expect(result.your_turn).toBeNull();
     expect(result.hint).toMatch(/again/i);
-    expect(elapsed).toBeGreaterThanOrEqual(900);
-    expect(elapsed).toBeLessThan(5_000);
+    // Not before the 1 s asked for (a wait that ignored timeout_s would outlast this test's timeout).
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
   it('stops waiting when the client cancels', async () => {
     const { agent, roomId } = await agentInRoom();
     const before = turnListeners();
     const controller = new AbortController();
-    const started = Date.now();
     const waiting = agent.call('wait_for_turn', { room_id: roomId, timeout_s: 40 }, { signal: controller.signal });
     await expect.poll(turnListeners).toBe(before + 1);
     controller.abort('test cancels');
     await expect(waiting).rejects.toThrow();
-    expect(Date.now() - started).toBeLessThan(5_000);
-    // The server side resolved: its listener is gone, and the session answers at once.
-    await expect.poll(turnListeners, { timeout: 3_000 }).toBe(before);
-    const quick = Date.now();
-    await agent.ok('list_rooms', {});
-    expect(Date.now() - quick).toBeLessThan(2_000);
+    // The server side resolved: its listener is gone long before the wait's 40 s (this test times
+    // out at 30 s), and the session answers the next call.
+    await expect.poll(turnListeners).toBe(before);
+    const { rooms } = await agent.ok('list_rooms', {});
+    expect(rooms.map((r: { room_id: string }) => r.room_id)).toContain(roomId);
   });
 
   it('stops waiting when the HTTP connection goes away', async () => {
@@ -341,7 +336,7 @@ describe('MCP identity', () => {
     const login = await client.ok('login', { token: agent.token });
     expect(login.participant).toMatchObject({ name: agent.name, kind: 'agent' });
     const { room } = await client.ok('create_room', { room_name: unique('Login room ') });
-    expect(room.created_by).toBeDefined();
+    expect(room.created_by).toBe(agent.name);
     expect(room.members[0].name).toBe(agent.name);
   });
 
@@ -390,6 +385,43 @@ describe('MCP identity', () => {
   });
 });
 
+describe('MCP member isolation', () => {
+  // SPEC §8: a room's messages, state and turns are for its members only (not_a_member, 403);
+  // the same rule the REST and WebSocket tests pin, here through the MCP tools.
+  it('a non-member MCP caller reads nothing of another room: messages, state, stats, context, turns or export', async () => {
+    const { agent, roomId, person } = await agentInRoom();
+    const secret = await server.ok('send_message', { room_id: roomId, text_content: 'members only: the launch code is 0000' }, person.token);
+    await agent.ok('send_message', { room_id: roomId, text_content: 'agent answer, members only' });
+    const outsider = await mcp();
+    await outsider.ok('register_agent', { name: unique('outsiderbot') });
+    const refused: Array<[string, Record<string, unknown>]> = [
+      ['get_room', { room_id: roomId }],
+      ['get_room_stats', { room_id: roomId }],
+      ['get_messages', { room_id: roomId }],
+      ['get_messages', { room_id: roomId, after_seq: 0, limit: 200 }],
+      ['get_context', { room_id: roomId }],
+      ['search_messages', { room_id: roomId, query: 'launch code' }],
+      ['wait_for_turn', { room_id: roomId, timeout_s: 1 }],
+      ['export_chat_history', { room_id: roomId, format: 'json' }],
+      ['send_message', { room_id: roomId, text_content: 'let me in' }],
+    ];
+    for (const [tool, args] of refused) {
+      const error = await outsider.err(tool, args);
+      expect({ tool, code: error.code }).toEqual({ tool, code: 'not_a_member' });
+      expect(JSON.stringify(error)).not.toContain('launch code');
+    }
+    // A message id of the room is no way in either: as if it did not exist (SPEC §8, as over REST).
+    expect(await outsider.err('get_full_message', { message_id: secret.message.message_id })).toMatchObject({ code: 'message_not_found' });
+    // The room list shows the summary only: no members, messages or round.
+    const { rooms } = await outsider.ok('list_rooms', {});
+    const summary = rooms.find((r: { room_id: string }) => r.room_id === roomId);
+    expect(Object.keys(summary).sort()).toEqual(['archived', 'has_password', 'interaction_mode', 'member_count', 'room_description', 'room_id', 'room_name']);
+    // Nothing the outsider tried reached the room.
+    const { messages } = await agent.ok('get_messages', { room_id: roomId });
+    expect(messages.map((m: { text_content: string }) => m.text_content)).toEqual(['members only: the launch code is 0000', 'agent answer, members only']);
+  });
+});
+
 describe('MCP HTTP endpoint', () => {
   it('refuses a Host that is not allowed, naming the setting', async () => {
     const res = await rawRequest({ host: 'evil.example:80' }, initializeBody);
@@ -427,9 +459,8 @@ describe('MCP HTTP endpoint', () => {
       const { room } = await client.ok('create_room', { room_name: unique('Shutdown room ') });
       const waiting = client.call('wait_for_turn', { room_id: room.room_id, timeout_s: 40 });
       await expect.poll(() => own.app.rooms.turnListenerCount).toBe(1);
-      const started = Date.now();
+      // Closing does not wait for the 40 s wait to run out (this test times out at 30 s).
       await own.close();
-      expect(Date.now() - started).toBeLessThan(5_000);
       // The pending wait is answered (no turn) before the session closes.
       const answer = await waiting;
       expect(answer.isError).toBeFalsy();
@@ -461,10 +492,11 @@ describe('MCP: DELETE during a running wait_for_turn', () => {
       const sessionId = client.transport.sessionId!;
       const deleted = await fetch(new URL('/mcp', server.url), { method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-03-26' } });
       expect(deleted.status).toBe(200);
-      const started = Date.now();
-      const answer = (await waiting) as { structuredContent?: { your_turn: unknown } };
-      expect(Date.now() - started).toBeLessThan(5_000);
-      expect(answer.structuredContent?.your_turn ?? null).toBeNull();
+      // Answered at once, not when its 40 s run out (this test times out at 30 s), and answered
+      // as a wait without a turn: not an error, with your_turn present and null.
+      const answer = (await waiting) as { isError?: boolean; structuredContent?: { your_turn?: unknown } };
+      expect(answer.isError).toBeFalsy();
+      expect(answer.structuredContent).toHaveProperty('your_turn', null);
     } finally {
       await client.close();
     }

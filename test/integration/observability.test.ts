@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connectMcp } from '../helpers/mcp.js';
 import { restCall, spawnServer, type ServerProcess } from '../helpers/process.js';
 import { registerAgent, registerUser, startTestServer, tempDataDir, type TestServer } from '../helpers/server.js';
+import { ManualClock } from '../helpers/clock.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
 
 let server: TestServer | undefined;
@@ -11,26 +12,22 @@ afterEach(async () => {
   server = undefined;
 });
 
-const until = async (check: () => Promise<boolean> | boolean, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
 
 describe('metrics and room stats', () => {
   it('counts turns by outcome and reports per-agent stats', async () => {
-    const s = (server = await startTestServer({ turnTimeoutMs: 1000 }));
+    // A manual clock: A answers exactly 120 ms into its turn, C's silence times out at 1000 ms.
+    const clock = new ManualClock(Date.now());
+    const s = (server = await startTestServer({ turnTimeoutMs: 1000 }, { now: clock.now, timers: clock }));
     const user = await registerUser(s, 'Watcher');
     const [a, b, c] = [await registerAgent(s, 'A'), await registerAgent(s, 'B'), await registerAgent(s, 'C')];
     const { room } = await s.ok('create_room', { room_name: 'Stats' }, user.token);
     for (const agent of [a, b, c]) await s.ok('join_room', { room_id: room.room_id }, agent.token);
     await s.ok('send_message', { room_id: room.room_id, text_content: 'go' }, user.token);
-    await new Promise((r) => setTimeout(r, 120));
+    clock.advance(120);
     await s.ok('send_message', { room_id: room.room_id, text_content: 'UNIQUE-ANSWER-TEXT' }, a.token);
     await s.ok('skip_response', { room_id: room.room_id }, b.token);
-    await until(async () => {
+    clock.advance(1000);
+    await eventually(async () => {
       const page = await s.ok('get_messages', { room_id: room.room_id }, user.token);
       return page.messages.some((m: { skip_reason: string }) => m.skip_reason === 'timeout');
     });
@@ -49,7 +46,7 @@ describe('metrics and room stats', () => {
     const { stats } = await s.ok('get_room_stats', { room_id: room.room_id }, user.token);
     const byName = Object.fromEntries(stats.agents.map((x: { name: string }) => [x.name, x]));
     expect(byName.A).toMatchObject({ turns_answered: 1, turns_skipped: 0, turns_timed_out: 0 });
-    expect(byName.A.median_answer_ms).toBeGreaterThanOrEqual(100);
+    expect(byName.A.median_answer_ms).toBe(120);
     expect(byName.B).toMatchObject({ turns_answered: 0, turns_skipped: 1 });
     expect(byName.C).toMatchObject({ turns_timed_out: 1 });
     const outsider = await registerUser(s, 'Outsider');

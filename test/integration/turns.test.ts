@@ -20,16 +20,24 @@ describe('restart in the middle of a turn', () => {
     await restCall(first.url, 'send_message', { room_id: room.room_id, text_content: 'go' }, user.token);
     const before = (await restCall(first.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;
     expect(before.current_round.turn.agent).toBe('A');
-    // Let the clock move (deadlines have millisecond precision) before the kill.
-    await new Promise((r) => setTimeout(r, 20));
     first.child.kill('SIGKILL');
     await first.exited;
 
+    // The restart issues the turn again with the whole TURN_TIMEOUT_MS (60 s here) from the
+    // moment it does so, somewhere between this spawn and the server answering: not the old
+    // deadline, and not what was left of it.
+    const restarting = Date.now();
     const second = await spawnServer({ DATA_DIR: dataDir, TURN_TIMEOUT_MS: '60000' });
     try {
+      const ready = Date.now();
       const after = (await restCall(second.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;
       expect(after.current_round.turn.agent).toBe('A');
-      expect(Date.parse(after.current_round.turn.deadline)).toBeGreaterThan(Date.parse(before.current_round.turn.deadline));
+      const deadline = Date.parse(after.current_round.turn.deadline);
+      expect(deadline).toBeGreaterThanOrEqual(restarting + 60_000);
+      expect(deadline).toBeLessThanOrEqual(ready + 60_000);
+      // The holder is told so in its context as well.
+      const context = (await restCall(second.url, 'get_context', { room_id: room.room_id }, a.token)).body.data;
+      expect(context.your_turn.deadline).toBe(after.current_round.turn.deadline);
       const answer = await restCall(second.url, 'send_message', { room_id: room.room_id, text_content: 'A after restart' }, a.token);
       expect(answer.body.ok).toBe(true);
       const next = (await restCall(second.url, 'get_room', { room_id: room.room_id }, user.token)).body.data.room;

@@ -223,7 +223,7 @@ describe('ChatroomClient', () => {
     // The agent is online (it just called) but not connected: the turn waits for it.
     await first.ok('send_message', { room_id: room.room_id, text_content: 'question?' }, person.token);
     const before = await first.ok('get_context', { room_id: room.room_id }, agent.token);
-    expect(before.your_turn).toMatchObject({ can_skip: true });
+    expect(before.your_turn).toMatchObject({ can_skip: true, round_id: expect.any(String) });
     await first.stop();
     const second = await server({ dataDir: first.dataDir });
     const c = client(second.url, agent.token);
@@ -234,7 +234,8 @@ describe('ChatroomClient', () => {
     });
     await c.connect();
     await eventually(() => turns.length === 1, 5000, 'the turn');
-    expect(turns[0]!.context.your_turn).not.toBeNull();
+    // The same turn as before the restart: same round, can_skip as issued.
+    expect(turns[0]!.context.your_turn).toMatchObject({ round_id: before.your_turn.round_id, can_skip: true });
     const page = await second.ok('get_messages', { room_id: room.room_id }, person.token);
     await eventually(async () => (await second.ok('get_messages', { room_id: room.room_id }, person.token)).messages.length === 2);
     const messages = (await second.ok('get_messages', { room_id: room.room_id }, person.token)).messages;
@@ -254,12 +255,11 @@ describe('ChatroomClient', () => {
         }),
     );
     await c.connect();
-    const started = Date.now();
     await s.ok('send_message', { room_id: room.room_id, text_content: 'anyone?' }, person.token);
     await eventually(async () => (await s.ok('get_messages', { room_id: room.room_id }, person.token)).messages.length === 2, 5000);
     const record = (await s.ok('get_messages', { room_id: room.room_id }, person.token)).messages[1];
+    // Skipped by the client itself ('skip'; the server's timeout would record 'timeout').
     expect(record).toMatchObject({ sender: 'Hanger', visible: false, skip_reason: 'skip' });
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(aborted).toBe(true);
   });
 

@@ -65,11 +65,10 @@ describe.skipIf(!enabled)('a node killed with SIGKILL', () => {
     const mark = watcher.mark();
     const killedAt = Date.now();
     await kill(b);
-    const offline = await watcher.waitForEventFrom(mark, 'member_status_change', (d) => d.member.name === 'Gone' && d.member.status === 'offline', 12_000);
-    const after = Date.now() - killedAt;
-    // B beat at most 2 s before it died; A waits for 3 s of silence (+ its own beat interval).
-    expect(after).toBeGreaterThanOrEqual(900);
-    expect(after).toBeLessThan(8000);
+    // B beat at most 2 s before it died; A waits for 3 s of silence (+ its own beat interval):
+    // the change comes within 8 s of the kill (the wait's own limit), and not at once.
+    const offline = await watcher.waitForEventFrom(mark, 'member_status_change', (d) => d.member.name === 'Gone' && d.member.status === 'offline', 8000);
+    expect(Date.now() - killedAt).toBeGreaterThanOrEqual(900);
     expect(offline.data.member.status).toBe('offline');
     await watcher.barrier();
     expect(watcher.since(mark).filter((f: any) => f.type === 'event' && f.event === 'member_status_change' && f.data.member.name === 'Both')).toEqual([]);
@@ -95,10 +94,9 @@ describe.skipIf(!enabled)('a node killed with SIGKILL', () => {
     const deadline = Date.parse(turn.data.deadline);
     await kill(b);
     expect(Date.now()).toBeLessThan(deadline);
-    const timedOut = await watcher.waitForEvent('message_new', (d) => d.message.skip_reason === 'timeout', deadline - Date.now() + 6000);
-    const firedAt = Date.now();
-    expect(firedAt - deadline).toBeLessThan(5000);
-    expect(firedAt).toBeGreaterThanOrEqual(deadline);
+    // Within 5 s of the deadline: the wait's own limit.
+    const timedOut = await watcher.waitForEvent('message_new', (d) => d.message.skip_reason === 'timeout', deadline - Date.now() + 5000);
+    expect(Date.now()).toBeGreaterThanOrEqual(deadline);
     expect(timedOut.data.message.sender).toBe('Silent');
     const { messages } = await ok(a.url, 'get_messages', { room_id: room.room_id, after_seq: 0 }, person.token);
     expect(messages.filter((m: { skip_reason: string | null }) => m.skip_reason === 'timeout')).toHaveLength(1);
@@ -132,6 +130,8 @@ describe.skipIf(!enabled)('a node killed with SIGKILL', () => {
           }
           if (answer && answer.status < 500) throw new Error(`send ${key}: ${JSON.stringify(answer.body)}`);
           target++;
+          // A pause before the retry (a client's backoff, so a restarting node is not hammered),
+          // not a wait for an outcome.
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       }

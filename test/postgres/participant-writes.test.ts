@@ -3,14 +3,17 @@
 // carries the record it read before the rotation and the rotated-away token works again on
 // every node. The store's compare-and-set makes A's put fail, and A redoes its write on the
 // record B left.
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nameKey } from '../../src/identity/names.js';
 import { Participants } from '../../src/identity/participants.js';
-import { hashToken } from '../../src/identity/secrets.js';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import type { ParticipantRecord } from '../../src/storage/store.js';
 import { makeAgent } from '../unit/storage-helpers.js';
 import { pgTestsEnabled, usePgServer } from './pg-server.js';
+
+/** Only a hash of a token is stored (SPEC §3), its SHA-256 in hex: computed here, not by the code under test. */
+const sha256 = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 const later = '2026-11-01T00:05:00.000Z';
 
@@ -59,7 +62,7 @@ describe.skipIf(!pgTestsEnabled())('one participant written by two nodes', () =>
     stores.push(storeA, storeB);
     await Promise.all([storeA.open(), storeB.open()]);
     await storeB.putParticipant(
-      { kind: 'agent', record: makeAgent('a1', { name: 'alice', last_active: '2026-11-01T00:00:00.000Z', token_hashes: [hashToken('old-token')] }) },
+      { kind: 'agent', record: makeAgent('a1', { name: 'alice', last_active: '2026-11-01T00:00:00.000Z', token_hashes: [sha256('old-token')] }) },
       nameKey('alice'),
     );
     const defaults = { language: 'en', timezone: 'UTC' };
@@ -75,9 +78,9 @@ describe.skipIf(!pgTestsEnabled())('one participant written by two nodes', () =>
     await lastActive;
 
     const stored = await storeB.getParticipant('a1');
-    expect(stored?.record.token_hashes).toEqual([hashToken(token)]);
+    expect(stored?.record.token_hashes).toEqual([sha256(token)]);
     expect(stored?.record.last_active).toBe(later);
-    expect(await storeA.findParticipantByTokenHash(hashToken('old-token'))).toBeUndefined();
+    expect(await storeA.findParticipantByTokenHash(sha256('old-token'))).toBeUndefined();
     expect(storeA.held).toBe(2); // the first put was refused and done again on B's record
   });
 });

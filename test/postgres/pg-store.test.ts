@@ -268,7 +268,9 @@ describe.skipIf(!enabled)('PgStore.commitRoomLocked', () => {
       let bSettled = false;
       const bCommit = b.commitRoom('r', { messages: [makeMessage('r', 2)], expectedVersion: v2 }).finally(() => (bSettled = true));
       const bOutcome = bCommit.then(() => 'committed', (err: unknown) => err);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // B's statement is seen waiting for A's lock in the database, and B has not settled.
+      const waitingOnLocks = async () => (await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0]!.n;
+      await expect.poll(waitingOnLocks).toBeGreaterThan(0);
       expect(bSettled).toBe(false);
       release();
       const v3 = await locked;

@@ -2,7 +2,7 @@
 // an unreachable database falls back to per-node counters instead of failing calls.
 import pg from 'pg';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PgStore } from '../../src/storage/postgres/pg-store.js';
 import { clearExpiredCounters, memoryLimiters, postgresLimiters } from '../../src/storage/postgres/rate-limits.js';
 import { pgTestsEnabled, startPgServer, type PgServer } from './pg-server.js';
@@ -110,7 +110,12 @@ describe.skipIf(!enabled)('PostgreSQL limiters', () => {
 
   it('deletes them on its own, periodically, and stops once its pool has ended', async () => {
     const pool = new pg.Pool({ connectionString: nodes[0]!.connectionString, max: 2 });
+    // The clean-up's interval, caught as it is made, to see it stopped (no waiting for "nothing happened").
+    const setInterval = vi.spyOn(globalThis, 'setInterval');
+    const clearInterval = vi.spyOn(globalThis, 'clearInterval');
     const limiter = postgresLimiters(pool, { clearEveryMs: 20 })({ keyPrefix: 'periodic', points: 3, duration: 10 });
+    const cleanup = setInterval.mock.results.at(-1)!.value as unknown;
+    setInterval.mockRestore();
     await limiter.consume('live');
     await pool.query(`INSERT INTO chatroom_rate_limits (key, points, expire) VALUES ('periodic:gone', 1, $1)`, [Date.now() - 2 * 3_600_000]);
     const keys = async () => (await nodes[0]!.connectionPool.query<{ key: string }>(`SELECT key FROM chatroom_rate_limits WHERE key LIKE 'periodic:%' ORDER BY key`)).rows.map((r) => r.key);
@@ -122,7 +127,8 @@ describe.skipIf(!enabled)('PostgreSQL limiters', () => {
       queried++;
       throw new Error('Cannot use a pool after calling end on the pool');
     }) as unknown as typeof pool.query;
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await expect.poll(() => clearInterval.mock.calls.some(([handle]) => handle === cleanup)).toBe(true);
+    clearInterval.mockRestore();
     expect(queried).toBe(0);
   });
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
 import { ok, useClusterNodes } from './cluster-nodes.js';
 import { pgTestsEnabled } from './pg-server.js';
+import { holdsUntil } from '../helpers/ws.js';
 
 const enabled = pgTestsEnabled();
 const cluster = useClusterNodes();
@@ -32,9 +33,9 @@ describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
     await first.close();
 
     const second = await cluster.node(site, {}, options);
-    // Well past the grace (the first node's presence rows are swept by then), well before the window.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastCall + WINDOW_MS - 2000 - Date.now())));
-    expect(await statusOf(second, room.room_id, person.token, 'Gone')).toBe('online');
+    // Online all through the grace (the first node's presence rows are swept by then), until 2 s
+    // before the window ends.
+    await holdsUntil(async () => (await statusOf(second, room.room_id, person.token, 'Gone')) === 'online', lastCall + WINDOW_MS - 2000, 'Gone online');
     await expect.poll(() => statusOf(second, room.room_id, person.token, 'Gone'), { timeout: 4000, interval: 100 }).toBe('offline');
     expect(Date.now() - lastCall).toBeGreaterThanOrEqual(WINDOW_MS - 100);
   });
@@ -54,10 +55,6 @@ describe.skipIf(!enabled)('presence after a restart on PostgreSQL', () => {
     await ok(restarted.url, 'get_room', { room_id: room.room_id }, agent.token); // back, on the restarted node
 
     // Node A sweeps the old node B's rows (after the grace) and asks who serves the agent now.
-    const until = Date.now() + GRACE_MS + 3000;
-    while (Date.now() < until) {
-      expect(await statusOf(a, room.room_id, person.token, 'Roamer')).toBe('online');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await holdsUntil(async () => (await statusOf(a, room.room_id, person.token, 'Roamer')) === 'online', Date.now() + GRACE_MS + 3000, 'Roamer online on node A');
   });
 });

@@ -31,9 +31,9 @@ describe.skipIf(!enabled)('the last WebSocket closing, across nodes', () => {
     await ok(b.url, 'get_room', { room_id: room.room_id }, agent.token);
     await expect.poll(status).toBe('online');
     await socket.close();
-    const closedAt = Date.now();
 
-    await expect.poll(status, { timeout: GRACE_MS + 5000, interval: 100 }).toBe('offline');
-    expect(Date.now() - closedAt).toBeLessThan(WINDOW_MS / 2);
+    // Offline after the grace, well before the window would have run out (the poll gives up at
+    // half of it: an agent kept online for the window fails here).
+    await expect.poll(status, { timeout: Math.min(GRACE_MS + 5000, WINDOW_MS / 2), interval: 100 }).toBe('offline');
   });
 });

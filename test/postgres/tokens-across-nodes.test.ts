@@ -91,8 +91,8 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
 
     const rotated = await ok(a.url, 'rotate_token', {}, agent.token);
     try {
-      const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 2000))]);
-      expect(closed?.code).toBe(4401);
+      const closed = await socket.closedWithin(2000);
+      expect(closed.code).toBe(4401);
       await eventually(async () => (await restCall(b.url, 'get_room', { room_id: room.room_id }, agent.token)).status === 401, 1000, 'REST on B refuses the old token');
       const refused = await mcp.err('list_rooms');
       expect(refused.code).toBe('unauthorized');
@@ -119,8 +119,8 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
 
     // B's feed reconnects by itself; the socket's next call is checked in the store.
     await eventually(async () => socket.ws.readyState !== socket.ws.OPEN || !(await socket.call('get_room', { room_id: room.room_id })).ok, 3000, 'a call with the old token is refused');
-    const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 2000))]);
-    expect(closed?.code).toBe(4401);
+    const closed = await socket.closedWithin(2000);
+    expect(closed.code).toBe(4401);
   });
 
   it('a socket that only listens closes too when its node missed the revocation: the heartbeat re-checks its token', async () => {
@@ -136,8 +136,8 @@ describe.skipIf(!enabled)('tokens and passwords across nodes', () => {
     await cutFeeds(site.databaseUrl);
     await ok(a.url, 'rotate_token', {}, agent.token);
 
-    const closed = await Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000))]);
-    expect(closed?.code).toBe(4401);
+    const closed = await socket.closedWithin(3000);
+    expect(closed.code).toBe(4401);
   });
 
   it('a name that looks like one registered on another node is name_taken, also when both register at once', async () => {

@@ -109,7 +109,8 @@ export function wsRoomSuites(): void {
         expect(await sg.call('join_room', { room_id: roomId })).toMatchObject({ ok: true });
         expect(await sg.waitFor((f) => f.type === 'subscribed' && f.room_id === roomId)).toMatchObject({ last_seq: 1 });
         // The newcomer's own socket sees its member_join.
-        expect(await sg.waitForEvent('member_join', (d) => d.member.name === guest.name)).toBeTruthy();
+        const joined = await sg.waitForEvent('member_join', (d) => d.member.name === guest.name);
+        expect(joined).toMatchObject({ room_id: roomId, data: { member: { name: guest.name } } });
         await post(roomId, person.token, 'after join');
         await sg.waitForEvent('message_new', (d) => d.message.text_content === 'after join');
         expect(await sg.call('leave_room', { room_id: roomId })).toMatchObject({ ok: true });

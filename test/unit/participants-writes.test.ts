@@ -2,13 +2,16 @@
 // login's new token) each read the record and put it back whole. Two of them for the same
 // participant must not interleave, or the later put carries the earlier read's copy: a rotated
 // token comes back to life, or a new one is lost.
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { nameKey } from '../../src/identity/names.js';
 import { Participants } from '../../src/identity/participants.js';
-import { hashToken } from '../../src/identity/secrets.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
 import type { ParticipantRecord } from '../../src/storage/store.js';
 import { makeAgent } from './storage-helpers.js';
+
+/** Only a hash of a token is stored (SPEC §3), its SHA-256 in hex: computed here, not by the code under test. */
+const sha256 = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 const at = '2026-11-01T00:00:00.000Z';
 const later = '2026-11-01T00:05:00.000Z';
@@ -39,7 +42,7 @@ async function setUp(): Promise<{ store: HeldStore; participants: Participants }
   const store = new HeldStore();
   const record: ParticipantRecord = {
     kind: 'agent',
-    record: makeAgent('a1', { name: 'alice', last_active: at, token_hashes: [hashToken('old-token')] }),
+    record: makeAgent('a1', { name: 'alice', last_active: at, token_hashes: [sha256('old-token')] }),
   };
   await store.putParticipant(record, nameKey('alice'));
   const participants = new Participants(store, { language: 'en', timezone: 'UTC' });
@@ -60,7 +63,7 @@ describe('one participant, two record writes at once', () => {
     const [, token] = await Promise.all([lastActive, rotation]);
 
     const stored = await store.getParticipant('a1');
-    expect(stored?.record.token_hashes).toEqual([hashToken(token)]);
+    expect(stored?.record.token_hashes).toEqual([sha256(token)]);
     expect(stored?.record.last_active).toBe(later);
     expect(participants.authenticate('old-token')).toBeUndefined();
     expect(participants.authenticate(token)).toMatchObject({ id: 'a1' });
@@ -81,6 +84,6 @@ describe('one participant, two record writes at once', () => {
     await expect(participants.rotateToken(participants.authenticate('old-token')!)).rejects.toBe(failing);
     expect(participants.authenticate('old-token')).toMatchObject({ id: 'a1' });
     const token = await participants.rotateToken(participants.authenticate('old-token')!);
-    expect((await store.getParticipant('a1'))?.record.token_hashes).toEqual([hashToken(token)]);
+    expect((await store.getParticipant('a1'))?.record.token_hashes).toEqual([sha256(token)]);
   });
 });

@@ -1,6 +1,12 @@
 // Presence: online while a socket is open or within 90 s of the last call; changes reported once.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Presence, PRESENCE_WINDOW_MS, SOCKET_GRACE_MS, type PresenceChange } from '../../src/identity/presence.js';
+import { Presence, type PresenceChange } from '../../src/identity/presence.js';
+
+// SPEC §6, written here as literals so that a changed production constant fails these tests.
+/** Online for 90 s after the last authenticated call. */
+const WINDOW_MS = 90_000;
+/** Offline 15 s after the last WebSocket closed (no call since). */
+const GRACE_MS = 15_000;
 
 const timers = {
   setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms),
@@ -22,22 +28,19 @@ describe('presence', () => {
     vi.useRealTimers();
   });
 
-  /** 'a' is online now, offline just after one more presence window: one change each way. */
-  function expectOnlineForOneMoreWindow(): void {
+  /** 'a' is online until just before `ms` from now and offline just after: one change each way. */
+  function expectOnlineForExactly(ms: number): void {
     expect(presence.isOnline('a')).toBe(true);
-    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
+    vi.advanceTimersByTime(ms - 10);
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(20);
     expect(presence.isOnline('a')).toBe(false);
     expect(changes.map((c) => c.online)).toEqual([true, false]);
   }
 
   it('goes online on a call and offline 90 s after a single call', () => {
     presence.touch('a');
-    expect(presence.isOnline('a')).toBe(true);
-    vi.advanceTimersByTime(PRESENCE_WINDOW_MS - 10);
-    expect(presence.isOnline('a')).toBe(true);
-    vi.advanceTimersByTime(20);
-    expect(presence.isOnline('a')).toBe(false);
-    expect(changes.map((c) => c.online)).toEqual([true, false]);
+    expectOnlineForExactly(WINDOW_MS);
   });
 
   it('stays online while calls keep coming, then expires 90 s after the last', () => {
@@ -46,15 +49,32 @@ describe('presence', () => {
       vi.advanceTimersByTime(30_000);
       presence.touch('a');
     }
-    expectOnlineForOneMoreWindow();
+    expectOnlineForExactly(WINDOW_MS);
   });
 
-  it('is online while a socket is open, whatever the time, and counts 90 s from its close', () => {
+  it('is online while a socket is open, whatever the time, and goes offline 15 s after the last one closed', () => {
     presence.socketOpened('a');
-    vi.advanceTimersByTime(10 * PRESENCE_WINDOW_MS);
+    vi.advanceTimersByTime(10 * WINDOW_MS);
     expect(presence.isOnline('a')).toBe(true);
     presence.socketClosed('a');
-    expectOnlineForOneMoreWindow();
+    expectOnlineForExactly(GRACE_MS);
+  });
+
+  it('a reconnect inside the 15 s grace keeps it online; a call after the close gives it the whole 90 s', () => {
+    presence.socketOpened('a');
+    presence.socketClosed('a');
+    vi.advanceTimersByTime(GRACE_MS - 10);
+    presence.socketOpened('a');
+    vi.advanceTimersByTime(10 * GRACE_MS);
+    expect(presence.isOnline('a')).toBe(true);
+    presence.socketClosed('a');
+    vi.advanceTimersByTime(1000);
+    presence.touch('a'); // a call since the close: the window counts from it, not the grace
+    vi.advanceTimersByTime(WINDOW_MS - 10);
+    expect(presence.isOnline('a')).toBe(true);
+    vi.advanceTimersByTime(20);
+    expect(presence.isOnline('a')).toBe(false);
+    expect(changes.map((c) => c.online)).toEqual([true, false]);
   });
 
   it('seeds from the stored last_active after a restart', () => {
@@ -62,7 +82,9 @@ describe('presence', () => {
     presence.seed('old', Date.now() - 5 * 60_000);
     expect(presence.isOnline('recent')).toBe(true);
     expect(presence.isOnline('old')).toBe(false);
-    vi.advanceTimersByTime(60_010);
+    vi.advanceTimersByTime(60_000 - 10); // 90 s after its last_active, not before
+    expect(presence.isOnline('recent')).toBe(true);
+    vi.advanceTimersByTime(20);
     expect(presence.isOnline('recent')).toBe(false);
     expect(changes).toEqual([{ participantId: 'recent', online: false, lastActive: 1_000_000 - 30_000 }]);
   });
@@ -73,7 +95,7 @@ describe('presence', () => {
     presence.touch('a'); // a call here, before the close elsewhere
     vi.advanceTimersByTime(1000);
     presence.closedElsewhere('a', Date.now());
-    vi.advanceTimersByTime(SOCKET_GRACE_MS - 10);
+    vi.advanceTimersByTime(GRACE_MS - 10);
     expect(presence.isOnline('a')).toBe(true);
     vi.advanceTimersByTime(20);
     expect(presence.isOnline('a')).toBe(false);
@@ -84,7 +106,7 @@ describe('presence', () => {
     presence.touch('c');
     presence.closedElsewhere('c', Date.now() - 1); // closed before this node's last call
     presence.closedElsewhere('nobody', Date.now()); // unknown here: nothing
-    vi.advanceTimersByTime(SOCKET_GRACE_MS + 10);
+    vi.advanceTimersByTime(GRACE_MS + 10);
     expect([presence.isOnline('b'), presence.isOnline('c'), presence.isOnline('nobody')]).toEqual([true, true, false]);
 
     presence.socketClosed('b'); // this node's last socket of b: the other nodes are told
@@ -95,7 +117,7 @@ describe('presence', () => {
     const served: Array<[string, boolean]> = [];
     presence.onServed((id, on) => served.push([id, on]));
     presence.seed('a', Date.now() - 1000); // active 1 s before the restart: online, not served here
-    presence.seed('old', Date.now() - PRESENCE_WINDOW_MS - 1000); // long gone: offline
+    presence.seed('old', Date.now() - WINDOW_MS - 1000); // long gone: offline
     expect([presence.isOnline('a'), presence.isOnline('old')]).toEqual([true, false]);
     expect(served).toEqual([]);
     presence.touch('a'); // back, through this node
@@ -108,7 +130,7 @@ describe('presence', () => {
     expect(presence.isOnline('old')).toBe(false);
     expect(changes).toEqual([]);
 
-    vi.advanceTimersByTime(PRESENCE_WINDOW_MS + 10);
+    vi.advanceTimersByTime(WINDOW_MS + 10);
     expect(served).toEqual([['a', true], ['a', false]]);
     expect(changes.map((c) => [c.participantId, c.online])).toEqual([['a', false]]);
   });

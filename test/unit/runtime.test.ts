@@ -296,6 +296,24 @@ describe('room runtime', () => {
     ).rejects.toMatchObject({ code: 'room_full' });
     expect((await w.rooms.require(w.roomId)).room.members).toHaveLength(200);
   });
+
+  it('a new room has the SPEC defaults, and its guard trips at max_auto_rounds 3 × 2 agents: the 6th answer', async () => {
+    const w = await world();
+    const runtime = await w.rooms.require(w.roomId);
+    expect(runtime.room.settings).toEqual({ display_time_format: '24h', display_date_format: 'yyyy-MM-dd', max_auto_rounds: 3, turn_timeout_ms: null });
+    await w.rooms.execute(w.roomId, { type: 'post', caller: w.person, input: post('question') });
+    const agents = { Alpha: w.a, Beta: w.b };
+    const guardNotices = async () => (await w.store.readMessages(w.roomId, { afterSeq: 0, limit: 100 })).filter((m) => m.role === 'system');
+    for (let answer = 1; answer <= 6; answer++) {
+      expect(await guardNotices()).toEqual([]);
+      // Rounds follow each other (two agents answered, both online): Alpha, Beta, Alpha, …
+      const holder = runtime.room.current_round?.turn?.agent;
+      expect(holder).toBe(answer % 2 === 1 ? 'Alpha' : 'Beta');
+      await w.rooms.execute(w.roomId, { type: 'post', caller: agents[holder as 'Alpha' | 'Beta'], input: post(`answer ${answer}`) });
+    }
+    expect((await guardNotices()).map((m) => m.text_content)).toEqual(['已达到自动轮次上限（3 轮），等待用户发言或手动开始新一轮。']);
+    expect(runtime.room.current_round?.completed).toBe(true);
+  });
 });
 
 describe('room runtime on a shared store: commits that lose to other nodes', () => {

@@ -2,7 +2,7 @@
 import { silentLogger } from '../../src/logger.js';
 import { FileStore } from '../../src/storage/file-store.js';
 import { MemoryStore } from '../../src/storage/memory-store.js';
-import { faultyFsOps, FS_FAULT_KINDS, tempDir } from './storage-helpers.js';
+import { faultyFsOps, FS_FAULT_KINDS, heldFsyncOps, tempDir } from './storage-helpers.js';
 import { storeContract } from './store-contract.js';
 
 storeContract('MemoryStore', async () => {
@@ -28,7 +28,13 @@ for (const [name, cacheMessages] of [
 storeContract(name, async () => {
   const { dir, cleanup } = await tempDir();
   const faults = faultyFsOps();
-  const make = () => new FileStore({ dataDir: dir, logger: silentLogger, fsOps: faults.ops, cacheMessages, compactEveryMs: 0 });
+  const held = heldFsyncOps();
+  // The fault switch's ops, with each fsync first waiting while writes are held.
+  const ops = { ...faults.ops, fsync: async (handle: Parameters<NonNullable<typeof faults.ops.fsync>>[0]) => {
+    await held.wait(handle);
+    return faults.ops.fsync!(handle);
+  } };
+  const make = () => new FileStore({ dataDir: dir, logger: silentLogger, fsOps: ops, cacheMessages, compactEveryMs: 0 });
   const harness = {
     store: make(),
     async reopen() {
@@ -38,6 +44,7 @@ storeContract(name, async () => {
       return harness.store;
     },
     faults: { kinds: FS_FAULT_KINDS, set: (kind: string | null) => faults.set(kind) },
+    holdWrites: { hold: () => held.hold(), release: () => held.release(), waiting: () => held.waiting() },
     cleanup,
   };
   await harness.store.open();
