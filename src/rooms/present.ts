@@ -3,7 +3,7 @@ import { cloneRoom } from '../clone.js';
 import type { Message, PublicRoomSummary, Room, RoomRecord, RoomUpdateRoom } from '../types.js';
 
 export function presentRoom(record: RoomRecord): Room {
-  const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, recent_round_ends: _ends, ...rest } = record;
+  const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, recent_round_ends: _ends, paused_by: _pausedBy, ...rest } = record;
   return cloneRoom({ ...rest, has_password: password_hash !== null });
 }
 

@@ -6,6 +6,11 @@ import { defineTool } from './registry.js';
 import { chars, messageId, roomId } from '../protocol/schemas.js';
 import type { ToolServices } from './services.js';
 import { checkFileUrl, removeUnreferencedUpload } from './uploads.js';
+import type { PhraseSkip } from '../runtime/commands.js';
+
+function isPhraseSkip(value: unknown): value is PhraseSkip {
+  return typeof value === 'object' && value !== null && (value as { skipped?: unknown }).skipped === true;
+}
 
 const limit = (max: number) => z.number().int().min(1).max(max);
 /**
@@ -42,7 +47,9 @@ export function messageTools(app: ToolServices) {
         .strict(),
       handler: async ({ room_id, ...input }, ctx) => {
         await checkFileUrl(app.config.dataDir, room_id, input.file_url);
-        return { message: await rooms.execute(room_id, { type: 'post', caller: ctx.caller, input }) };
+        const posted = await rooms.execute(room_id, { type: 'post', caller: ctx.caller, input });
+        // A pass phrase of the agent's skip_list was a skip (SPEC §4): { skipped: true, message: the record }.
+        return isPhraseSkip(posted) ? posted : { message: posted };
       },
     }),
     defineTool({

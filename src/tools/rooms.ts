@@ -29,6 +29,7 @@ export function roomTools(app: ToolServices) {
       last_active: new Date(app.presence.lastActive(caller.id) ?? now).toISOString(),
       is_host: false,
       skip_list: agent?.skip_list ?? [],
+      capabilities: agent?.capabilities ?? [],
       language_preference: agent?.preferred_language ?? user?.language ?? app.config.defaultLanguage,
       timezone_preference: agent?.timezone ?? user?.timezone ?? app.config.displayTimezone,
       participant_id: caller.id,
