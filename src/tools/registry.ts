@@ -2,6 +2,8 @@
 // description, an input schema and a handler that takes the caller's context.
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { chineseReason, localizeError } from '../i18n/errors.js';
+import { callerLang, type Lang } from '../i18n/language.js';
 import { NOT_A_MESSAGE_ID, NOT_A_ROOM_ID } from '../protocol/schemas.js';
 import type { Caller } from '../types.js';
 
@@ -23,6 +25,11 @@ export interface CallOptions {
   requestId?: string;
   signal?: AbortSignal;
   onProgress?: (elapsedMs: number, totalMs: number) => void;
+  /**
+   * The raw `Accept-Language` header of the request (REST, the WebSocket's upgrade request, MCP
+   * over HTTP), or null: error messages are written in the language it asks for (SPEC §7).
+   */
+  acceptLanguage?: string | null;
 }
 
 export interface ToolContext extends Omit<CallOptions, 'caller' | 'token'> {
@@ -78,6 +85,10 @@ export interface RegistryHooks {
   limitCaller(caller: Caller): Promise<void>;
   /** Told the outcome of every call (metrics, logs): `ok` or the error code. */
   observe?(call: CallRecord): void;
+  /** DEFAULT_LANGUAGE: errors' language when neither the request nor a room names one. */
+  defaultLanguage?: string;
+  /** The language of a room (undefined when there is no such room), for errors of calls about it. */
+  roomLanguage?(roomId: string): Promise<string | undefined>;
 }
 
 export interface CallRecord {
@@ -153,8 +164,18 @@ export class ToolRegistry {
       return result;
     } catch (err) {
       record(err instanceof AppError ? err.code : 'internal_error');
-      throw err;
+      throw err instanceof AppError ? localizeError(err, await this.errorLanguage(rawArgs, options)) : err;
     }
+  }
+
+  /**
+   * The language of a call's error message (SPEC §7): the request's Accept-Language when it asks
+   * for zh or en, else the language of the room the call is about, else DEFAULT_LANGUAGE.
+   */
+  async errorLanguage(rawArgs: unknown, options: Pick<CallOptions, 'acceptLanguage'>): Promise<Lang> {
+    const roomId = typeof rawArgs === 'object' && rawArgs !== null ? (rawArgs as { room_id?: unknown }).room_id : undefined;
+    const roomLanguage = typeof roomId === 'string' && roomId.length <= 200 ? await this.hooks.roomLanguage?.(roomId).catch(() => undefined) : undefined;
+    return callerLang(options.acceptLanguage, roomLanguage, this.hooks.defaultLanguage ?? 'zh-CN');
   }
 
   private async dispatch(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
@@ -172,7 +193,14 @@ export class ToolRegistry {
     const ctx: ToolContext = { ...options, caller };
     if (tool.admit) await tool.admit(ctx);
     const parsed = tool.input.safeParse(rawArgs ?? {});
-    if (!parsed.success) throw validationError(parsed.error);
+    if (!parsed.success) {
+      const error = validationError(parsed.error);
+      // The Chinese message comes from the same schema parsed again with zod's zh-CN texts (a
+      // failed call only; the reasons the schemas write themselves are translated by i18n).
+      const chinese = tool.input.safeParse(rawArgs ?? {}, { error: ZH_ERRORS });
+      if (!chinese.success) error.texts = { en: error.message, 'zh-CN': validationMessage(chinese.error, 'zh-CN') };
+      throw error;
+    }
     const run = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
     if (!caller) return run();
     this.hooks.touched(caller);
@@ -196,7 +224,16 @@ export function validationError(error: z.ZodError): AppError {
   }));
   if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_ROOM_ID)) return new AppError('room_not_found', 'No room with this id');
   if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_MESSAGE_ID)) return new AppError('message_not_found', 'No message with this id');
-  const first = issues[0];
-  const message = first ? `${first.path || 'arguments'}: ${first.message}` : 'Invalid arguments';
-  return new AppError('validation_error', message, { issues });
+  return new AppError('validation_error', validationMessage(error, 'en'), { issues });
+}
+
+const ZH_ERRORS = z.locales.zhCN().localeError;
+
+/** `path: reason` of the first issue, in `lang` (a schema's own reason translated for zh-CN). */
+function validationMessage(error: z.ZodError, lang: Lang): string {
+  const first = error.issues[0];
+  if (!first) return lang === 'en' ? 'Invalid arguments' : '参数无效';
+  const path = first.path.join('.');
+  if (lang === 'en') return `${path || 'arguments'}: ${first.message}`;
+  return `${path || '参数'}：${chineseReason(first.message) ?? first.message}`;
 }
