@@ -4,6 +4,7 @@
 // handler persists what `buildImport` returns.
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { schemaTexts } from '../i18n/schema-errors.js';
 import { PARTICIPANT_NAME, nameKey } from '../identity/names.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { language, roomDescription, roomName, timezone } from '../protocol/schemas.js';
@@ -202,13 +203,15 @@ export function parseRoomFile(data: unknown, maxMessageChars: number): RoomFile 
   if (head.version !== ROOM_FORMAT_VERSION) {
     throw new AppError('validation_error', `data.version ${JSON.stringify(head.version)} is not supported (this server reads version ${ROOM_FORMAT_VERSION})`);
   }
-  const parsed = fileSchema(maxMessageChars).safeParse(data);
+  const schema = fileSchema(maxMessageChars);
+  const parsed = schema.safeParse(data);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = ['data', ...(issue?.path ?? []).map(String)].join('.');
-    throw new AppError('validation_error', `${where}: ${issue?.message ?? 'invalid'}`, {
+    const texts = schemaTexts(schema, data, parsed.error, { prefix: ['data'], whole: { en: 'data', 'zh-CN': 'data' } });
+    const error = new AppError('validation_error', texts.en, {
       issues: parsed.error.issues.slice(0, 5).map((i) => ({ path: ['data', ...i.path.map(String)].join('.'), message: i.message })),
     });
+    error.texts = texts;
+    throw error;
   }
   const file = parsed.data;
   let total = 0;

@@ -60,6 +60,7 @@ const MESSAGES: ReadonlyArray<readonly [string, string]> = [
   ],
   ['This MCP session is already bound to "{name}"; open a new session to register another agent.', '这个 MCP 会话已绑定到“{name}”；要注册另一个智能体，请打开新的会话。'],
   ['This MCP session is already bound to "{name}"; open a new session to register someone else.', '这个 MCP 会话已绑定到“{name}”；要注册其他人，请打开新的会话。'],
+  ['This MCP session is already bound to "{name}"; open a new session to {what}.', '这个 MCP 会话已绑定到“{name}”；请打开新的会话。'],
   ['This MCP session is bound to "{name}" and cannot log in as "{other}"; open a new session for another participant.', '这个 MCP 会话已绑定到“{name}”，不能以“{other}”的身份登录；请为其他参与者打开新的会话。'],
   ['This MCP session is being identified by another call; try again.', '这个 MCP 会话正在被另一个调用确认身份，请重试。'],
   // rooms and permissions

@@ -2,7 +2,8 @@
 // description, an input schema and a handler that takes the caller's context.
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import { chineseReason, localizeError } from '../i18n/errors.js';
+import { localizeError } from '../i18n/errors.js';
+import { schemaMessage, schemaTexts } from '../i18n/schema-errors.js';
 import { callerLang, type Lang } from '../i18n/language.js';
 import { NOT_A_MESSAGE_ID, NOT_A_ROOM_ID } from '../protocol/schemas.js';
 import type { Caller } from '../types.js';
@@ -195,10 +196,7 @@ export class ToolRegistry {
     const parsed = tool.input.safeParse(rawArgs ?? {});
     if (!parsed.success) {
       const error = validationError(parsed.error);
-      // The Chinese message comes from the same schema parsed again with zod's zh-CN texts (a
-      // failed call only; the reasons the schemas write themselves are translated by i18n).
-      const chinese = tool.input.safeParse(rawArgs ?? {}, { error: ZH_ERRORS });
-      if (!chinese.success) error.texts = { en: error.message, 'zh-CN': validationMessage(chinese.error, 'zh-CN') };
+      if (error.code === 'validation_error') error.texts = schemaTexts(tool.input, rawArgs ?? {}, parsed.error);
       throw error;
     }
     const run = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
@@ -224,16 +222,5 @@ export function validationError(error: z.ZodError): AppError {
   }));
   if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_ROOM_ID)) return new AppError('room_not_found', 'No room with this id');
   if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_MESSAGE_ID)) return new AppError('message_not_found', 'No message with this id');
-  return new AppError('validation_error', validationMessage(error, 'en'), { issues });
-}
-
-const ZH_ERRORS = z.locales.zhCN().localeError;
-
-/** `path: reason` of the first issue, in `lang` (a schema's own reason translated for zh-CN). */
-function validationMessage(error: z.ZodError, lang: Lang): string {
-  const first = error.issues[0];
-  if (!first) return lang === 'en' ? 'Invalid arguments' : '参数无效';
-  const path = first.path.join('.');
-  if (lang === 'en') return `${path || 'arguments'}: ${first.message}`;
-  return `${path || '参数'}：${chineseReason(first.message) ?? first.message}`;
+  return new AppError('validation_error', schemaMessage(error, 'en'), { issues });
 }
