@@ -10,6 +10,7 @@ import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { v4 as uuidv4 } from 'uuid';
 import { z } from 'zod';
+import { describer } from '../i18n/tool-text.js';
 import type { ToolServices as App } from './services.js';
 import { EXPORT_EXT, type ExportFormat, type ExportInput } from '../export/format.js';
 import { buildImport, parseRoomFile, type BuiltImport } from '../export/import.js';
@@ -87,11 +88,15 @@ async function* presented(messages: AsyncIterable<Message>, room: RoomRecord): A
 }
 
 export function exportTools(app: App) {
+  const say = describer(app.config.defaultLanguage);
   return [
     defineTool({
       name: 'export_chat_history',
-      description:
-        "Export the room's history. `markdown`, `pdf` and `html` hold the visible messages in order, with sender, role and time in the room timezone (HTML is one self-contained file that opens offline); `json` is the versioned room format (settings, members, every message including skip records, rounds) that import_chat_history reads. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`. At most 2 exports run at once on the server; others wait, and `rate_limited` answers when too many wait.",
+      description: say({
+        'zh-CN':
+          '导出房间的历史记录。markdown、pdf 和 html 按顺序包含可见消息，带发送者、角色和房间时区的时间（HTML 是可离线打开的单个自包含文件）；json 是带版本的房间格式（设置、成员、包括跳过记录在内的所有消息、轮次），import_chat_history 可以读取。返回签名的下载 url（15 分钟内有效；也可以用你的令牌下载）、文件名 filename 和大小 bytes。服务器同时最多运行 2 个导出，其余的排队等待，排队过多时返回 rate_limited。',
+        en: "Export the room's history. `markdown`, `pdf` and `html` hold the visible messages in order, with sender, role and time in the room timezone (HTML is one self-contained file that opens offline); `json` is the versioned room format (settings, members, every message including skip records, rounds) that import_chat_history reads. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`. At most 2 exports run at once on the server; others wait, and `rate_limited` answers when too many wait.",
+      }),
       input: z.object({ room_id: roomId, format: z.enum(['markdown', 'pdf', 'html', 'json']) }).strict(),
       handler: async (args, ctx) => {
         const room = await app.reads.memberRoom(args.room_id, ctx.caller);
@@ -135,8 +140,11 @@ export function exportTools(app: App) {
     }),
     defineTool({
       name: 'import_chat_history',
-      description:
-        'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names, in order, renumbered from seq 1. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing.',
+      description: say({
+        'zh-CN':
+          '用 JSON 导出文件创建新房间（export_chat_history 的 json 格式：{format:"agent-chatroom.room", version:1, …}）。你成为它的创建者和唯一成员；消息保留作者名字和顺序，seq 从 1 重新编号。room_name 可以覆盖文件中的名称。格式错误或恶意的文件返回 validation_error，不会创建任何东西。',
+        en: 'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names, in order, renumbered from seq 1. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing.',
+      }),
       input: z.object({ data: z.unknown(), room_name: roomName.optional() }).strict(),
       handler: async (args, ctx) => {
         const file = parseRoomFile(args.data, app.config.maxMessageChars);

@@ -27,7 +27,7 @@ import {
 import { z } from 'zod';
 import type { App } from '../app.js';
 import { AppError, toWireError } from '../errors.js';
-import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/instructions.js';
+import { mcpInstructions, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/instructions.js';
 import type { RegisteredTool, ToolRegistry } from '../tools/registry.js';
 import type { Caller } from '../types.js';
 import { bearerToken } from './http-util.js';
@@ -106,7 +106,7 @@ export class McpSession {
   ) {
     this.server = new McpServer(
       { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
-      { capabilities: { tools: { listChanged: false } }, instructions: MCP_INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: false } }, instructions: mcpInstructions(app.config.defaultLanguage) },
     );
     this.server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: mcpTools(app.registry) }));
     this.server.server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
