@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { EnvFileError, environmentWithFiles } from './env-file.js';
 
 /**
  * A command's own arguments, strictly (an unknown flag or a stray argument is a one-line error,
@@ -30,9 +31,11 @@ function argsOrExit(usage: string, positionals: number): string[] {
   return parsed.positionals;
 }
 
-const START_USAGE = `Usage: agent-chatroom start
+const START_USAGE = `Usage: agent-chatroom start [--env-file FILE]…
   Runs the server. Settings come from the environment (README, "Configuration"): PORT (3000),
   HOST (127.0.0.1), DATA_DIR (./data), TURN_TIMEOUT_MS, STORE/DATABASE_URL, …
+  --env-file FILE   read settings from a dotenv file first (repeatable: a later file overrides
+                    an earlier one); the process environment wins over every file
 `;
 const BACKUP_USAGE = `Usage: agent-chatroom backup <target-dir>
   Copies DATA_DIR (default ./data) into <target-dir> (new or empty), also while the server runs.
@@ -51,8 +54,41 @@ function configOrExit(): Config {
   }
 }
 
+/**
+ * `start`'s flags; the `--env-file` settings are put into process.env under what it already
+ * holds (the environment wins), so every later reader sees one environment.
+ */
+function startEnvironmentOrExit(): void {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: process.argv.slice(3),
+      options: { help: { type: 'boolean', short: 'h' }, 'env-file': { type: 'string', multiple: true } },
+      allowPositionals: false,
+      strict: true,
+    });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${START_USAGE}`);
+    process.exit(2);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(START_USAGE);
+    process.exit(0);
+  }
+  const files = parsed.values['env-file'] ?? [];
+  if (files.length === 0) return;
+  try {
+    const merged = environmentWithFiles(files, process.env);
+    for (const [key, value] of Object.entries(merged)) if (process.env[key] === undefined && value !== undefined) process.env[key] = value;
+  } catch (err) {
+    if (!(err instanceof EnvFileError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+}
+
 async function start(): Promise<void> {
-  argsOrExit(START_USAGE, 0);
+  startEnvironmentOrExit();
   const { createLogger, flushLogger, logFormat } = await import('./logger.js');
   const { startServer } = await import('./server.js');
   const config = configOrExit();
@@ -119,7 +155,7 @@ async function backup(): Promise<void> {
 
 const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people in rooms, taking turns)
 
-  start                              run the server (PORT, HOST, DATA_DIR, … from the environment)
+  start [--env-file FILE]…           run the server (PORT, HOST, DATA_DIR, … from the environment and env files)
   mcp [--url URL] [--token T]        stdio MCP server for IDE agents, forwarding to a running server
   agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
   cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
