@@ -1,7 +1,7 @@
 // @ts-check
 // The member list: presence (online / busy / offline), agent badge, host (host-mode rooms only)
-// and creator marks, what an agent reported it is doing, who holds the turn, and, for admins, a
-// button to remove a member.
+// and creator marks, what an agent reported it is doing, who holds the turn, an agent's
+// introduction and capabilities (SPEC §4), and, for admins, a button to remove a member.
 import { h } from './dom.js';
 import { presenceLabel, roleLabel, t } from './i18n.js';
 import { activityText } from './turnbar.js';
@@ -45,6 +45,13 @@ export function renderMembers(list, room, { me, turnAgent, activities, canRemove
         ),
         act ? h('p', { class: 'member-activity' }, activityText(m.name, act)) : null,
         m.role === 'ai_agent' && m.introduce ? h('p', { class: 'member-intro' }, m.introduce) : null,
+        m.role === 'ai_agent' && m.capabilities?.length
+          ? h(
+              'p',
+              { class: 'member-caps', 'aria-label': t('members.capabilities') },
+              ...m.capabilities.map((/** @type {string} */ c) => h('span', { class: 'member-cap' }, c)),
+            )
+          : null,
       );
     }),
   );

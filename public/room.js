@@ -109,6 +109,17 @@ export function mountRoom(container, ctx) {
     h('div', { class: 'room-head-actions', role: 'toolbar', 'aria-label': t('room.actions') }, pauseBtn, startBtn, agentBtn, settingsBtn, sideToggle),
   );
 
+  // the server's standing notice (paused by whom, guard tripped, no agent online), above the
+  // person's announcement; written by the server in the room's language
+  const sysNoticeText = h('span', { class: 'system-announcement-text' });
+  const sysNotice = h(
+    'section',
+    { class: 'system-announcement', role: 'status', 'aria-label': t('room.systemNotice'), hidden: true },
+    h('span', { class: 'system-announcement-label' }, icon('megaphone', { size: 14 }), t('room.systemNotice')),
+    ' ',
+    sysNoticeText,
+  );
+
   // announcement
   const annText = h('div', { class: 'announcement-text' });
   const annMeta = h('span', { class: 'announcement-meta muted' });
@@ -172,7 +183,7 @@ export function mountRoom(container, ctx) {
     h('section', { class: 'side-section' }, leaveBtn),
   );
 
-  const main = h('div', { class: 'room-main' }, announcement, turnbar.el, emptyHint, msgTools, list.el, composer.el);
+  const main = h('div', { class: 'room-main' }, sysNotice, announcement, turnbar.el, emptyHint, msgTools, list.el, composer.el);
   const backdrop = h('div', { class: 'side-backdrop', hidden: true });
   const view = h('section', { class: 'view view-room', 'aria-labelledby': 'room-title' }, head, h('div', { class: 'room-body' }, main, backdrop, side));
   container.append(view);
@@ -249,7 +260,9 @@ export function mountRoom(container, ctx) {
 
   const renderAnnouncement = () => {
     const a = room().announcement || {};
-    const text = [a.system_announcement, a.user_announcement].filter(Boolean).join('\n');
+    sysNoticeText.textContent = a.system_announcement || '';
+    sysNotice.hidden = !a.system_announcement;
+    const text = a.user_announcement || '';
     annText.textContent = text;
     annMeta.textContent = a.user_announcement && a.announcement_publisher ? `${a.announcement_publisher} · ${formatTime(a.timestamp, tz())}` : '';
     announcement.hidden = !text;
