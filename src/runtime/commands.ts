@@ -134,8 +134,9 @@ export function memberStatus(member: Member): MemberStatus {
 }
 
 export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads: CommandReads): Promise<Answer> {
+  const eventsBefore = draft.events.length;
   const answer = await handleOne(draft, cmd, env, reads);
-  refreshStandingNotice(draft, env);
+  refreshStandingNotice(draft, env, eventsBefore);
   return answer;
 }
 
@@ -145,7 +146,7 @@ export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads:
  * (a pause, a post that trips the guard, a person's message that resets it, presence), so it is
  * recomputed after each; a change goes out as `room_update` and is stored with the command.
  */
-function refreshStandingNotice(draft: Draft, env: CommandEnv): void {
+function refreshStandingNotice(draft: Draft, env: CommandEnv, eventsBefore: number): void {
   const room = draft.room;
   const agents = room.members.filter((m) => m.role === 'ai_agent');
   const text = systemAnnouncement(room.language, {
@@ -155,6 +156,15 @@ function refreshStandingNotice(draft: Draft, env: CommandEnv): void {
   });
   if (text === room.announcement.system_announcement) return;
   room.announcement = { ...room.announcement, system_announcement: text };
+  // The command's own room_update (a pause, a settings change) carries the notice: one event,
+  // with the room as the command left it, rather than a second one right behind it.
+  for (let i = draft.events.length - 1; i >= eventsBefore; i--) {
+    const event = draft.events[i]!;
+    if (event.event !== 'room_update') continue;
+    draft.events[i] = { event: 'room_update', room_id: room.room_id, data: { room: presentRoomUpdate(room) } };
+    draft.roomChanged = true;
+    return;
+  }
   roomUpdated(draft);
 }
 
