@@ -10,9 +10,9 @@ import { formatTime } from './time.js';
 /**
  * @param {HTMLElement} list  <ul>
  * @param {any} room
- * @param {{ me: string, turnAgent: string|null, activities: Record<string, { activity: string, note: string }>, canRemove: boolean, onRemove: (name: string) => void }} opts
+ * @param {{ me: string, turnAgent: string|null, activities: Record<string, { activity: string, note: string }>, capabilities: Map<string, string[]>, canRemove: boolean, onRemove: (name: string) => void }} opts
  */
-export function renderMembers(list, room, { me, turnAgent, activities, canRemove, onRemove }) {
+export function renderMembers(list, room, { me, turnAgent, activities, capabilities, canRemove, onRemove }) {
   const members = room.members || [];
   list.replaceChildren(
     ...members.map((/** @type {any} */ m) => {
@@ -45,11 +45,11 @@ export function renderMembers(list, room, { me, turnAgent, activities, canRemove
         ),
         act ? h('p', { class: 'member-activity' }, activityText(m.name, act)) : null,
         m.role === 'ai_agent' && m.introduce ? h('p', { class: 'member-intro' }, m.introduce) : null,
-        m.role === 'ai_agent' && m.capabilities?.length
+        m.role === 'ai_agent' && capabilities.get(m.name)?.length
           ? h(
               'p',
               { class: 'member-caps', 'aria-label': t('members.capabilities') },
-              ...m.capabilities.map((/** @type {string} */ c) => h('span', { class: 'member-cap' }, c)),
+              ...(capabilities.get(m.name) ?? []).map((c) => h('span', { class: 'member-cap' }, c)),
             )
           : null,
       );

@@ -35,6 +35,8 @@ const SEARCH_LIMIT = 200;
 export function mountRoom(container, ctx) {
   const { roomId, live } = ctx;
   let state = initialRoomState();
+  /** Agents' capabilities (SPEC §4: shown in get_context members), by name. @type {Map<string, string[]>} */
+  const capabilities = new Map();
   let loaded = false;
   let destroyed = false;
   /** @type {ReturnType<typeof setTimeout>|undefined} */
@@ -249,6 +251,7 @@ export function mountRoom(container, ctx) {
       me: me(),
       turnAgent: turn?.agent ?? null,
       activities: state.activities,
+      capabilities,
       canRemove: isAdmin() && !r.archived,
       onRemove: (name) => removeMember(name),
     });
@@ -310,6 +313,18 @@ export function mountRoom(container, ctx) {
 
   // ── data ──
 
+  const loadCapabilities = async () => {
+    try {
+      const { members } = await callTool('get_context', { room_id: roomId, limit: 1 });
+      if (destroyed) return;
+      capabilities.clear();
+      for (const m of members) if (m.capabilities?.length) capabilities.set(m.name, m.capabilities);
+      renderRoom();
+    } catch {
+      // Capabilities are a detail: the member list shows without them.
+    }
+  };
+
   const refreshRoom = async (attempt = 0) => {
     const epoch = liveEpoch;
     try {
@@ -351,6 +366,7 @@ export function mountRoom(container, ctx) {
     if (destroyed) return;
     ctx.myRooms.add(roomId);
     dispatch({ type: 'room', room: data.room });
+    void loadCapabilities();
     try {
       const { messages } = await firstPage;
       if (destroyed) return;
@@ -596,6 +612,7 @@ export function mountRoom(container, ctx) {
     liveEpoch += 1;
     if (frame.event === 'member_leave' && d.member?.name?.toLowerCase() === me().toLowerCase()) return kickedOut();
     dispatch({ type: 'event', event: frame.event, data: d });
+    if (frame.event === 'member_join' && d.member?.role === 'ai_agent') void loadCapabilities();
     if (frame.event === 'member_join' || frame.event === 'member_leave') {
       list.refreshAll();
       // A join or leave changes the round's queue; the server's room is the truth.

@@ -49,7 +49,11 @@ export interface Member {
   activity?: 'thinking' | 'working' | null;
   activity_note?: string | null;
   skip_list: string[];
-  /** What the agent is good at (its registration's `capabilities`), shown to everyone (SPEC §4). Absent in rooms joined before it was kept = none. */
+  /**
+   * What the agent is good at (its registration's `capabilities`), kept with the membership for
+   * get_context's members (SPEC §4); not among the fields a room's members are shown with
+   * (rooms/present.ts). Absent (joined before it was kept) = none.
+   */
   capabilities?: string[];
   language_preference: string;
   timezone_preference: string;
