@@ -13,9 +13,19 @@ import { EnvFileError, environmentWithFiles } from './env-file.js';
  * exit 2, never silently ignored); `--help` prints `usage` and exits 0.
  */
 function argsOrExit(usage: string, positionals: number): string[] {
+  return flagsOrExit(usage, positionals, false).positionals;
+}
+
+/** As argsOrExit; with `envFiles`, the command also takes `--env-file` (repeatable): `files`. */
+function flagsOrExit(usage: string, positionals: number, envFiles: boolean): { positionals: string[]; files: string[] } {
   let parsed;
   try {
-    parsed = parseArgs({ args: process.argv.slice(3), options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: positionals > 0, strict: true });
+    parsed = parseArgs({
+      args: process.argv.slice(3),
+      options: { help: { type: 'boolean', short: 'h' }, ...(envFiles ? { 'env-file': { type: 'string', multiple: true } as const } : {}) },
+      allowPositionals: positionals > 0,
+      strict: true,
+    });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${usage}`);
     process.exit(2);
@@ -28,7 +38,8 @@ function argsOrExit(usage: string, positionals: number): string[] {
     process.stderr.write(`Unexpected argument "${parsed.positionals[positionals]}".\n${usage}`);
     process.exit(2);
   }
-  return parsed.positionals;
+  const files = (parsed.values as { 'env-file'?: string[] })['env-file'] ?? [];
+  return { positionals: parsed.positionals, files };
 }
 
 const START_USAGE = `Usage: agent-chatroom start [--env-file FILE]…
@@ -59,23 +70,7 @@ function configOrExit(): Config {
  * holds (the environment wins), so every later reader sees one environment.
  */
 function startEnvironmentOrExit(): void {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: process.argv.slice(3),
-      options: { help: { type: 'boolean', short: 'h' }, 'env-file': { type: 'string', multiple: true } },
-      allowPositionals: false,
-      strict: true,
-    });
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${START_USAGE}`);
-    process.exit(2);
-  }
-  if (parsed.values.help) {
-    process.stdout.write(START_USAGE);
-    process.exit(0);
-  }
-  const files = parsed.values['env-file'] ?? [];
+  const { files } = flagsOrExit(START_USAGE, 0, true);
   if (files.length === 0) return;
   try {
     const merged = environmentWithFiles(files, process.env);
