@@ -1,11 +1,13 @@
 // `agent-chatroom start --env-file FILE` (SPEC §2): settings from dotenv files, repeatable, the
 // process environment winning; a missing file or a bad line stops start-up with one line.
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { EnvFileError, environmentWithFiles, parseEnvFile } from '../../src/env-file.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { restOk, runCli, spawnServer } from '../helpers/process.js';
 
 let work: string;
@@ -29,6 +31,15 @@ describe('dotenv files', () => {
     expect(() => parseEnvFile('prod.env', 'PORT=1\nthis is not a setting\n')).toThrow(/prod\.env, line 2/);
     expect(() => parseEnvFile('prod.env', 'A="never closed\n')).toThrow(/prod\.env, line 1/);
     expect(() => parseEnvFile('prod.env', '1BAD=x')).toThrow(EnvFileError);
+  });
+
+  it('the example production.env of docs/configuration.md is a valid configuration', async () => {
+    const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8');
+    const example = /## Example: `production\.env`\s+```sh\n([\s\S]*?)```/.exec(doc)?.[1];
+    expect(example).toBeDefined();
+    const config = loadConfig(parseEnvFile('production.env', example!));
+    expect(config.dataDir).toBe('/var/lib/agent-chatroom');
+    expect(config.allowedHosts).toContain('chat.example.com');
   });
 
   it('a later file overrides an earlier one; the environment wins over both', async () => {
