@@ -27,7 +27,7 @@ export function guardNotice(language: string, maxAutoRounds: number): string {
 
 /** Why a room stands still: the conditions `system_announcement` reports (SPEC §4). */
 export interface StandingConditions {
-  /** The person (or agent) who paused the room, when it is paused. */
+  /** Who paused the room while it is paused ('' when not known), null while it runs. */
   pausedBy: string | null;
   guardTripped: boolean;
   /** The room has agents and none of them is online. */
@@ -38,7 +38,12 @@ export interface StandingConditions {
 export function systemAnnouncement(language: string, c: StandingConditions): string {
   const zh = langOf(language) === 'zh-CN';
   const parts: string[] = [];
-  if (c.pausedBy !== null) parts.push(zh ? `房间已被 ${c.pausedBy} 暂停，智能体不会发言，直到房间恢复。` : `The room was paused by ${c.pausedBy}; agents do not speak until it is resumed.`);
+  if (c.pausedBy !== null && c.pausedBy !== '') {
+    parts.push(zh ? `房间已被 ${c.pausedBy} 暂停，智能体不会发言，直到房间恢复。` : `The room was paused by ${c.pausedBy}; agents do not speak until it is resumed.`);
+  } else if (c.pausedBy !== null) {
+    // Paused before who paused it was kept.
+    parts.push(zh ? '房间已暂停，智能体不会发言，直到房间恢复。' : 'The room is paused; agents do not speak until it is resumed.');
+  }
   if (c.guardTripped) parts.push(zh ? '已达到自动轮次上限，等待用户发言或手动开始新一轮。' : 'The automatic round limit was reached; waiting for a person to post or start a new round.');
   if (c.noAgentOnline) parts.push(zh ? '本房间目前没有在线的智能体。' : 'No agent of this room is online.');
   return parts.join(zh ? '' : ' ');

@@ -113,3 +113,19 @@ describe('the caller language', () => {
     expect(callerLang(undefined, 'zh-CN', 'en')).toBe('zh-CN');
   });
 });
+
+describe('the standing notice', () => {
+  it('names who paused the room, in the room language, one sentence per condition', async () => {
+    const { systemAnnouncement } = await import('../../src/i18n/room-texts.js');
+    const none = { pausedBy: null, guardTripped: false, noAgentOnline: false };
+    expect(systemAnnouncement('zh-CN', none)).toBe('');
+    expect(systemAnnouncement('en', { ...none, pausedBy: 'Ann' })).toBe('The room was paused by Ann; agents do not speak until it is resumed.');
+    expect(systemAnnouncement('zh-CN', { ...none, pausedBy: 'Ann' })).toContain('Ann');
+    // A room paused before the name was kept still says it is paused.
+    expect(systemAnnouncement('en', { ...none, pausedBy: '' })).toBe('The room is paused; agents do not speak until it is resumed.');
+    const all = systemAnnouncement('en', { pausedBy: 'Ann', guardTripped: true, noAgentOnline: true });
+    expect(all).toContain('paused by Ann');
+    expect(all).toContain('round limit');
+    expect(all).toContain('No agent of this room is online.');
+  });
+});
