@@ -3,7 +3,7 @@
 // with the composition roots (app.ts, server.ts, cli.ts) on top and small shared leaves
 // (types, errors, config, logger, paths, and i18n/: the texts in both languages) usable from
 // anywhere. No cycles between folders.
-const transports = '^src/(transports|mcp)/';
+const transports = '^src/(transports|mcp|gateways)/';
 const tools = '^src/tools/';
 const runtime = '^src/(runtime|events)/';
 const domain = '^src/(rounds|rooms|messages|identity|limits|protocol|export)/';

@@ -46,13 +46,8 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
     ? history.map((m) => JSON.stringify(quote(m, me.name))).join('\n')
     : '(no messages yet)';
   const notShown = omittedLine(room.language, unreadNotQuoted(turn, history));
-  const ask =
-    turn.reason === 'mention'
-      ? 'You were mentioned: answer the message that mentions you.'
-      : turn.reason === 'host'
-        ? 'You are the host of this room: steer the conversation.'
-        : 'It is your turn in the rotation.';
-  const details = { room_name: room.room_name, ...(room.room_description ? { room_description: room.room_description } : {}) };
+  const ask = turnAsk(turn);
+  const details = roomDetails(turn);
   const user = [
     `Room (data, set by its admins): ${JSON.stringify(details)}`,
     `Members: ${members}`,
@@ -83,6 +78,21 @@ export function unreadNotQuoted(turn: TurnInfo, history: readonly Message[]): nu
   const firstQuoted = history[0]?.seq;
   if (firstQuoted === undefined) return omitted + turn.context.messages.length;
   return omitted + turn.context.messages.filter((m) => m.seq < firstQuoted).length;
+}
+
+/** Why the agent is asked now, in one sentence. */
+export function turnAsk(turn: Pick<TurnInfo, 'reason'>): string {
+  return turn.reason === 'mention'
+    ? 'You were mentioned: answer the message that mentions you.'
+    : turn.reason === 'host'
+      ? 'You are the host of this room: steer the conversation.'
+      : 'It is your turn in the rotation.';
+}
+
+/** The room's name and description, set by its admins: quoted as data, never as rules. */
+export function roomDetails(turn: TurnInfo): { room_name: string; room_description?: string } {
+  const room = turn.context.room;
+  return { room_name: room.room_name, ...(room.room_description ? { room_description: room.room_description } : {}) };
 }
 
 /** A message as quoted data: who, role, time and text, never as instructions. */

@@ -9,9 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
 import { agentClient, checkServer, serverBase, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
+import { requireProgram } from '../agent/program.js';
 import { readReply } from '../agent/prompt.js';
-import { giveUp, turnHistory } from '../agent/turns.js';
-import { type ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import { giveUp, passHeldTurnsAndClose, turnHistory } from '../agent/turns.js';
+import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
 import { lastLine, runChild, type ChildResult } from './child.js';
 import { PRESETS, parsePlainOutput, type McpPlan, type Preset, type PresetName } from './presets.js';
@@ -77,8 +78,12 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
   const command = options.command.length ? options.command : preset ? [preset.program] : [];
   if (command.length === 0) throw new StartError('Give the command to run after "--", or a --preset');
   const program = path.basename(command[0]!);
-
   await checkServer(options.url);
+  // Before signing in: a CLI that is not installed would otherwise skip every turn.
+  requireProgram(command[0]!, {
+    ...(preset && command[0] === preset.program ? { install: preset.install } : {}),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
   const { base, identity, rooms } = await signInAndJoin({ ...options, log }, options.rooms);
   for (const room of rooms) log(`in room "${room.room_name}" (${room.room_id}) as ${identity.participant.name}`);
   const mcp = options.mcp ? await writeMcpConfig(base, identity.token) : null;
@@ -160,16 +165,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
       const held = [...working.entries()];
       shutdown.abort();
       await queue; // the child is dead once its turn's work has settled
-      for (const [roomId, canSkip] of held) {
-        if (!canSkip) continue;
-        // A server without skip reasons (before SPEC v2) refuses the argument: skip without it.
-        await client
-          .call('skip_response', { room_id: roomId, reason: skipReason(reason) }, { timeoutMs: 3000 })
-          .catch((err: ChatroomError) => (err.code === 'validation_error' ? client.call('skip_response', { room_id: roomId }, { timeoutMs: 3000 }) : undefined))
-          .catch(() => undefined);
-      }
-      await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
-      await client.close();
+      await passHeldTurnsAndClose(client, held, reason);
       if (mcp) await rm(mcp.dir, { recursive: true, force: true });
     },
   };
