@@ -36,6 +36,7 @@ const MESSAGES: ReadonlyArray<readonly [string, string]> = [
   // identity and tokens
   ['Unknown or revoked token', '令牌未知或已被撤销'],
   ['Unknown token', '未知的令牌'],
+  ['not authenticated', '尚未认证'],
   ['This tool needs a token (Authorization: Bearer <token>)', '这个工具需要令牌（Authorization: Bearer <token>）'],
   ['This needs a token (Authorization: Bearer <token>)', '需要令牌（Authorization: Bearer <token>）'],
   ['The token in the Authorization header is unknown or was rotated', 'Authorization 头中的令牌未知或已被更换'],
