@@ -63,7 +63,7 @@ export default {
   'skip.passed': '{name}’s turn was passed by an admin',
   'skip.none': '{name} did not speak',
   'skip.because': ': {reason}',
-  'system.guard': 'Automatic round limit ({n}) reached. Waiting for a person to post or for a new round to be started manually.',
+  'system.guard': 'Automatic round limit reached ({n} {n|round|rounds}). Waiting for a person to post or for a new round to be started manually.',
   'activity.thinking': '{name} is thinking…',
   'activity.working': '{name} is working…',
   'activity.idle': '{name} is idle',

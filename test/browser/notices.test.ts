@@ -88,7 +88,7 @@ describe.skipIf(!enabled)('standing notice, capabilities and records on the page
 
     const en = await open(person.token, 'ReaderZh', room.room_id, 'en');
     await en.locator('.note-skip', { hasText: 'EnBot skipped this turn: nothing new' }).waitFor();
-    await en.locator('.note-system', { hasText: 'Automatic round limit (1) reached' }).waitFor();
+    await en.locator('.note-system', { hasText: 'Automatic round limit reached (1 round).' }).waitFor();
     await en.context().close();
   });
 });
