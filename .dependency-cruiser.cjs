@@ -1,13 +1,15 @@
 // Layering of src/ (checked in .ci/run): arrows go down only,
 //   transports → tools → runtime → domain → storage
 // with the composition roots (app.ts, server.ts, cli.ts) on top and small shared leaves
-// (types, errors, config, logger, paths) usable from anywhere. No cycles between folders.
+// (types, errors, config, logger, paths, and i18n/: the texts in both languages) usable from
+// anywhere. No cycles between folders.
 const transports = '^src/(transports|mcp|gateways)/';
 const tools = '^src/tools/';
 const runtime = '^src/(runtime|events)/';
 const domain = '^src/(rounds|rooms|messages|identity|limits|protocol|export)/';
 const storage = '^src/storage/';
 const roots = '^src/(app|server|cli|index|backup)\\.ts$';
+const i18n = '^src/i18n/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -18,6 +20,7 @@ module.exports = {
     { name: 'domain-below-runtime', severity: 'error', from: { path: domain }, to: { path: [transports, tools, runtime, roots] } },
     { name: 'runtime-below-tools', severity: 'error', from: { path: runtime }, to: { path: [transports, tools, roots] } },
     { name: 'tools-below-transports', severity: 'error', from: { path: tools }, to: { path: [transports, roots] } },
+    { name: 'i18n-is-a-leaf', severity: 'error', from: { path: i18n }, to: { path: [transports, tools, runtime, domain, storage, roots] } },
     { name: 'transports-not-roots', severity: 'error', from: { path: transports }, to: { path: '^src/(server|cli|index|backup)\\.ts$' } },
   ],
   options: {

@@ -95,10 +95,24 @@ export function skipNote(sender, reason, text = '') {
   return why ? `${base}${t('skip.because', { reason: why })}` : base;
 }
 
-/** The reason inside a skip record's text `（跳过：reason）`, or ''. @param {string} text */
+/**
+ * The reason inside a skip record's text, as a Chinese room writes it `（跳过：reason）` or an
+ * English one `(skipped: reason)`, or ''. @param {string} text
+ */
 export function skipReasonOf(text) {
-  const m = /^（跳过[：:]\s*([\s\S]*)）$/.exec(String(text || '').trim());
-  return m ? m[1].trim() : '';
+  const m = /^(?:（跳过[：:]\s*([\s\S]*)）|\(skipped:\s*([\s\S]*)\))$/.exec(String(text || '').trim());
+  return m ? (m[1] ?? m[2] ?? '').trim() : '';
+}
+
+/**
+ * A system line in the reader's language: the engine's guard notice (written in the room's
+ * language, either form) is recognised and said again; any other system text is shown as is.
+ * @param {string} text
+ */
+export function systemText(text) {
+  const s = String(text || '').trim();
+  const guard = /^已达到自动轮次上限（(\d+) 轮）/.exec(s) ?? /^Automatic round limit reached \((\d+) rounds?\)/.exec(s);
+  return guard ? t('system.guard', { n: Number(guard[1]) }) : s;
 }
 
 /** A sentence for an ApiError (or any error). @param {any} err */

@@ -1,7 +1,7 @@
 // @ts-check
 // The member list: presence (online / busy / offline), agent badge, host (host-mode rooms only)
-// and creator marks, what an agent reported it is doing, who holds the turn, and, for admins, a
-// button to remove a member.
+// and creator marks, what an agent reported it is doing, who holds the turn, an agent's
+// introduction and capabilities (SPEC §4), and, for admins, a button to remove a member.
 import { h } from './dom.js';
 import { presenceLabel, roleLabel, t } from './i18n.js';
 import { activityText } from './turnbar.js';
@@ -10,9 +10,9 @@ import { formatTime } from './time.js';
 /**
  * @param {HTMLElement} list  <ul>
  * @param {any} room
- * @param {{ me: string, turnAgent: string|null, activities: Record<string, { activity: string, note: string }>, canRemove: boolean, onRemove: (name: string) => void }} opts
+ * @param {{ me: string, turnAgent: string|null, activities: Record<string, { activity: string, note: string }>, capabilities: Map<string, string[]>, canRemove: boolean, onRemove: (name: string) => void }} opts
  */
-export function renderMembers(list, room, { me, turnAgent, activities, canRemove, onRemove }) {
+export function renderMembers(list, room, { me, turnAgent, activities, capabilities, canRemove, onRemove }) {
   const members = room.members || [];
   list.replaceChildren(
     ...members.map((/** @type {any} */ m) => {
@@ -45,6 +45,13 @@ export function renderMembers(list, room, { me, turnAgent, activities, canRemove
         ),
         act ? h('p', { class: 'member-activity' }, activityText(m.name, act)) : null,
         m.role === 'ai_agent' && m.introduce ? h('p', { class: 'member-intro' }, m.introduce) : null,
+        m.role === 'ai_agent' && capabilities.get(m.name)?.length
+          ? h(
+              'p',
+              { class: 'member-caps', 'aria-label': t('members.capabilities') },
+              ...(capabilities.get(m.name) ?? []).map((c) => h('span', { class: 'member-cap' }, c)),
+            )
+          : null,
       );
     }),
   );

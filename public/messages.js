@@ -6,7 +6,7 @@
 // reply quotes, and the actions on one's own messages (reply, edit, delete).
 import { fetchFile } from './api.js';
 import { downloadUrl, h, toast } from './dom.js';
-import { errorText, roleLabel, skipNote, t } from './i18n.js';
+import { errorText, roleLabel, skipNote, systemText, t } from './i18n.js';
 import { icon } from './icons.js';
 import { plainText, renderMarkdown } from './markdown.js';
 import { MessageStore } from './store.js';
@@ -482,7 +482,7 @@ function buildNode(message, ctx, list) {
       { class: 'note note-system', dataset: { seq: message.seq, messageId: message.message_id } },
       h('span', { class: 'badge badge-system' }, roleLabel('system')),
       ' ',
-      h('span', { class: 'note-text' }, message.text_content),
+      h('span', { class: 'note-text' }, systemText(message.text_content)),
       ' ',
       timeEl,
     );

@@ -35,6 +35,8 @@ const SEARCH_LIMIT = 200;
 export function mountRoom(container, ctx) {
   const { roomId, live } = ctx;
   let state = initialRoomState();
+  /** Agents' capabilities (SPEC §4: shown in get_context members), by name. @type {Map<string, string[]>} */
+  const capabilities = new Map();
   let loaded = false;
   let destroyed = false;
   /** @type {ReturnType<typeof setTimeout>|undefined} */
@@ -109,6 +111,17 @@ export function mountRoom(container, ctx) {
     h('div', { class: 'room-head-actions', role: 'toolbar', 'aria-label': t('room.actions') }, pauseBtn, startBtn, agentBtn, settingsBtn, sideToggle),
   );
 
+  // the server's standing notice (paused by whom, guard tripped, no agent online), above the
+  // person's announcement; written by the server in the room's language
+  const sysNoticeText = h('span', { class: 'system-announcement-text' });
+  const sysNotice = h(
+    'section',
+    { class: 'system-announcement', role: 'status', 'aria-label': t('room.systemNotice'), hidden: true },
+    h('span', { class: 'system-announcement-label' }, icon('megaphone', { size: 14 }), t('room.systemNotice')),
+    ' ',
+    sysNoticeText,
+  );
+
   // announcement
   const annText = h('div', { class: 'announcement-text' });
   const annMeta = h('span', { class: 'announcement-meta muted' });
@@ -172,7 +185,7 @@ export function mountRoom(container, ctx) {
     h('section', { class: 'side-section' }, leaveBtn),
   );
 
-  const main = h('div', { class: 'room-main' }, announcement, turnbar.el, emptyHint, msgTools, list.el, composer.el);
+  const main = h('div', { class: 'room-main' }, sysNotice, announcement, turnbar.el, emptyHint, msgTools, list.el, composer.el);
   const backdrop = h('div', { class: 'side-backdrop', hidden: true });
   const view = h('section', { class: 'view view-room', 'aria-labelledby': 'room-title' }, head, h('div', { class: 'room-body' }, main, backdrop, side));
   container.append(view);
@@ -238,6 +251,7 @@ export function mountRoom(container, ctx) {
       me: me(),
       turnAgent: turn?.agent ?? null,
       activities: state.activities,
+      capabilities,
       canRemove: isAdmin() && !r.archived,
       onRemove: (name) => removeMember(name),
     });
@@ -249,7 +263,9 @@ export function mountRoom(container, ctx) {
 
   const renderAnnouncement = () => {
     const a = room().announcement || {};
-    const text = [a.system_announcement, a.user_announcement].filter(Boolean).join('\n');
+    sysNoticeText.textContent = a.system_announcement || '';
+    sysNotice.hidden = !a.system_announcement;
+    const text = a.user_announcement || '';
     annText.textContent = text;
     annMeta.textContent = a.user_announcement && a.announcement_publisher ? `${a.announcement_publisher} · ${formatTime(a.timestamp, tz())}` : '';
     announcement.hidden = !text;
@@ -297,6 +313,18 @@ export function mountRoom(container, ctx) {
 
   // ── data ──
 
+  const loadCapabilities = async () => {
+    try {
+      const { members } = await callTool('get_context', { room_id: roomId, limit: 1 });
+      if (destroyed) return;
+      capabilities.clear();
+      for (const m of members) if (m.capabilities?.length) capabilities.set(m.name, m.capabilities);
+      renderRoom();
+    } catch {
+      // Capabilities are a detail: the member list shows without them.
+    }
+  };
+
   const refreshRoom = async (attempt = 0) => {
     const epoch = liveEpoch;
     try {
@@ -338,6 +366,7 @@ export function mountRoom(container, ctx) {
     if (destroyed) return;
     ctx.myRooms.add(roomId);
     dispatch({ type: 'room', room: data.room });
+    void loadCapabilities();
     try {
       const { messages } = await firstPage;
       if (destroyed) return;
@@ -583,6 +612,7 @@ export function mountRoom(container, ctx) {
     liveEpoch += 1;
     if (frame.event === 'member_leave' && d.member?.name?.toLowerCase() === me().toLowerCase()) return kickedOut();
     dispatch({ type: 'event', event: frame.event, data: d });
+    if (frame.event === 'member_join' && d.member?.role === 'ai_agent') void loadCapabilities();
     if (frame.event === 'member_join' || frame.event === 'member_leave') {
       list.refreshAll();
       // A join or leave changes the round's queue; the server's room is the truth.

@@ -45,7 +45,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const timers = options.timers ?? realTimers;
   const rawStore = options.store ?? openStore(config, logger);
   await rawStore.open();
-  const metrics = new Metrics(rawStore);
+  const metrics = new Metrics(rawStore, config.dataDir);
   const store = instrumentStore(rawStore, metrics);
   const bus = instrumentBus(new InProcessBus(), metrics);
   const shared = rawStore instanceof PgStore;

@@ -7,15 +7,26 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { EnvFileError, environmentWithFiles } from './env-file.js';
 
 /**
  * A command's own arguments, strictly (an unknown flag or a stray argument is a one-line error,
  * exit 2, never silently ignored); `--help` prints `usage` and exits 0.
  */
 function argsOrExit(usage: string, positionals: number): string[] {
+  return flagsOrExit(usage, positionals, false).positionals;
+}
+
+/** As argsOrExit; with `envFiles`, the command also takes `--env-file` (repeatable): `files`. */
+function flagsOrExit(usage: string, positionals: number, envFiles: boolean): { positionals: string[]; files: string[] } {
   let parsed;
   try {
-    parsed = parseArgs({ args: process.argv.slice(3), options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: positionals > 0, strict: true });
+    parsed = parseArgs({
+      args: process.argv.slice(3),
+      options: { help: { type: 'boolean', short: 'h' }, ...(envFiles ? { 'env-file': { type: 'string', multiple: true } as const } : {}) },
+      allowPositionals: positionals > 0,
+      strict: true,
+    });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${usage}`);
     process.exit(2);
@@ -28,12 +39,15 @@ function argsOrExit(usage: string, positionals: number): string[] {
     process.stderr.write(`Unexpected argument "${parsed.positionals[positionals]}".\n${usage}`);
     process.exit(2);
   }
-  return parsed.positionals;
+  const files = (parsed.values as { 'env-file'?: string[] })['env-file'] ?? [];
+  return { positionals: parsed.positionals, files };
 }
 
-const START_USAGE = `Usage: agent-chatroom start
+const START_USAGE = `Usage: agent-chatroom start [--env-file FILE]…
   Runs the server. Settings come from the environment (README, "Configuration"): PORT (3000),
   HOST (127.0.0.1), DATA_DIR (./data), TURN_TIMEOUT_MS, STORE/DATABASE_URL, …
+  --env-file FILE   read settings from a dotenv file first (repeatable: a later file overrides
+                    an earlier one); the process environment wins over every file
 `;
 const BACKUP_USAGE = `Usage: agent-chatroom backup <target-dir>
   Copies DATA_DIR (default ./data) into <target-dir> (new or empty), also while the server runs.
@@ -52,8 +66,25 @@ function configOrExit(): Config {
   }
 }
 
+/**
+ * `start`'s flags; the `--env-file` settings are put into process.env under what it already
+ * holds (the environment wins), so every later reader sees one environment.
+ */
+function startEnvironmentOrExit(): void {
+  const { files } = flagsOrExit(START_USAGE, 0, true);
+  if (files.length === 0) return;
+  try {
+    const merged = environmentWithFiles(files, process.env);
+    for (const [key, value] of Object.entries(merged)) if (process.env[key] === undefined && value !== undefined) process.env[key] = value;
+  } catch (err) {
+    if (!(err instanceof EnvFileError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+}
+
 async function start(): Promise<void> {
-  argsOrExit(START_USAGE, 0);
+  startEnvironmentOrExit();
   const { createLogger, flushLogger, logFormat } = await import('./logger.js');
   const { startServer } = await import('./server.js');
   const config = configOrExit();
@@ -120,7 +151,7 @@ async function backup(): Promise<void> {
 
 const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people in rooms, taking turns)
 
-  start                              run the server (PORT, HOST, DATA_DIR, … from the environment)
+  start [--env-file FILE]…           run the server (PORT, HOST, DATA_DIR, … from the environment and env files)
   mcp [--url URL] [--token T] [--no-channel]
                                      stdio MCP server for IDE agents, forwarding to a running server
                                      (pushes turns into Claude Code through its channel)

@@ -24,7 +24,21 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** A message already written per language (zh-CN, en), for one that is built at run time. */
+export interface ErrorTexts {
+  readonly 'zh-CN'?: string;
+  readonly en?: string;
+}
+
 export class AppError extends Error {
+  /**
+   * The message in each language, when the thrower wrote them (schema errors); otherwise
+   * src/i18n/errors.ts translates `message` (English) where the error is answered.
+   */
+  texts?: ErrorTexts;
+  /** Set once the message is in the caller's language (the registry did it): kept as it is. */
+  localized?: true;
+
   constructor(
     readonly code: ErrorCode,
     message: string,

@@ -52,6 +52,12 @@ export interface Member {
   activity?: 'thinking' | 'working' | null;
   activity_note?: string | null;
   skip_list: string[];
+  /**
+   * What the agent is good at (its registration's `capabilities`), kept with the membership for
+   * get_context's members (SPEC §4); not among the fields a room's members are shown with
+   * (rooms/present.ts). Absent (joined before it was kept) = none.
+   */
+  capabilities?: string[];
   language_preference: string;
   timezone_preference: string;
   /** agent_id or user_id of the participant. */
@@ -103,6 +109,11 @@ export interface RoomRecord {
    */
   paused_mentions?: string[];
   /**
+   * Who paused the room (while it is paused), for the standing notice `system_announcement`
+   * (SPEC §4). Internal bookkeeping, not shown to clients. Absent = not paused or not known.
+   */
+  paused_by?: string;
+  /**
    * The last rounds that ended (at most RECENT_ROUND_ENDS of src/runtime/engine-step.ts, oldest
    * first), each with the reason its `round_end` gave. `current_round` keeps only the last round,
    * and a round ended by a commit that also started the next one is gone from it: a node that
@@ -118,7 +129,7 @@ export interface RoundEnd {
   reason: RoundEndReason;
 }
 
-export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq' | 'recent_round_ends'> & {
+export type Room = Omit<RoomRecord, 'password_hash' | 'created_by_id' | 'processed_through_seq' | 'recent_round_ends' | 'paused_by'> & {
   has_password: boolean;
 };
 

@@ -63,6 +63,7 @@ export default {
   'skip.passed': '{name}’s turn was passed by an admin',
   'skip.none': '{name} did not speak',
   'skip.because': ': {reason}',
+  'system.guard': 'Automatic round limit reached ({n} {n|round|rounds}). Waiting for a person to post or for a new round to be started manually.',
   'activity.thinking': '{name} is thinking…',
   'activity.working': '{name} is working…',
   'activity.idle': '{name} is idle',
@@ -178,6 +179,7 @@ export default {
   'room.sideToggle': 'Members & tools',
   'room.sideToggleCount': 'Members & tools ({n})',
   'room.announcement': 'Announcement',
+  'room.systemNotice': 'Notice',
   'room.noAgents': 'No agents in this room yet. Add one to join the conversation:',
   'room.showSkips': 'Show skip and timeout notes',
   'room.info': 'Room',
@@ -206,6 +208,7 @@ export default {
   'info.timezone': 'Time zone',
 
   'members.remove': 'Remove {name}',
+  'members.capabilities': 'Capabilities',
   'members.lastActive': 'last active {time}',
   'members.meSuffix': ' (me)',
 

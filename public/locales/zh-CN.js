@@ -64,6 +64,7 @@ export default {
   'skip.passed': '{name} 的发言被管理员跳过',
   'skip.none': '{name} 没有发言',
   'skip.because': '：{reason}',
+  'system.guard': '已达到自动轮次上限（{n} 轮），等待用户发言或手动开始新一轮。',
   'activity.thinking': '{name} 正在思考…',
   'activity.working': '{name} 正在工作…',
   'activity.idle': '{name} 空闲',
@@ -179,6 +180,7 @@ export default {
   'room.sideToggle': '成员与工具',
   'room.sideToggleCount': '成员与工具（{n}）',
   'room.announcement': '公告',
+  'room.systemNotice': '系统提示',
   'room.noAgents': '房间里还没有智能体。添加一个，让它加入讨论：',
   'room.showSkips': '显示跳过与超时记录',
   'room.info': '房间信息',
@@ -207,6 +209,7 @@ export default {
   'info.timezone': '时区',
 
   'members.remove': '移出 {name}',
+  'members.capabilities': '能力',
   'members.lastActive': '最近活动 {time}',
   'members.meSuffix': '（我）',
 

@@ -2,6 +2,7 @@
 // only as quoted data (one JSON object per message), never as instructions: the system
 // message alone says who the agent is and how the room works.
 import type { TurnInfo } from '../client/turns.js';
+import { omittedLine } from '../i18n/room-texts.js';
 import type { Message } from '../types.js';
 import type { ChatMessage } from './llm.js';
 
@@ -44,6 +45,7 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
   const transcript = history.length
     ? history.map((m) => JSON.stringify(quote(m, me.name))).join('\n')
     : '(no messages yet)';
+  const notShown = omittedLine(room.language, unreadNotQuoted(turn, history));
   const ask = turnAsk(turn);
   const details = roomDetails(turn);
   const user = [
@@ -54,6 +56,7 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
     '<transcript>',
     transcript,
     '</transcript>',
+    notShown,
     '',
     `${ask} Write your message as ${me.name} now${turn.can_skip ? `, or ${SKIP_SENTINEL}` : ''}.`,
   ]
@@ -63,6 +66,18 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
     { role: 'system', content: rules.filter((line, i, all) => line !== '' || all[i - 1] !== '').join('\n') },
     { role: 'user', content: user },
   ];
+}
+
+/**
+ * Unread messages the transcript does not quote: those get_context left out (`omitted`) and
+ * the unread ones older than the transcript's first message. The prompt says how many, so the
+ * model knows it has not seen the whole conversation.
+ */
+export function unreadNotQuoted(turn: TurnInfo, history: readonly Message[]): number {
+  const omitted = turn.context.omitted ?? 0;
+  const firstQuoted = history[0]?.seq;
+  if (firstQuoted === undefined) return omitted + turn.context.messages.length;
+  return omitted + turn.context.messages.filter((m) => m.seq < firstQuoted).length;
 }
 
 /** Why the agent is asked now, in one sentence. */

@@ -13,8 +13,13 @@ import { ChatroomError } from './rest.js';
  * service, so the client's published types stand alone (`agent-chatroom/client`).
  */
 export interface TurnContext {
+  /** The newest `limit` unread visible messages, oldest first. */
   messages: Array<Message & { display_time: string; truncated?: boolean }>;
-  members: Array<Pick<Member, 'name' | 'role' | 'introduce' | 'status' | 'is_host' | 'last_active'> & { activity?: string | null; note?: string | null }>;
+  /** How many older unread messages were left out (0 when none): page them with get_messages. */
+  omitted: number;
+  members: Array<
+    Pick<Member, 'name' | 'role' | 'introduce' | 'status' | 'is_host' | 'last_active'> & { capabilities: string[]; activity?: string | null; note?: string | null }
+  >;
   room: {
     room_id: string;
     room_name: string;

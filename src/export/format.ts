@@ -118,8 +118,8 @@ const LABELS: { [K in keyof Labels]: readonly [zh: Labels[K], en: Labels[K]] } =
   attachment: ['附件', 'Attachment'],
   deleted: ['（已撤回）', '(deleted)'],
   edited: ['（已编辑）', '(edited)'],
-  // SPEC §9 names this footer for every export: English rooms get it too.
-  page: [(n, total) => `第 ${n} / ${total} 页`, (n, total) => `第 ${n} / ${total} 页`],
+  // SPEC §9's footer, in the room's language (SPEC §6: page labels follow it).
+  page: [(n, total) => `第 ${n} / ${total} 页`, (n, total) => `Page ${n} of ${total}`],
   image: ['图片', 'Image'],
   room: ['房间', 'Room'],
   mode: ['模式', 'Mode'],

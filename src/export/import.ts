@@ -4,6 +4,7 @@
 // handler persists what `buildImport` returns.
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { schemaTexts } from '../i18n/schema-errors.js';
 import { PARTICIPANT_NAME, nameKey } from '../identity/names.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { language, roomDescription, roomName, timezone } from '../protocol/schemas.js';

@@ -304,7 +304,7 @@ export class Canvas {
   }
 
   /**
-   * "第 N / M 页" while M is not known yet: the pages stream out as they fill, so M is drawn
+   * "第 N / M 页" ("Page N of M" in English) while M is not known yet: the pages stream out as they fill, so M is drawn
    * from one form XObject that every page shows and that is written once, at the end
    * (finishPageCount). The label is drawn word by word with gaps wide enough that text
    * extraction (poppler) sees the spaces: a plain space between CJK glyphs is not seen as one.

@@ -2,7 +2,7 @@
 // EXPORT_FONT) with Noto Emoji for emoji, a header table about the room, then every visible
 // message in `seq` order with its Markdown rendered, a divider where each round starts, images
 // of the room's own uploads embedded (one in memory at a time), and pages numbered
-// "第 N / M 页". Pages are written out as soon as they are full and never buffered: M is drawn
+// "第 N / M 页" ("Page N of M" in an English room). Pages are written out as soon as they are full and never buffered: M is drawn
 // from one form object written at the end.
 import PDFDocument from 'pdfkit';
 import type { Message } from '../types.js';

@@ -13,6 +13,7 @@
 // cannot be reached: exit 0 with no output, so the session stops as usual. `stop_hook_active` is
 // true on every stop after one of ours; for this hook that is the normal loop, so it is not a
 // reason to let go (Claude Code's own cap on consecutive blocks still applies, see docs/agents.md).
+import { omittedLine } from '../i18n/room-texts.js';
 import { quote } from '../agent/prompt.js';
 import { ChatroomError, restCall } from '../client/rest.js';
 import type { TurnContext } from '../client/turns.js';
@@ -63,6 +64,8 @@ function contextLines(binding: RoomBinding, me: string, context: TurnContext): s
     '<transcript>',
     transcript,
     '</transcript>',
+    // get_context left older unread messages out: say how many (room language), SPEC §7.
+    ...[omittedLine(room.language, context.omitted ?? 0)].filter(Boolean),
   ];
 }
 

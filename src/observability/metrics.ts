@@ -1,6 +1,7 @@
 // Prometheus metrics (GET /api/v1/metrics). One registry per app, so several servers in one
 // process (tests) do not share counters.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { statfs } from 'node:fs/promises';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventBus } from '../events/bus.js';
 import type { Store } from '../storage/store.js';
 
@@ -18,8 +19,28 @@ export class Metrics {
   readonly broadcastSeconds: Histogram;
   private socketCount: () => number = () => 0;
 
-  constructor(store: Store) {
+  /** `dataDir`: DATA_DIR, whose disk's free space is reported (null: a store with no data directory). */
+  constructor(store: Store, dataDir: string | null = null) {
     const registers = [this.registry];
+    // prom-client's process and Node.js metrics (SPEC §2): process_cpu_seconds_total (user and
+    // system), nodejs_eventloop_lag_* (event-loop delay percentiles), heap, handles, GC.
+    collectDefaultMetrics({ register: this.registry });
+    if (dataDir !== null) {
+      new Gauge({
+        name: 'chatroom_data_dir_free_bytes',
+        help: 'Free bytes (available to this process) on the disk that holds DATA_DIR',
+        registers,
+        async collect() {
+          try {
+            const fs = await statfs(dataDir);
+            this.set(fs.bavail * fs.bsize);
+          } catch {
+            // The directory is gone or unreadable: no value rather than a failed scrape.
+            this.reset();
+          }
+        },
+      });
+    }
     this.turns = new Counter({ name: 'chatroom_turns_total', help: 'Turns by outcome', labelNames: ['outcome'], registers });
     this.rounds = new Counter({ name: 'chatroom_rounds_total', help: 'Rounds started and ended', labelNames: ['event'], registers });
     this.toolCalls = new Counter({

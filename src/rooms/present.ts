@@ -3,8 +3,17 @@ import { cloneRoom } from '../clone.js';
 import type { Message, PublicRoomSummary, Room, RoomRecord, RoomUpdateRoom } from '../types.js';
 
 export function presentRoom(record: RoomRecord): Room {
-  const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, recent_round_ends: _ends, ...rest } = record;
-  return cloneRoom({ ...rest, has_password: password_hash !== null });
+  const { password_hash, created_by_id: _createdById, processed_through_seq: _processed, recent_round_ends: _ends, paused_by: _pausedBy, ...rest } = record;
+  const room = cloneRoom({ ...rest, has_password: password_hash !== null });
+  // A room's members carry exactly SPEC §4's fields; an agent's capabilities are kept with its
+  // membership for get_context's members (runtime/reads.ts), which shows them.
+  for (let i = 0; i < room.members.length; i++) {
+    const member = room.members[i]!;
+    if (member.capabilities === undefined) continue;
+    const { capabilities: _capabilities, ...plain } = member;
+    room.members[i] = plain;
+  }
+  return room;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Building blocks of the turn engine (see engine.ts for the rules and the decisions). Every
 // function here works on a `Work`: a private deep copy of the round state plus the list of
 // effects emitted so far. They mutate that copy only, never the caller's input.
+import { guardNotice, recordText, type RecordReason } from '../i18n/room-texts.js';
 import type {
   CurrentRound,
   EndedRound,
@@ -14,15 +15,6 @@ import type {
   TurnReason,
 } from './types.js';
 
-export const SKIP_TEXT = '（跳过）';
-/** The skip record's text when the agent gave a reason (SPEC §7 skip_response). */
-export function skipText(reason?: string): string {
-  const why = reason?.trim() ?? '';
-  return why === '' ? SKIP_TEXT : `（跳过：${why}）`;
-}
-export const TIMEOUT_TEXT = '（超时跳过）';
-export const OFFLINE_TEXT = '（离线跳过）';
-export const PASSED_TEXT = '（管理员跳过）';
 /** extend_turn may be used at most this many times per turn. */
 export const MAX_EXTENSIONS = 3;
 /** The 20th post of one turn ends it as answered whatever `end_turn` says (rule 6.1.4). */
@@ -159,7 +151,7 @@ export function issueTurn(w: Work): void {
     if (isPaused(w)) return;
     const shape = turnShape(r, name);
     if (!w.ctx.online.has(name)) {
-      w.effects.push({ type: 'record', agent: name, skip_reason: 'offline', text: OFFLINE_TEXT, round_id: r.round_id });
+      w.effects.push({ type: 'record', agent: name, skip_reason: 'offline', text: recordText(w.view.language, 'offline'), round_id: r.round_id });
       r.turn = { agent: name, ...shape, deadline: null, posted: 0 };
       if (finishTurn(w, false)) return;
       continue;
@@ -244,10 +236,12 @@ export function startRound(w: Work, kind: RoundKind, queue: string[], index: num
 }
 
 export function guardText(view: RoomView): string {
-  const n = view.maxAutoRounds;
-  return view.language.toLowerCase().startsWith('zh')
-    ? `已达到自动轮次上限（${n} 轮），等待用户发言或手动开始新一轮。`
-    : `Automatic round limit reached (${n} ${n === 1 ? 'round' : 'rounds'}). Waiting for a person to post or for a new round to be started manually.`;
+  return guardNotice(view.language, view.maxAutoRounds);
+}
+
+/** An engine record's text in the room's language (SPEC §6); `why` is a skip's reason. */
+export function recordTextOf(w: Work, reason: RecordReason, why?: string): string {
+  return recordText(w.view.language, reason, why);
 }
 
 /**

@@ -90,7 +90,8 @@
 //   be the 20th of the turn ends it as answered whatever `end_turn` says. A mentioned holder's
 //   fresh turn (`mention`) starts counting again from 0.
 // - skip reason: the record's text is `（跳过：<reason>）` with the reason trimmed; blank or
-//   absent → `（跳过）`. A skip after a visible post writes no record, so its reason is not kept.
+//   absent → `（跳过）` (in an English room `(skipped: <reason>)` / `(skipped)`: every record
+//   text is in the room language, i18n/room-texts.ts). A skip after a visible post writes no record, so its reason is not kept.
 // - Paused: status_changed→paused sets the holder's deadline to null and emits `timer: null`.
 //   While paused no turn is issued: when the turn moves on (pass_turn, the holder leaves) the
 //   holder becomes null and the index points at the next agent; the round can still end
@@ -144,8 +145,6 @@ import type { ErrorCode } from '../errors.js';
 import {
   MAX_EXTENSIONS,
   MAX_POSTS_PER_TURN,
-  PASSED_TEXT,
-  TIMEOUT_TEXT,
   applyMentions,
   countAnswer,
   emitTurn,
@@ -159,7 +158,7 @@ import {
   resetGuard,
   running,
   settle,
-  skipText,
+  recordTextOf,
   startHostRound,
   startMentionRound,
   startRound,
@@ -328,7 +327,7 @@ function onSkip(w: Work, agent: string, reason?: string): Refusal | undefined {
     return undefined;
   }
   if (!r.turn.can_skip) return refuse('cannot_skip', 'This turn cannot be skipped (you were mentioned)');
-  w.effects.push({ type: 'record', agent, skip_reason: 'skip', text: skipText(reason), round_id: r.round_id });
+  w.effects.push({ type: 'record', agent, skip_reason: 'skip', text: recordTextOf(w, 'skip', reason), round_id: r.round_id });
   if (!finishTurn(w, false)) issueTurn(w);
   return undefined;
 }
@@ -340,7 +339,7 @@ function onTimeout(w: Work): Refusal | undefined {
     if (!finishTurn(w, true)) issueTurn(w);
     return undefined;
   }
-  w.effects.push({ type: 'record', agent: r.turn.agent, skip_reason: 'timeout', text: TIMEOUT_TEXT, round_id: r.round_id });
+  w.effects.push({ type: 'record', agent: r.turn.agent, skip_reason: 'timeout', text: recordTextOf(w, 'timeout'), round_id: r.round_id });
   if (!finishTurn(w, false)) issueTurn(w);
   return undefined;
 }
@@ -428,7 +427,7 @@ function onPass(w: Work): Refusal | undefined {
   const r = running(w);
   if (!r || !r.turn) return refuse('conflict', 'Nobody holds a turn');
   const answered = r.turn.posted > 0;
-  w.effects.push({ type: 'record', agent: r.turn.agent, skip_reason: 'passed', text: PASSED_TEXT, round_id: r.round_id });
+  w.effects.push({ type: 'record', agent: r.turn.agent, skip_reason: 'passed', text: recordTextOf(w, 'passed'), round_id: r.round_id });
   if (!finishTurn(w, answered)) issueTurn(w);
   return undefined;
 }

@@ -98,7 +98,7 @@ export interface RoomView {
   maxAutoRounds: number;
   /** Effective turn timeout: the room's `turn_timeout_ms` or the server's TURN_TIMEOUT_MS. */
   turnTimeoutMs: number;
-  /** Room language (e.g. "zh-CN"), for the guard's system message. */
+  /** Room language (e.g. "zh-CN"), for the texts of records and the guard's system message. */
   language: string;
   /** Highest seq in the room log (including the message the action reports). */
   lastSeq: number;

@@ -11,6 +11,7 @@ import type { EngineAction } from '../rounds/types.js';
 import type { Caller, InteractionMode, Member, Message, RoomRecord, SystemStatus } from '../types.js';
 import { runEngine, type StepEnv } from './engine-step.js';
 import { mergeMentions, parseMentions } from '../messages/mentions.js';
+import { systemAnnouncement } from '../i18n/room-texts.js';
 
 /** A room holds at most this many members (SPEC §7 `room_full`). */
 export const MAX_MEMBERS = 200;
@@ -133,6 +134,41 @@ export function memberStatus(member: Member): MemberStatus {
 }
 
 export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads: CommandReads): Promise<Answer> {
+  const eventsBefore = draft.events.length;
+  const answer = await handleOne(draft, cmd, env, reads);
+  refreshStandingNotice(draft, env, eventsBefore);
+  return answer;
+}
+
+/**
+ * Keeps `announcement.system_announcement` saying why the room stands still (SPEC §4): paused
+ * (and by whom), the loop guard tripped, no agent online. Every command may change one of these
+ * (a pause, a post that trips the guard, a person's message that resets it, presence), so it is
+ * recomputed after each; a change goes out as `room_update` and is stored with the command.
+ */
+function refreshStandingNotice(draft: Draft, env: CommandEnv, eventsBefore: number): void {
+  const room = draft.room;
+  const agents = room.members.filter((m) => m.role === 'ai_agent');
+  const text = systemAnnouncement(room.language, {
+    pausedBy: room.system_status === 'paused' ? (room.paused_by ?? '') : null,
+    guardTripped: room.current_round?.guard_tripped === true,
+    noAgentOnline: agents.length > 0 && !agents.some((m) => env.isOnline(m)),
+  });
+  if (text === room.announcement.system_announcement) return;
+  room.announcement = { ...room.announcement, system_announcement: text };
+  // The command's own room_update (a pause, a settings change) carries the notice: one event,
+  // with the room as the command left it, rather than a second one right behind it.
+  for (let i = draft.events.length - 1; i >= eventsBefore; i--) {
+    const event = draft.events[i]!;
+    if (event.event !== 'room_update') continue;
+    draft.events[i] = { event: 'room_update', room_id: room.room_id, data: { room: presentRoomUpdate(room) } };
+    draft.roomChanged = true;
+    return;
+  }
+  roomUpdated(draft);
+}
+
+async function handleOne(draft: Draft, cmd: Command, env: CommandEnv, reads: CommandReads): Promise<Answer> {
   switch (cmd.type) {
     case 'post':
       return post(draft, cmd.caller, cmd.input, env, reads);
@@ -155,6 +191,7 @@ export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads:
       requireWritable(draft.room);
       if (draft.room.system_status === cmd.status) return roomAnswer;
       draft.room.system_status = cmd.status;
+      pausedBy(draft.room, cmd.status === 'paused' ? cmd.caller.name : null);
       engine(draft, { type: 'status_changed' }, env, true);
       return roomAnswer;
     }
@@ -177,6 +214,7 @@ export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads:
       if (draft.room.created_by_id !== cmd.caller.id) throw new AppError('forbidden', 'Only the room creator may archive it');
       if (draft.room.archived) return roomAnswer;
       draft.room.archived = true;
+      if (draft.room.system_status !== 'paused') pausedBy(draft.room, cmd.caller.name);
       draft.room.system_status = 'paused';
       engine(draft, { type: 'status_changed' }, env, true);
       return roomAnswer;
@@ -228,6 +266,12 @@ export async function handle(draft: Draft, cmd: Command, env: CommandEnv, reads:
 }
 
 const roomAnswer: Answer = (room) => presentRoom(room);
+
+/** Who paused the room, for its standing notice; null when it runs. */
+function pausedBy(room: RoomRecord, name: string | null): void {
+  if (name === null) delete room.paused_by;
+  else room.paused_by = name;
+}
 
 /** Runs one engine action on the draft; refusals become errors. */
 function engine(draft: Draft, action: EngineAction, env: CommandEnv, roomChanged = false, lead: Message[] = []): void {
@@ -314,6 +358,7 @@ async function post(draft: Draft, caller: Caller, input: PostInput, env: Command
   if (member.role === 'user' && !room.user_participation && !admin) {
     throw new AppError('forbidden', 'People may not post in this room (user participation is off)');
   }
+  if (member.role === 'ai_agent' && !input.file_url && isSkipPhrase(member, input.text_content)) return skipByPhrase(draft, caller, env);
   if (input.response_to) {
     const target = draft.messages.find((m) => m.message_id === input.response_to) ?? (await reads.getMessage(input.response_to));
     if (!target || target.room_id !== room.room_id) throw new AppError('message_not_found', 'response_to names no message of this room');
@@ -350,6 +395,29 @@ async function post(draft: Draft, caller: Caller, input: PostInput, env: Command
   // An agent's post ends the activity it reported.
   clearActivity(draft, caller.name);
   return (committed) => presentMessage(message, committed);
+}
+
+/** SPEC §4 skip_list: the whole text, trimmed, equals one of the agent's pass phrases, ignoring case. */
+function isSkipPhrase(member: Member, text: string): boolean {
+  const said = text.trim().toLowerCase();
+  return said !== '' && member.skip_list.some((phrase) => phrase.trim().toLowerCase() === said);
+}
+
+/** What send_message answers when its text was a pass phrase: the skip record (null when none was written). */
+export interface PhraseSkip {
+  skipped: true;
+  message: Message | null;
+}
+
+/**
+ * A pass phrase is a `skip_response` (no reason): an invisible skip record, or `cannot_skip` /
+ * `not_your_turn` / `room_paused` as a skip would get, with nothing stored.
+ */
+function skipByPhrase(draft: Draft, caller: Caller, env: CommandEnv): Answer {
+  const before = draft.messages.length;
+  engine(draft, { type: 'skip', agent: caller.name }, env);
+  const record = draft.messages.slice(before).find((m) => m.skip_reason === 'skip' && m.sender_id === caller.id) ?? null;
+  return (committed): PhraseSkip => ({ skipped: true, message: record ? presentMessage(record, committed) : null });
 }
 
 async function readable(draft: Draft, caller: Caller, messageId: string, reads: CommandReads): Promise<Message> {

@@ -82,18 +82,23 @@ export class RoomReads {
     const since = await this.store.lastSeqBySender(roomId, caller.id);
     // Newest visible messages after the caller's last one, read backwards page by page.
     const recent: ContextMessage[] = [];
+    // Visible unread messages older than the newest `limit`: counted, not returned (SPEC §7).
+    let omitted = 0;
     let before: number | undefined;
     // Most messages are visible: the newest `limit` usually suffice (reading PAGE of them cost a
-    // get_context ~5 ms of CPU in a big room); only then go back PAGE at a time.
-    let size = Math.min(PAGE, limit);
-    walk: while (recent.length < limit) {
+    // get_context ~5 ms of CPU in a big room); only then go back PAGE at a time. Past the limit
+    // the walk goes on only to count what it leaves out, down to the caller's last message.
+    let size = Math.min(PAGE, limit + 1);
+    walk: for (;;) {
       const page = await this.store.readMessages(roomId, before !== undefined ? { beforeSeq: before, limit: size } : { limit: size });
       for (let i = page.length - 1; i >= 0; i--) {
         const m = page[i]!;
-        if (m.seq <= since || recent.length >= limit) break walk;
-        if (m.visible) recent.push(contextMessage(m, room));
+        if (m.seq <= since) break walk;
+        if (!m.visible) continue;
+        if (recent.length < limit) recent.push(contextMessage(m, room));
+        else omitted++;
       }
-      if (page.length < size) break;
+      if (page.length < size || page[0]!.seq <= since + 1) break;
       before = page[0]!.seq;
       size = PAGE;
     }
@@ -102,10 +107,12 @@ export class RoomReads {
     const running = round && !round.completed ? round : null;
     return {
       messages: recent,
+      omitted,
       members: room.members.map((m) => ({
         name: m.name,
         role: m.role,
         introduce: m.introduce,
+        capabilities: m.capabilities ?? [],
         status: m.status,
         is_host: m.is_host,
         last_active: m.last_active,

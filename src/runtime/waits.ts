@@ -2,6 +2,7 @@
 // any of its rooms) or when the wait runs out. A running wait keeps the caller online
 // (presence hold), whichever transport it came from. Time comes from the injected clock.
 import type { Presence, Timers } from '../identity/presence.js';
+import { omittedLine } from '../i18n/room-texts.js';
 import { yourTurn } from '../protocol/events.js';
 import type { Store } from '../storage/store.js';
 import type { Caller, RoomRecord } from '../types.js';
@@ -104,7 +105,14 @@ export class TurnWaits {
     return undefined;
   }
 
+  /**
+   * The turn and its context; when the context left older unread messages out, `notice` says so
+   * in the room's language ("N earlier messages not shown; call get_messages"), so the agent
+   * knows it has not seen the whole conversation (SPEC §7 `omitted`).
+   */
   private async turnResult(caller: Caller, room: RoomRecord) {
-    return { your_turn: yourTurn(room, caller.name), context: await this.reads.context(caller, room.room_id) };
+    const context = await this.reads.context(caller, room.room_id);
+    const notice = omittedLine(room.language, context.omitted);
+    return { your_turn: yourTurn(room, caller.name), context, ...(notice ? { notice } : {}) };
   }
 }

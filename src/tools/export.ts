@@ -10,6 +10,7 @@ import path from 'node:path';
 import { formatInTimeZone } from 'date-fns-tz';
 import { v4 as uuidv4 } from 'uuid';
 import { z } from 'zod';
+import { describer } from '../i18n/tool-text.js';
 import type { ToolServices as App } from './services.js';
 import { EXPORT_EXT, type ExportFormat, type ExportInput } from '../export/format.js';
 import { buildImport, parseRoomFile, type BuiltImport } from '../export/import.js';
@@ -103,11 +104,15 @@ async function* presented(messages: AsyncIterable<Message>, room: RoomRecord): A
 }
 
 export function exportTools(app: App) {
+  const say = describer(app.config.defaultLanguage);
   return [
     defineTool({
       name: 'export_chat_history',
-      description:
-        "Export the room's history. `markdown`, `pdf` and `html` hold the visible messages in order, with sender, role and time in the room timezone (HTML is one self-contained file that opens offline); `json` is the versioned room format (settings, members, every message including skip records, rounds) that import_chat_history reads. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`. At most 2 exports run at once on the server; others wait, and `rate_limited` answers when too many wait.",
+      description: say({
+        'zh-CN':
+          '导出房间的历史记录。markdown、pdf 和 html 按顺序包含可见消息，带发送者、角色和房间时区的时间（HTML 是可离线打开的单个自包含文件）；json 是带版本的房间格式（设置、成员、包括跳过记录在内的所有消息、轮次），import_chat_history 可以读取。返回签名的下载 url（15 分钟内有效；也可以用你的令牌下载）、文件名 filename 和大小 bytes。服务器同时最多运行 2 个导出，其余的排队等待，排队过多时返回 rate_limited。',
+        en: "Export the room's history. `markdown`, `pdf` and `html` hold the visible messages in order, with sender, role and time in the room timezone (HTML is one self-contained file that opens offline); `json` is the versioned room format (settings, members, every message including skip records, rounds) that import_chat_history reads. Returns a signed download `url` (valid 15 minutes; or download it with your token), the `filename` and its size in `bytes`. At most 2 exports run at once on the server; others wait, and `rate_limited` answers when too many wait.",
+      }),
       input: z.object({ room_id: roomId, format: z.enum(['markdown', 'pdf', 'html', 'json']) }).strict(),
       handler: async (args, ctx) => {
         const room = await app.reads.memberRoom(args.room_id, ctx.caller);
@@ -151,8 +156,11 @@ export function exportTools(app: App) {
     }),
     defineTool({
       name: 'import_chat_history',
-      description:
-        'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names only (`imported: true`, `sender_id: null`: nobody can edit or delete them), in order, renumbered from seq 1; the file’s announcement and password are not taken over. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing. At most 2 imports run at once on the server; others wait, and `rate_limited` answers when too many wait.',
+      description: say({
+        'zh-CN':
+          '用 JSON 导出文件创建新房间（export_chat_history 的 json 格式：{format:"agent-chatroom.room", version:1, …}）。你成为它的创建者和唯一成员；消息按顺序只保留作者名字（imported: true、sender_id: null：任何人都不能编辑或删除它们），seq 从 1 重新编号；文件中的公告和密码不会被沿用。room_name 可以覆盖文件中的名称。格式错误或恶意的文件返回 validation_error，不会创建任何东西。服务器上同时最多进行 2 个导入；其余的排队等待，排队过多时返回 rate_limited。',
+        en: 'Create a new room from a JSON export (export_chat_history format `json`: {format:"agent-chatroom.room", version:1, …}). You become its creator and only member; messages keep their authors as names only (`imported: true`, `sender_id: null`: nobody can edit or delete them), in order, renumbered from seq 1; the file’s announcement and password are not taken over. `room_name` overrides the name in the file. A malformed or hostile file is a validation_error and creates nothing. At most 2 imports run at once on the server; others wait, and `rate_limited` answers when too many wait.',
+      }),
       input: z.object({ data: z.unknown(), room_name: roomName.optional() }).strict(),
       // The file is validated in time slices; at most 2 imports run at once (SPEC §10).
       handler: (args, ctx) => importSlots(app).run(() => importRoom(app, ctx.caller, args.data, args.room_name)),

@@ -1,5 +1,6 @@
 // register_agent, register_user, login, rotate_token.
 import { z } from 'zod';
+import { describer } from '../i18n/tool-text.js';
 import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
 import type { Caller } from '../types.js';
@@ -12,6 +13,7 @@ const introduce = chars(500);
 const profileList = z.array(chars(50)).max(20);
 
 export function identityTools(app: App) {
+  const say = describer(app.config.defaultLanguage);
   /** A registration: needs no token, so it is limited per client address. */
   const registration = <S extends z.ZodType>(name: string, description: string, input: S, register: (args: z.infer<S>, at: Date) => Promise<unknown>) =>
     defineTool({
@@ -27,7 +29,10 @@ export function identityTools(app: App) {
   return [
     registration(
       'register_agent',
-      'Register a new AI agent and get its secret token (shown once). Use the token as "Authorization: Bearer <token>". Over MCP the session is bound to the new agent.',
+      say({
+        'zh-CN': '注册一个新的 AI 智能体，获得它的秘密令牌（只显示一次）。以 "Authorization: Bearer <token>" 使用令牌。通过 MCP 注册时，会话绑定到这个新智能体。',
+        en: 'Register a new AI agent and get its secret token (shown once). Use the token as "Authorization: Bearer <token>". Over MCP the session is bound to the new agent.',
+      }),
       z
         .object({
           name: participantName,
@@ -43,14 +48,20 @@ export function identityTools(app: App) {
     ),
     registration(
       'register_user',
-      'Register a person (for the web page) and get a secret token. With a password, the person can log in again elsewhere.',
+      say({
+        'zh-CN': '注册一个用户（用于网页），获得秘密令牌。设置了密码的用户可以在别处再次登录。',
+        en: 'Register a person (for the web page) and get a secret token. With a password, the person can log in again elsewhere.',
+      }),
       z.object({ name: participantName, password: password.optional(), language: language.optional(), timezone: timezone.optional() }).strict(),
       (args, at) => app.participants.registerUser(args, at),
     ),
     defineTool({
       name: 'login',
       public: true,
-      description: 'Log in with an existing token (checks it; binds an MCP session), or as a person with name and password (returns a new token).',
+      description: say({
+        'zh-CN': '用已有的令牌登录（检查令牌；绑定 MCP 会话），或者以用户身份用名字和密码登录（返回新令牌）。',
+        en: 'Log in with an existing token (checks it; binds an MCP session), or as a person with name and password (returns a new token).',
+      }),
       input: z
         .object({ token: z.string().min(1).max(200).optional(), name: z.string().max(64).optional(), password: password.optional() })
         .strict(),
@@ -73,7 +84,7 @@ export function identityTools(app: App) {
     }),
     defineTool({
       name: 'rotate_token',
-      description: "Replace the caller's token with a new one; the old token stops working at once.",
+      description: say({ 'zh-CN': '把调用者的令牌换成新的；旧令牌立即失效。', en: "Replace the caller's token with a new one; the old token stops working at once." }),
       input: z.object({}).strict(),
       handler: async (_args, ctx) => ({ token: await app.participants.rotateToken(ctx.caller) }),
     }),

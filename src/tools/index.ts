@@ -1,5 +1,6 @@
 // Builds the one registry every transport serves.
 import { auditLine, writeAudit } from './audit.js';
+import { ROOM_ID } from '../rooms/rules.js';
 import { exportTools } from './export.js';
 import { identityTools } from './identity.js';
 import { messageTools } from './messages.js';
@@ -28,6 +29,8 @@ export function buildRegistry(app: ToolServices): ToolRegistry {
     // After the call, not before: a journal append made at the start of a call queued the call's
     // own commit behind its fsync (two fsyncs in a row for a join or a status change).
     settled: (caller) => app.lastActive.called(caller.id),
+    defaultLanguage: app.config.defaultLanguage,
+    roomLanguage: async (roomId) => (ROOM_ID.test(roomId) ? (await app.rooms.currentRoom(roomId))?.language : undefined),
   });
   registry.register(...identityTools(app), ...roomTools(app), ...messageTools(app), ...exportTools(app));
   return registry;

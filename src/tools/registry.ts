@@ -2,6 +2,9 @@
 // description, an input schema and a handler that takes the caller's context.
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { localizeError } from '../i18n/errors.js';
+import { schemaMessage, schemaTexts } from '../i18n/schema-errors.js';
+import { callerLang, type Lang } from '../i18n/language.js';
 import { NOT_A_MESSAGE_ID, NOT_A_ROOM_ID } from '../protocol/schemas.js';
 import type { Caller } from '../types.js';
 
@@ -20,11 +23,14 @@ export interface CallOptions {
    * looked up a token itself (MCP's header): the registry does not count it twice.
    */
   addressCharged?: true;
-  /** The raw `Accept-Language` header of the HTTP request that carried the call, or null. */
-  acceptLanguage?: string | null;
   requestId?: string;
   signal?: AbortSignal;
   onProgress?: (elapsedMs: number, totalMs: number) => void;
+  /**
+   * The raw `Accept-Language` header of the request (REST, the WebSocket's upgrade request, MCP
+   * over HTTP), or null: error messages are written in the language it asks for (SPEC §7).
+   */
+  acceptLanguage?: string | null;
 }
 
 export interface ToolContext extends Omit<CallOptions, 'caller' | 'token'> {
@@ -82,6 +88,10 @@ export interface RegistryHooks {
   observe?(call: CallRecord): void;
   /** Told every successful call with its parsed arguments and answer (audit lines, SPEC §10). */
   succeeded?(tool: string, args: unknown, answer: unknown, ctx: ToolContext): void;
+  /** DEFAULT_LANGUAGE: errors' language when neither the request nor a room names one. */
+  defaultLanguage?: string;
+  /** The language of a room (undefined when there is no such room), for errors of calls about it. */
+  roomLanguage?(roomId: string): Promise<string | undefined>;
 }
 
 export interface CallRecord {
@@ -157,8 +167,18 @@ export class ToolRegistry {
       return result;
     } catch (err) {
       record(err instanceof AppError ? err.code : 'internal_error');
-      throw err;
+      throw err instanceof AppError ? localizeError(err, await this.errorLanguage(rawArgs, options)) : err;
     }
+  }
+
+  /**
+   * The language of a call's error message (SPEC §7): the request's Accept-Language when it asks
+   * for zh or en, else the language of the room the call is about, else DEFAULT_LANGUAGE.
+   */
+  async errorLanguage(rawArgs: unknown, options: Pick<CallOptions, 'acceptLanguage'>): Promise<Lang> {
+    const roomId = typeof rawArgs === 'object' && rawArgs !== null ? (rawArgs as { room_id?: unknown }).room_id : undefined;
+    const roomLanguage = typeof roomId === 'string' && roomId.length <= 200 ? await this.hooks.roomLanguage?.(roomId).catch(() => undefined) : undefined;
+    return callerLang(options.acceptLanguage, roomLanguage, this.hooks.defaultLanguage ?? 'zh-CN');
   }
 
   private async dispatch(name: string, rawArgs: unknown, options: CallOptions): Promise<unknown> {
@@ -176,7 +196,11 @@ export class ToolRegistry {
     const ctx: ToolContext = { ...options, caller };
     if (tool.admit) await tool.admit(ctx);
     const parsed = tool.input.safeParse(rawArgs ?? {});
-    if (!parsed.success) throw validationError(parsed.error);
+    if (!parsed.success) {
+      const error = validationError(parsed.error);
+      if (error.code === 'validation_error') error.texts = schemaTexts(tool.input, rawArgs ?? {}, parsed.error);
+      throw error;
+    }
     const handle = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
     const run = async () => {
       const answer = await handle();
@@ -205,7 +229,5 @@ export function validationError(error: z.ZodError): AppError {
   }));
   if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_ROOM_ID)) return new AppError('room_not_found', 'No room with this id');
   if (issues.length > 0 && issues.every((issue) => issue.message === NOT_A_MESSAGE_ID)) return new AppError('message_not_found', 'No message with this id');
-  const first = issues[0];
-  const message = first ? `${first.path || 'arguments'}: ${first.message}` : 'Invalid arguments';
-  return new AppError('validation_error', message, { issues });
+  return new AppError('validation_error', schemaMessage(error, 'en'), { issues });
 }

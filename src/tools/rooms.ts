@@ -1,5 +1,6 @@
 // Room tools: create, list, get, join, leave, status, announcement, settings, members, archive.
 import { z } from 'zod';
+import { describer } from '../i18n/tool-text.js';
 import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../identity/secrets.js';
 import { FailureDelay } from '../limits/rate-limits.js';
@@ -12,6 +13,7 @@ import { language, password, roomDescription, roomId, roomName, timezone } from 
 const mode = z.enum(['default', 'host']);
 
 export function roomTools(app: ToolServices) {
+  const say = describer(app.config.defaultLanguage);
   const { rooms, reads, limits } = app;
   const passwordFailures = new FailureDelay();
 
@@ -29,6 +31,7 @@ export function roomTools(app: ToolServices) {
       last_active: new Date(app.presence.lastActive(caller.id) ?? now).toISOString(),
       is_host: false,
       skip_list: agent?.skip_list ?? [],
+      capabilities: agent?.capabilities ?? [],
       language_preference: agent?.preferred_language ?? user?.language ?? app.config.defaultLanguage,
       timezone_preference: agent?.timezone ?? user?.timezone ?? app.config.displayTimezone,
       participant_id: caller.id,
@@ -72,7 +75,7 @@ export function roomTools(app: ToolServices) {
   return [
     defineTool({
       name: 'create_room',
-      description: 'Create a room; the creator joins it and, being first, is its host.',
+      description: say({ 'zh-CN': '创建房间；创建者自动加入，作为第一个成员成为主持人。', en: 'Create a room; the creator joins it and, being first, is its host.' }),
       input: z
         .object({
           room_name: roomName,
@@ -92,19 +95,22 @@ export function roomTools(app: ToolServices) {
     }),
     defineTool({
       name: 'list_rooms',
-      description: 'List rooms (public fields only: name, description, mode, member count, has_password).',
+      description: say({
+        'zh-CN': '列出房间（仅公开字段：名称、描述、模式、成员数、has_password）。',
+        en: 'List rooms (public fields only: name, description, mode, member count, has_password).',
+      }),
       input: z.object({ include_archived: z.boolean().optional() }).strict(),
       handler: async (args) => ({ rooms: await app.store.listRoomSummaries(args.include_archived ?? false) }),
     }),
     defineTool({
       name: 'get_room',
-      description: 'Get a room you are a member of, with members and the current round.',
+      description: say({ 'zh-CN': '获取你所在的房间，包括成员和当前轮次。', en: 'Get a room you are a member of, with members and the current round.' }),
       input: z.object({ room_id: roomId }).strict(),
       handler: async (args, ctx) => ({ room: await reads.getRoom(args.room_id, ctx.caller) }),
     }),
     roomCommand(
       'join_room',
-      'Join a room (password needed once for protected rooms).',
+      say({ 'zh-CN': '加入房间（有密码的房间只在第一次加入时需要密码）。', en: 'Join a room (password needed once for protected rooms).' }),
       z.object({ room_id: roomId, password: password.optional() }).strict(),
       async (args, caller) => {
         const passwordHash = await checkRoomPassword(caller, args.room_id, args.password);
@@ -112,22 +118,28 @@ export function roomTools(app: ToolServices) {
       },
     ),
     // SPEC §7 lists `password?` for join_room and leave_room alike: accepted here, never needed.
-    roomCommand('leave_room', 'Leave a room.', z.object({ room_id: roomId, password: password.optional() }).strict(), (_args, caller) => ({ type: 'leave', caller })),
+    roomCommand('leave_room', say({ 'zh-CN': '离开房间。', en: 'Leave a room.' }), z.object({ room_id: roomId, password: password.optional() }).strict(), (_args, caller) => ({ type: 'leave', caller })),
     roomCommand(
       'set_room_status',
-      'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
+      say({
+        'zh-CN': '暂停或恢复房间（房间管理员和每位用户成员）。暂停的房间不分配发言轮次。',
+        en: 'Pause or resume a room (room admins and every person member). Paused rooms issue no turns.',
+      }),
       z.object({ room_id: roomId, system_status: z.enum(['active', 'paused']) }).strict(),
       (args, caller) => ({ type: 'set_status', caller, status: args.system_status }),
     ),
     roomCommand(
       'set_announcement',
-      "Set the room's announcement (room admins).",
+      say({ 'zh-CN': '设置房间公告（房间管理员）。', en: "Set the room's announcement (room admins)." }),
       z.object({ room_id: roomId, user_announcement: z.string().max(2000) }).strict(),
       (args, caller) => ({ type: 'announce', caller, text: args.user_announcement }),
     ),
     roomCommand(
       'update_room',
-      'Change room settings (room admins): description, password (null clears), mode, user participation, max_auto_rounds, turn_timeout_ms.',
+      say({
+        'zh-CN': '修改房间设置（房间管理员）：描述、密码（null 表示清除）、模式、用户参与、max_auto_rounds、turn_timeout_ms。',
+        en: 'Change room settings (room admins): description, password (null clears), mode, user participation, max_auto_rounds, turn_timeout_ms.',
+      }),
       z
         .object({
           room_id: roomId,
@@ -153,19 +165,28 @@ export function roomTools(app: ToolServices) {
     ),
     roomCommand(
       'remove_member',
-      'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
+      say({
+        'zh-CN': '把成员移出房间（房间管理员）。如果它正持有发言轮次，轮次交给下一位。',
+        en: 'Remove a member from the room (room admins). If it held the turn, the turn moves on.',
+      }),
       z.object({ room_id: roomId, name: z.string().min(1).max(64) }).strict(),
       (args, caller) => ({ type: 'remove', caller, name: args.name }),
     ),
     defineTool({
       name: 'get_room_stats',
-      description: 'Per-agent turn statistics of a room (members only): turns answered, skipped, timed out, passed, offline, and the median answer time.',
+      description: say({
+        'zh-CN': '房间内每个智能体的轮次统计（仅成员）：回答、跳过、超时、被管理员跳过、离线的轮次数，以及回答用时的中位数。',
+        en: 'Per-agent turn statistics of a room (members only): turns answered, skipped, timed out, passed, offline, and the median answer time.',
+      }),
       input: z.object({ room_id: roomId }).strict(),
       handler: async (args, ctx) => ({ stats: await reads.stats(ctx.caller, args.room_id) }),
     }),
     roomCommand(
       'archive_room',
-      'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
+      say({
+        'zh-CN': '归档房间（仅创建者）：变为只读，除非特别要求否则不在 list_rooms 中显示，仍可导出。',
+        en: 'Archive the room (creator only): read-only, hidden from list_rooms unless asked, still exportable.',
+      }),
       z.object({ room_id: roomId }).strict(),
       (_args, caller) => ({ type: 'archive', caller }),
     ),

@@ -1,7 +1,9 @@
 // Small HTTP helpers shared by the REST gateway, file routes and MCP.
 import type { Response } from 'express';
 import type { App } from '../app.js';
-import { AppError, toWireError } from '../errors.js';
+import { AppError } from '../errors.js';
+import { wireErrorIn } from '../i18n/errors.js';
+import { callerLang } from '../i18n/language.js';
 
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -9,8 +11,9 @@ export function bearerToken(header: string | undefined): string | null {
   return match ? match[1]! : null;
 }
 
+/** An error answer, its message in the request's language (Accept-Language, else DEFAULT_LANGUAGE). */
 export function sendError(res: Response, err: unknown, app: App): void {
-  const wire = toWireError(err);
+  const wire = wireErrorIn(err, callerLang(res.req.get('accept-language'), null, app.config.defaultLanguage));
   if (wire.code === 'internal_error') app.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
   if (!res.headersSent) res.status(err instanceof AppError ? err.status : 500).json({ ok: false, error: wire });
 }

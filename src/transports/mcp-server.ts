@@ -52,7 +52,7 @@ export abstract class McpToolServer {
     protected readonly address: string | null,
     options: McpServerOptions = {},
   ) {
-    this.server = new Server({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION }, mcpServerOptions(options.channel === true));
+    this.server = new Server({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION }, mcpServerOptions(options.channel === true, app.config.defaultLanguage));
     const server = this.server;
     // SPEC §7.1: server/discover names every version we speak, the legacy handshake ones too
     // (the SDK lists only the modern ones; negotiating clients pick the newest they share).

@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from '../app.js';
-import { AppError, toWireError } from '../errors.js';
+import { AppError } from '../errors.js';
+import { wireErrorIn } from '../i18n/errors.js';
+import { callerLang } from '../i18n/language.js';
 import { bearerToken, hostAllowed, hostRefused } from './http-util.js';
 
 export const TOOLS_PREFIX = '/api/v1/tools/';
@@ -81,6 +83,7 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
     // throw). The registry answers unknown_tool after counting the call against the address.
     const data = await app.registry.call(name, args, {
       token: bearerToken(req.headers.authorization),
+      acceptLanguage: req.headers['accept-language'] ?? null,
       transport: 'rest',
       address: req.socket.remoteAddress ?? null,
       requestId,
@@ -88,7 +91,8 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
     });
     answer(res, 200, { ok: true, data }, requestId);
   } catch (err) {
-    const wire = toWireError(err);
+    // The registry wrote its errors in the caller's language; this covers the body's own.
+    const wire = wireErrorIn(err, callerLang(req.headers['accept-language'], null, app.config.defaultLanguage));
     if (wire.code === 'internal_error') app.logger.error({ err, requestId }, 'request failed');
     answer(res, err instanceof AppError ? err.status : 500, { ok: false, error: wire }, requestId);
   }

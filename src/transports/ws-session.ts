@@ -66,6 +66,9 @@ export class Session {
   /** The TCP socket is corked until the end of the current tick (see coalesceWrites). */
   private corked = false;
 
+  /** The upgrade request's Accept-Language header: the language of this socket's error messages (SPEC §7). */
+  acceptLanguage: string | null = null;
+
   constructor(
     readonly ws: WebSocket,
     private readonly limits: SessionLimits,

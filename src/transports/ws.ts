@@ -155,11 +155,12 @@ export class WsHub {
         `Origin "${origin}" is not allowed. Add it to ALLOWED_ORIGINS (now: ${this.app.config.allowedOrigins.join(',')}) to connect from that page.`,
       );
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, socket, req.socket.remoteAddress ?? null));
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, socket, req.socket.remoteAddress ?? null, req.headers['accept-language'] ?? null));
   };
 
-  private onConnection(ws: WebSocket, socket: Duplex, address: string | null): void {
+  private onConnection(ws: WebSocket, socket: Duplex, address: string | null, acceptLanguage: string | null): void {
     const session = new Session(ws, this.options, address, socket);
+    session.acceptLanguage = acceptLanguage;
     this.sessions.add(session);
     session.authTimer = setTimeout(() => {
       if (session.state === 'awaiting_auth') session.closeUnauthorized('no auth frame in time');
@@ -452,6 +453,7 @@ export class WsHub {
         caller: session.caller,
         transport: 'ws',
         address: session.address,
+        acceptLanguage: session.acceptLanguage,
         requestId,
         ...(controller instanceof AbortController ? { signal: controller.signal } : {}),
       });

@@ -35,6 +35,7 @@ async function room(turnTimeoutMs = 1500, maxAutoRounds = 1) {
   counter++;
   const person = await registerUser(shared.server, `Mia${counter}`);
   const { room } = await shared.server.ok('create_room', { room_name: `CLI room ${counter}`, language: 'en' }, person.token);
+  // An English room: its skip records read `(skipped: reason)` (SPEC v3 §6).
   await shared.server.ok('update_room', { room_id: room.room_id, turn_timeout_ms: turnTimeoutMs, max_auto_rounds: maxAutoRounds }, person.token);
   return { person, roomId: room.room_id as string, log: path.join(shared.work, `calls-${counter}.jsonl`), tag: `t${process.pid}-${counter}` };
 }
@@ -123,7 +124,7 @@ describe('cli-agent', () => {
     expect(firstRound[1]!.text_content).toMatch(/^\[codex\] Cod read 2 messages; last: \[claude\] Cla read 1/);
     // Skipped by the agent (its CLI was stopped before the deadline), not timed out by the shared.server.
     expect(firstRound[2]!.skip_reason).toBe('skip');
-    expect(firstRound[2]!.text_content).toBe('（跳过：fake-gemini.mjs did not answer before the deadline and was stopped）');
+    expect(firstRound[2]!.text_content).toBe('(skipped: fake-gemini.mjs did not answer before the deadline and was stopped)');
 
     // The guard (max_auto_rounds 1) ends the automatic rounds; wait for the room to rest.
     await expect.poll(async () => (await shared.server.ok('get_room', { room_id: roomId }, person.token)).room.current_round?.completed ?? true, { timeout: 15_000 }).toBe(true);
@@ -194,8 +195,8 @@ describe('cli-agent', () => {
     expect(all[1]).toMatchObject({ sender: 'Crashy', visible: false, skip_reason: 'skip' });
     expect(all[2]).toMatchObject({ sender: 'Mute', visible: false, skip_reason: 'skip' });
     // SPEC v2 §7: the record's text carries the reason.
-    expect(all[1]!.text_content).toBe('（跳过：fake-claude.mjs exited with code 3: claude: Error: API quota exceeded (fake)）');
-    expect(all[2]!.text_content).toBe('（跳过：fake-gemini.mjs printed no answer）');
+    expect(all[1]!.text_content).toBe('(skipped: fake-claude.mjs exited with code 3: claude: Error: API quota exceeded (fake))');
+    expect(all[2]!.text_content).toBe('(skipped: fake-gemini.mjs printed no answer)');
   });
 
   it('SIGTERM kills the running CLI and its helpers, passes the turn with the reason, and exits 0', async () => {
@@ -213,7 +214,7 @@ describe('cli-agent', () => {
     expect(processesWith(`fake-helper-of-codex-${tag}`)).toEqual([]);
     const all = await messages(roomId, person.token);
     expect(all[1]).toMatchObject({ sender: 'Sleepy', visible: false, skip_reason: 'skip' });
-    expect(all[1]!.text_content).toBe('（跳过：agent stopped (SIGTERM)）');
+    expect(all[1]!.text_content).toBe('(skipped: agent stopped (SIGTERM))');
     // A restart reuses the saved token: same name, no name_taken.
     const again = startAgent('Sleepy', roomId, 'codex', { FAKE_CLI_LOG: log });
     await waitReady([again]);

@@ -51,7 +51,8 @@ describe('storage faults', () => {
       current = fault;
       const failed = await send('during the fault');
       expect(failed.status).toBe(500);
-      expect(failed.body).toEqual({ ok: false, error: { code: 'internal_error', message: 'Internal server error' } });
+      // No detail, in the caller's language (DEFAULT_LANGUAGE zh-CN here; SPEC §7).
+      expect(failed.body).toEqual({ ok: false, error: { code: 'internal_error', message: '服务器内部错误。' } });
       current = 'none';
 
       for (let i = 0; i < 5; i++) acked.push((await send(`after ${i}`)).body.data.message.message_id);

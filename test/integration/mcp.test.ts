@@ -243,7 +243,8 @@ describe('MCP tools', () => {
     const { agent, roomId } = await agentInRoom();
     const { tools } = await agent.client.listTools();
     const wait = tools.find((t) => t.name === 'wait_for_turn')!;
-    expect(wait.description).toMatch(/default 25, max 50/);
+    // DEFAULT_LANGUAGE is zh-CN here: the description is the Chinese one (SPEC §7).
+    expect(wait.description).toMatch(/默认 25，最大 50/);
     expect(wait.inputSchema.properties?.timeout_s).toMatchObject({ type: 'number', minimum: 0, maximum: 50 });
 
     // Without timeout_s the server waits 25 s: the first progress notification (after 5 s) says so.

@@ -181,3 +181,25 @@ function logLines(proc: ServerProcess): any[] {
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line));
 }
+
+describe('process, event-loop and disk metrics (SPEC §2)', () => {
+  it('carries CPU seconds, event-loop delay and the free bytes of the DATA_DIR disk', async () => {
+    const s = (server = await startTestServer());
+    const text = await (await fetch(`${s.url}/api/v1/metrics`)).text();
+    const value = (name: string): number => {
+      const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+      if (!match) throw new Error(`no ${name} in the metrics`);
+      return Number(match[1]);
+    };
+    expect(value('process_cpu_seconds_total')).toBeGreaterThan(0);
+    expect(value('process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds [0-9.e+-]+$/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds [0-9.e+-]+$/m);
+    const free = value('chatroom_data_dir_free_bytes');
+    const { statfs } = await import('node:fs/promises');
+    const disk = await statfs(s.dataDir);
+    expect(free).toBeGreaterThan(0);
+    // The same disk: within what other writers on the machine change between the two reads.
+    expect(Math.abs(free - disk.bavail * disk.bsize)).toBeLessThan(disk.blocks * disk.bsize * 0.05);
+  });
+});

@@ -141,6 +141,14 @@ describe('6.1.1 Start', () => {
     expect(sim.round).toMatchObject({ guard_count: 0, guard_tripped: false });
   });
 
+  it('records are written in the room language: English forms in an English room (SPEC v3 §6)', () => {
+    const sim = room({ agents: ['A', 'B', 'C'], language: 'en' });
+    sim.post('U');
+    expect(ok(sim.skip('A', ' no idea '), sim)[0]).toBe('record r1 A skip (skipped: no idea)');
+    expect(ok(sim.fire(), sim)[0]).toBe('record r1 B timeout (timed out)');
+    expect(ok(sim.skip('C'), sim)[0]).toBe('record r1 C skip (skipped)');
+  });
+
   it('the guard message is English in other room languages; start_round also resets the guard', () => {
     const sim = room({ agents: ['A'], maxAutoRounds: 1, language: 'en' });
     sim.post('U');

@@ -148,7 +148,9 @@ describe('pdf export', () => {
     const en = await pdf('english', { room: makeRoom({ language: 'en-US' }) });
     const t = run('pdftotext', ['-enc', 'UTF-8', en.file, '-']);
     expect(t).toContain('Chat history export');
-    expect(t).toMatch(/第\s*1\s*\/\s*\d+\s*页/); // SPEC §9's footer, in every language
+    // SPEC §9's page numbers in the room's language (v3 §6: page labels follow it).
+    expect(t).toMatch(/Page\s+1\s+of\s+\d+/);
+    expect(t).not.toMatch(/第\s*1/);
     expect(t).toContain('Round 1');
     expect(t).toContain('AI agent');
     expect(t).toContain('Reply to #1 bob');

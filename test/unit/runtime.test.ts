@@ -138,6 +138,25 @@ describe('room runtime', () => {
     expect(room.members.find((m) => m.participant_id === w.person.id)?.status).toBe('online');
   });
 
+  it('system_announcement says so while no agent of the room is online, and clears when one comes back (SPEC §4)', async () => {
+    const w = await world();
+    const runtime = await w.rooms.require(w.roomId);
+    expect(runtime.room.announcement.system_announcement).toBe('');
+    w.presence.touch(w.person.id);
+    w.clock.advance(90_001); // the agents made no call: they go offline
+    w.presence.touch(w.person.id);
+    await expect.poll(() => runtime.room.members.filter((m) => m.role === 'ai_agent').map((m) => m.status)).toEqual(['offline', 'offline']);
+    await expect.poll(() => runtime.room.announcement.system_announcement).toBe('本房间目前没有在线的智能体。');
+    expect(w.events.some((e) => e.event === 'room_update' && e.data.room.announcement.system_announcement === '本房间目前没有在线的智能体。')).toBe(true);
+    // Paused by the person as well: both conditions, in one notice.
+    await w.rooms.execute(w.roomId, { type: 'set_status', caller: w.person, status: 'paused' });
+    expect(runtime.room.announcement.system_announcement).toBe('房间已被 Ann 暂停，智能体不会发言，直到房间恢复。本房间目前没有在线的智能体。');
+    w.presence.touch(w.a.id);
+    await expect.poll(() => runtime.room.announcement.system_announcement).toBe('房间已被 Ann 暂停，智能体不会发言，直到房间恢复。');
+    await w.rooms.execute(w.roomId, { type: 'set_status', caller: w.person, status: 'active' });
+    expect(runtime.room.announcement.system_announcement).toBe('');
+  });
+
   it("a call of a person who was offline: the presence change it causes and the call's command share one commit", async () => {
     const w = await world();
     w.clock.advance(90_001); // nobody called: everyone goes offline
