@@ -191,13 +191,18 @@ export type RoomFile = Omit<z.infer<typeof fileHead>, 'messages' | 'rounds'> & {
 /** Schema checks of one import run in slices of this many elements between time checks. */
 const CHECK_BATCH = 64;
 
-/** A validation_error naming the first problem (and up to five) by its path under `data`. */
-function schemaError(issues: readonly z.core.$ZodIssue[], prefix: readonly string[]): AppError {
+/**
+ * A validation_error naming the first problem (and up to five) by its path under `data`, its
+ * message written in both languages (the caller reads the one it asked for, SPEC §7).
+ */
+function schemaError(schema: z.ZodType, value: unknown, error: z.ZodError, prefix: readonly string[]): AppError {
   const pathOf = (i: z.core.$ZodIssue) => ['data', ...prefix, ...i.path.map(String)].join('.');
-  const first = issues[0];
-  return new AppError('validation_error', `${first ? pathOf(first) : 'data'}: ${first?.message ?? 'invalid'}`, {
-    issues: issues.slice(0, 5).map((i) => ({ path: pathOf(i), message: i.message })),
+  const texts = schemaTexts(schema, value, error, { prefix: ['data', ...prefix], whole: { en: 'data', 'zh-CN': 'data' } });
+  const err = new AppError('validation_error', texts.en, {
+    issues: error.issues.slice(0, 5).map((i) => ({ path: pathOf(i), message: i.message })),
   });
+  err.texts = texts;
+  return err;
 }
 
 /** Checks each element of `items` against `schema`, yielding to the event loop between slices. */
@@ -205,7 +210,7 @@ async function parseEach<T>(items: readonly unknown[], schema: z.ZodType<T>, fie
   const out: T[] = [];
   for (let i = 0; i < items.length; i++) {
     const parsed = schema.safeParse(items[i]);
-    if (!parsed.success) throw schemaError(parsed.error.issues, [field, String(i)]);
+    if (!parsed.success) throw schemaError(schema, items[i], parsed.error, [field, String(i)]);
     out.push(parsed.data);
     if (i % CHECK_BATCH === CHECK_BATCH - 1) await slices.pause();
   }
@@ -252,7 +257,7 @@ export async function parseRoomFile(data: unknown, maxMessageChars: number): Pro
     throw new AppError('validation_error', `data.version ${JSON.stringify(head.version)} is not supported (this server reads version ${ROOM_FORMAT_VERSION})`);
   }
   const parsed = fileHead.safeParse(data);
-  if (!parsed.success) throw schemaError(parsed.error.issues, []);
+  if (!parsed.success) throw schemaError(fileHead, data, parsed.error, []);
   const file: RoomFile = {
     ...parsed.data,
     messages: await parseEach(parsed.data.messages, messageSchema(maxMessageChars), 'messages', slices),

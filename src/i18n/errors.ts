@@ -130,6 +130,22 @@ const MESSAGES: ReadonlyArray<readonly [string, string]> = [
   ['No such export (exports are kept for an hour)', '没有这个导出文件（导出文件保留一小时）'],
   ['This link has expired or is not valid', '这个链接已过期或无效'],
   ['The server is busy with other exports ({running} running, {waiting} waiting); try again shortly', '服务器正忙于其他导出（{running} 个进行中，{waiting} 个等待中），请稍后再试'],
+  ['The server is busy with other {what} ({running} running, {waiting} waiting); try again shortly', '服务器正忙于其他任务（{running} 个进行中，{waiting} 个等待中），请稍后再试'],
+  ['Imported messages belong to no one here and cannot be edited', '导入的消息不属于这里的任何人，不能编辑'],
+  ['Imported messages belong to no one here and cannot be deleted', '导入的消息不属于这里的任何人，不能删除'],
+  ['Host "{host}" is not allowed. Add it to ALLOWED_HOSTS (now: {allowed}) to accept it.', '不允许的 Host“{host}”。要接受它，请把它加入 ALLOWED_HOSTS（当前：{allowed}）。'],
+  // MCP (resources, identity without a session)
+  ['Following a room needs a token (Authorization: Bearer <token>)', '关注房间需要令牌（Authorization: Bearer <token>）'],
+  ['Reading a room needs a token (Authorization: Bearer <token>)', '读取房间需要令牌（Authorization: Bearer <token>）'],
+  ['Only chatroom://rooms/… resources can be followed', '只能关注 chatroom://rooms/… 资源'],
+  ['Only chatroom://rooms/… resources can be subscribed', '只能订阅 chatroom://rooms/… 资源'],
+  ['No resource "{uri}": rooms are {a}{room_id} and {b}{room_id}/messages', '没有资源“{uri}”：房间资源是 {a}{room_id} 和 {b}{room_id}/messages'],
+  ['The token argument is unknown or was rotated', 'token 参数未知或已被轮换'],
+  [
+    'No identity: send the header "Authorization: Bearer <token>", pass your token as the "token" argument, or (with an MCP session) call register_agent or login {token} first.',
+    '没有身份：请发送请求头“Authorization: Bearer <token>”，或把令牌作为“token”参数传入，或（在 MCP 会话中）先调用 register_agent 或 login {token}。',
+  ],
+  ['At most {n} resource subscriptions per session', '每个会话最多订阅 {n} 个资源'],
   // imports
   ['data must be a JSON object: a room export (format "agent-chatroom.room")', 'data 必须是一个 JSON 对象：房间导出文件（format 为“agent-chatroom.room”）'],
   ['data.format must be "{format}"', 'data.format 必须是“{format}”'],
