@@ -3,7 +3,7 @@
 // it (state, logs, indexes, the journal, uploads, exports); the places that create the data's own
 // directories and files also pass the modes explicitly. A DATA_DIR made by an older version or
 // by hand with looser modes is reported at start, with the command that fixes it.
-import { readdir, stat } from 'node:fs/promises';
+import { chmod, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 
@@ -32,12 +32,21 @@ export async function looseEntries(dataDir: string): Promise<string[]> {
     if (!info.isDirectory() || depth === 0) return;
     for (const name of await readdir(p).catch(() => [] as string[])) await check(path.join(p, name), depth - 1);
   };
+  // A DATA_DIR that is not a directory is refused by the store, with its own one-line error.
+  if (!(await stat(dataDir).catch(() => null))?.isDirectory()) return [];
   await check(dataDir, 2);
   return loose;
 }
 
 /** Logs a warning when DATA_DIR or what it holds is open to other local users. */
 export async function warnIfLoose(dataDir: string, logger: Logger): Promise<void> {
+  // A fresh checkout's data/ holds only the .gitkeep that git created 0755/0644: nothing has been
+  // stored, so it is made private here instead of warning on a first `npm start`.
+  const entries = await readdir(dataDir).catch(() => null);
+  if (entries && entries.every((name) => name === '.gitkeep')) {
+    await chmod(dataDir, PRIVATE_DIR_MODE).catch(() => undefined);
+    if (entries.length) await chmod(path.join(dataDir, '.gitkeep'), PRIVATE_FILE_MODE).catch(() => undefined);
+  }
   const loose = await looseEntries(dataDir);
   if (loose.length === 0) return;
   logger.warn(

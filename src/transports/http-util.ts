@@ -18,18 +18,26 @@ export function sendError(res: Response, err: unknown, app: App): void {
   if (!res.headersSent) res.status(err instanceof AppError ? err.status : 500).json({ ok: false, error: wire });
 }
 
-/** Host names accepted on the page and /mcp (DNS-rebinding defence). */
+const DEFAULT_ALLOWED_HOSTS = ['127.0.0.1', 'localhost'];
+
+/** ALLOWED_HOSTS, or its default while the config has not been bound to a port yet. */
+function allowedHosts(app: App): readonly string[] {
+  return app.config.allowedHosts.length ? app.config.allowedHosts : DEFAULT_ALLOWED_HOSTS;
+}
+
+/** Host names accepted on the page, REST and /mcp (DNS-rebinding defence). */
 export function hostAllowed(app: App, hostHeader: string | undefined): boolean {
   if (!hostHeader) return false;
   const host = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
-  return app.config.allowedHosts.includes('*') || app.config.allowedHosts.includes(host);
+  const allowed = allowedHosts(app);
+  return allowed.includes('*') || allowed.includes(host);
 }
 
 /** The answer to a request whose Host is not in ALLOWED_HOSTS (REST: SPEC §10). */
 export function hostRefused(app: App, hostHeader: string | undefined): AppError {
   return new AppError(
     'forbidden',
-    `Host "${hostHeader ?? ''}" is not allowed. Add it to ALLOWED_HOSTS (now: ${app.config.allowedHosts.join(',')}) to accept it.`,
+    `Host "${hostHeader ?? ''}" is not allowed. Add it to ALLOWED_HOSTS (now: ${allowedHosts(app).join(',')}) to accept it.`,
   );
 }
 

@@ -93,7 +93,7 @@ describe('the command line of start and backup', () => {
     const bare = await runCli({ DATA_DIR: dataDir }, []);
     expect(bare.code).toBe(0);
     expect(bare.output).toContain('agent-chatroom <command>');
-    expect(bare.output).toMatch(/^\s+start\s+run the server/m);
+    expect(bare.output).toMatch(/^\s+start\b.*\s{2,}run the server/m);
     expect(bare.output).toContain('Without a command this help is printed and nothing starts');
     expect(bare.output).not.toContain('listening on');
     await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
