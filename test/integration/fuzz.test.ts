@@ -371,11 +371,11 @@ describe('import_chat_history documents (SPEC §10: a malformed or hostile file 
         const target =
           m.where === 'top' ? doc
           : m.where === 'room' ? doc.room
-          : m.where === 'announcement' ? doc.room.announcement
-          : m.where === 'settings' ? doc.room.settings
-          : m.where === 'message' ? doc.messages[0]
-          : m.where === 'round' ? (doc.rounds[0] ?? doc)
-          : (doc.members[0] ?? doc);
+          : m.where === 'announcement' ? doc.room?.announcement
+          : m.where === 'settings' ? doc.room?.settings
+          : m.where === 'message' ? doc.messages?.[0]
+          : m.where === 'round' ? (doc.rounds?.[0] ?? doc)
+          : (doc.members?.[0] ?? doc);
         if (!target || typeof target !== 'object') continue;
         if (m.remove) delete target[m.key];
         else target[m.key] = m.value;
