@@ -6,7 +6,6 @@
 // store write (group commit: 64 senders into one room share fsyncs). Only once the store has
 // made the batch durable does the runtime swap in the new state, arm the timer and publish the
 // events; on a failed commit every command of the batch fails and nothing changed (SPEC §5).
-import { cloneRoom } from '../clone.js';
 import { AppError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
@@ -440,11 +439,13 @@ export async function inDraft<T>(base: Draft, run: (draft: Draft) => Promise<T>)
 }
 
 /**
- * A private copy of a room for one command. `history_rounds` (one id per round ever played, the
- * only part that grows with the room's age) is shared, not copied: nothing changes it in place —
- * the engine returns a new array when a round ends (engine-step.ts) — so the copy costs the same
- * in a room's first round and its ten-thousandth.
+ * A private copy of a room for one command: a shallow one. Commands replace what they change —
+ * top-level fields, `settings`, `announcement`, the engine's round state (engine-core.ts copies
+ * it) — and never change a nested object in place; a member they change is copied first
+ * (`writableMember` in commands.ts), and the members list is the draft's own, so a push or a
+ * replaced entry stays private. A deep copy of every member per command was the largest cost of
+ * a send in a room of 64 (BENCHMARKS.md, issue 40).
  */
 function draftOf(room: RoomRecord): RoomRecord {
-  return cloneRoom(room, { shareHistory: true });
+  return { ...room, members: room.members.slice() };
 }
