@@ -6,6 +6,8 @@
 //
 //   npx tsx bench/cost.ts [--build DIR] [--seconds 10] [--handoffs 1000] [--delivery-seconds 20]
 //   npx tsx bench/cost.ts --vs DIR_B [--build DIR_A] [--rounds 3] ...   (A B / B A alternating)
+//   (--phases sends,handoff,delivery: only these phases; BENCH_SERVER_NODE_ARGS: node flags of
+//    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 //
 // DIR is a checkout with a built server (`DIR/dist/src/cli.js`; default: this checkout's). Each
 // build runs as its own process on a fresh DATA_DIR, log level info to /dev/null, rate limits
@@ -35,6 +37,7 @@ function arg(name: string, fallback: string): string {
 const SECONDS = Number(arg('seconds', '10'));
 const HANDOFFS = Number(arg('handoffs', '1000'));
 const DELIVERY_SECONDS = Number(arg('delivery-seconds', '20'));
+const PHASES = new Set(arg('phases', 'sends,handoff,delivery').split(','));
 const SENDERS = 64;
 const SUBSCRIBERS = 100;
 
@@ -328,9 +331,9 @@ export async function measure(build: string): Promise<Figures> {
   const out: Figures = {};
   const server = await startServer(build);
   try {
-    await sends(server, out);
-    await handoffs(server, out);
-    await delivery(server, out);
+    if (PHASES.has('sends')) await sends(server, out);
+    if (PHASES.has('handoff')) await handoffs(server, out);
+    if (PHASES.has('delivery')) await delivery(server, out);
   } finally {
     await server.stop();
   }

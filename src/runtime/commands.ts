@@ -297,6 +297,8 @@ function codePoints(text: string): number {
 }
 
 function resolveMentions(room: RoomRecord, text: string, explicit: readonly string[]): string[] {
+  // Most posts name nobody: no member list is built for them (a room holds up to 200).
+  if (explicit.length === 0 && !text.includes('@')) return [];
   const byKey = new Map(room.members.map((m) => [m.name.toLowerCase(), m.name]));
   const resolved: string[] = [];
   const unknown: string[] = [];
