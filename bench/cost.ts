@@ -6,7 +6,7 @@
 //
 //   npx tsx bench/cost.ts [--build DIR] [--seconds 10] [--handoffs 1000] [--delivery-seconds 20]
 //   npx tsx bench/cost.ts --vs DIR_B [--build DIR_A] [--rounds 3] ...   (A B / B A alternating)
-//   (--phases sends,handoff,delivery: only these phases; BENCH_SERVER_NODE_ARGS: node flags of
+//   (--phases sends,handoff,delivery: only these phases, sends being http,ws,one; BENCH_SERVER_NODE_ARGS: node flags of
 //    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 //
 // DIR is a checkout with a built server (`DIR/dist/src/cli.js`; default: this checkout's). Each
@@ -218,20 +218,26 @@ async function sends(server: Server, out: Figures): Promise<void> {
   }
   const args = (n: number, i: number) => ({ room_id: room.room_id, text_content: text(n, i) });
 
-  const http = await closedLoop(pid, users.map((u, i) => (n: number) => u.http.call('send_message', args(n, i), u.token)));
-  out.http_cpu_us_per_msg = http.cpuUs;
-  out.http_msgs_per_s = http.perSecond;
+  const only = (name: string) => PHASES.has('sends') || PHASES.has(name);
+  if (only('http')) {
+    const http = await closedLoop(pid, users.map((u, i) => (n: number) => u.http.call('send_message', args(n, i), u.token)));
+    out.http_cpu_us_per_msg = http.cpuUs;
+    out.http_msgs_per_s = http.perSecond;
+  }
 
-  const sockets = await Promise.all(users.map((u) => Socket.open(server.url, u.token)));
-  // Unsubscribed: each sender gets only its own answers (auth_ok subscribed it to the room).
-  await Promise.all(sockets.map((s) => s.send({ type: 'unsubscribe', room_id: room.room_id }, 'unsubscribed')));
-  const ws = await closedLoop(pid, sockets.map((s, i) => (n: number) => s.call('send_message', args(n, i))));
-  out.ws_cpu_us_per_msg = ws.cpuUs;
-  out.ws_msgs_per_s = ws.perSecond;
-  for (const s of sockets) s.close();
-
-  const one = await closedLoop(pid, [(n: number) => users[0]!.http.call('send_message', args(n, 0), users[0]!.token)]);
-  out.one_sender_http_msgs_per_s = one.perSecond;
+  if (only('ws')) {
+    const sockets = await Promise.all(users.map((u) => Socket.open(server.url, u.token)));
+    // Unsubscribed: each sender gets only its own answers (auth_ok subscribed it to the room).
+    await Promise.all(sockets.map((s) => s.send({ type: 'unsubscribe', room_id: room.room_id }, 'unsubscribed')));
+    const ws = await closedLoop(pid, sockets.map((s, i) => (n: number) => s.call('send_message', args(n, i))));
+    out.ws_cpu_us_per_msg = ws.cpuUs;
+    out.ws_msgs_per_s = ws.perSecond;
+    for (const s of sockets) s.close();
+  }
+  if (only('one')) {
+    const one = await closedLoop(pid, [(n: number) => users[0]!.http.call('send_message', args(n, 0), users[0]!.token)]);
+    out.one_sender_http_msgs_per_s = one.perSecond;
+  }
   await Promise.all([admin, ...users.map((u) => u.http)].map((h) => h.close()));
 }
 
@@ -331,7 +337,7 @@ export async function measure(build: string): Promise<Figures> {
   const out: Figures = {};
   const server = await startServer(build);
   try {
-    if (PHASES.has('sends')) await sends(server, out);
+    if (['sends', 'http', 'ws', 'one'].some((p) => PHASES.has(p))) await sends(server, out);
     if (PHASES.has('handoff')) await handoffs(server, out);
     if (PHASES.has('delivery')) await delivery(server, out);
   } finally {

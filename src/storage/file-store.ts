@@ -866,26 +866,30 @@ export class FileStore implements Store {
     // (an empty array, a holey one) deoptimised and was compiled again (see clone.ts).
     if (messages.length === 0) return NO_APPEND;
     const added: Message[] = [];
-    const lines: Buffer[] = [];
+    // One string, encoded once: a buffer per line joined afterwards copied every byte twice.
+    let text = '';
+    const lengths: number[] = []; // bytes of each line without its newline
     for (const m of messages) {
       const stored = copy(m);
       added.push(stored);
-      lines.push(Buffer.from(JSON.stringify(stored) + '\n', 'utf8'));
+      const line = JSON.stringify(stored);
+      lengths.push(Buffer.byteLength(line, 'utf8'));
+      text += line + '\n';
     }
     const offsets: number[] = [];
     const sizeBefore = this.logs.sizeOf(roomId);
     let logged = false;
-    const written = this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
+    const written = this.logs.append(roomId, Buffer.from(text, 'utf8')).then(({ start }) => {
       let at = start;
-      for (const l of lines) {
+      for (const length of lengths) {
         offsets.push(at);
-        at += l.length;
+        at += length + 1;
       }
       logged = true;
     });
     return {
       written,
-      apply: () => this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf)),
+      apply: () => this.messages.apply(roomId, added, offsets, lengths, added.map(metaOf)),
       undo: async () => {
         // The state write may fail while the append still runs beside it: let it finish first.
         await written.catch(() => undefined);
