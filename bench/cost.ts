@@ -6,7 +6,10 @@
 //
 //   npx tsx bench/cost.ts [--build DIR] [--seconds 10] [--handoffs 1000] [--delivery-seconds 20]
 //   npx tsx bench/cost.ts --vs DIR_B [--build DIR_A] [--rounds 3] ...   (A B / B A alternating)
-//   (--phases sends,handoff,delivery: only these phases, sends being http,ws,one; BENCH_SERVER_NODE_ARGS: node flags of
+//   (--data-root DIR: where the fresh DATA_DIRs are made, e.g. /dev/shm to take the disk out;
+//    --from-source: each server run from its TypeScript through tsx instead of dist/;
+//    --one-person: the 64 senders all speak for one person, the old --cpu bench's shape;
+//    --phases sends,handoff,delivery: only these phases, sends being http,ws,one; BENCH_SERVER_NODE_ARGS: node flags of
 //    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 //
 // DIR is a checkout with a built server (`DIR/dist/src/cli.js`; default: this checkout's). Each
@@ -38,6 +41,9 @@ const SECONDS = Number(arg('seconds', '10'));
 const HANDOFFS = Number(arg('handoffs', '1000'));
 const DELIVERY_SECONDS = Number(arg('delivery-seconds', '20'));
 const PHASES = new Set(arg('phases', 'sends,handoff,delivery').split(','));
+/** --one-person: the 64 connections all speak for the room's owner (the old --cpu bench's shape). */
+const ONE_PERSON = process.argv.includes('--one-person');
+const FROM_SOURCE = process.argv.includes('--from-source');
 const SENDERS = 64;
 const SUBSCRIBERS = 100;
 
@@ -65,9 +71,12 @@ async function freePort(): Promise<number> {
 async function startServer(build: string): Promise<Server> {
   const cli = join(build, 'dist', 'src', 'cli.js');
   if (!existsSync(cli)) throw new Error(`${cli} missing: build that checkout first (npm run build)`);
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-cost-'));
+  // --from-source: the TypeScript through tsx, what bench/util.ts silently ran for a checkout
+  // without dist/ (BENCHMARKS.md: how a baseline can look slower than it is).
+  const entry = FROM_SOURCE ? ['--import', 'tsx', join(build, 'src', 'cli.ts')] : [cli];
+  const dataDir = mkdtempSync(join(arg('data-root', tmpdir()), 'bench-cost-'));
   const port = await freePort();
-  const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), cli, 'start'], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...entry, 'start'], {
     cwd: build,
     env: {
       ...process.env,
@@ -212,6 +221,10 @@ async function sends(server: Server, out: Figures): Promise<void> {
   const users: { token: string; http: Http }[] = [];
   for (let i = 0; i < SENDERS; i++) {
     const http = new Http(server.url);
+    if (ONE_PERSON) {
+      users.push({ token: owner.token, http });
+      continue;
+    }
     const u = await ok(http, 'register_user', { name: `sender-${i}` });
     await ok(http, 'join_room', { room_id: room.room_id }, u.token);
     users.push({ token: u.token, http });

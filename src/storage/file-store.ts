@@ -2,13 +2,12 @@
 // full story; in short:
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots (created as `[]` at first start); while small
-//                                       rewritten with each change (state-writer.ts), past that
-//                                       compacted from the journal in the background
-//   journal/state-{gen}.jsonl           past that size, every change of a room / agent / user
-//                                       record, one line each, group-committed
-//                                       (state-journal.ts); replayed over the snapshots at start,
-//                                       deleted once compacted
+//   agents.json users.json rooms.json   snapshots (created as `[]` at first start): checkpoints
+//                                       of the journal, at most about a second behind it while
+//                                       small (checkpointMs), amortised past compactBytes
+//   journal/state-{gen}.jsonl           every change of a room / agent / user record, one line
+//                                       each, group-committed (state-journal.ts); replayed over
+//                                       the snapshots at start, deleted once checkpointed
 //   room_messages/{room_id}.jsonl       append-only logs (room-log.ts)
 //   uploads/ exports/                   created here, written by others
 //   server.lock                         one process per directory (lock.ts)
@@ -31,10 +30,11 @@
 //   checked against the version the previous one produced; commits of different rooms run
 //   concurrently and share journal fsyncs.
 // - Reads hand out copies; what callers put in is copied too.
-// - The cost of a change is bounded: a small state is rewritten whole (under syncSnapshotBytes,
-//   256 KiB by default); past that a change costs its own journal line, and the snapshots are
-//   rewritten only by a compaction, once the journal outgrows them (amortised) or
-//   periodically, and on close.
+// - The cost of a change is bounded: a change costs its own journal line; the snapshots are
+//   rewritten by a checkpoint (`compact`) a second after the first change they lack while they
+//   are small, once the journal outgrows them (amortised) or periodically past that, and on
+//   close. (`syncSnapshotBytes` can still make small state durable by rewriting the snapshots
+//   with each change instead, state-writer.ts; the server does not use it.)
 //
 // Messages (room-messages.ts): memory holds a compact index per room in use (INDEX_CACHE_BYTES),
 // a message id → room directory (6 bytes a message, for getMessage) and one LRU cache of
