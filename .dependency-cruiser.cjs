@@ -2,7 +2,7 @@
 //   transports → tools → runtime → domain → storage
 // with the composition roots (app.ts, server.ts, cli.ts) on top and small shared leaves
 // (types, errors, config, logger, paths) usable from anywhere. No cycles between folders.
-const transports = '^src/(transports|mcp)/';
+const transports = '^src/(transports|mcp|gateways)/';
 const tools = '^src/tools/';
 const runtime = '^src/(runtime|events)/';
 const domain = '^src/(rounds|rooms|messages|identity|limits|protocol|export)/';

@@ -1,35 +1,14 @@
 // @ts-check
-// "Add an agent" for the open room: one-line commands to copy (the CLI agents through
-// `agent-chatroom cli-agent`, the ready-to-run `agent-chatroom agent`), and the MCP settings for
-// Claude Code, Cursor and Codex, all filled in with this server's address, the room id and a
-// name the person picks.
+// "Add an agent" for the open room: one-line commands to copy (CLI agents through
+// `agent-chatroom cli-agent`, ACP sessions through `acp-agent`, A2A agents through `a2a-agent`,
+// the ready-to-run `agent-chatroom agent`), the MCP settings for Claude Code (also as a channel
+// that pushes turns into an interactive session), Cursor and Codex. The texts themselves come
+// from agent-commands.js.
+import { agentCommands } from './agent-commands.js';
 import { openDialog } from './dialog.js';
 import { h, uniqueId } from './dom.js';
 import { t } from './i18n.js';
 import { icon } from './icons.js';
-
-/** The usual non-interactive invocation of each CLI, run once per turn by cli-agent. */
-const PRESET_COMMANDS = { claude: 'claude -p', codex: 'codex exec', gemini: 'gemini -p' };
-
-/**
- * The texts the dialog offers (exported for reading in one place; the tests compare them).
- * @param {{ url: string, roomId: string, name: string, preset: 'claude'|'codex'|'gemini', hasPassword: boolean }} o
- */
-export function agentCommands({ url, roomId, name, preset, hasPassword }) {
-  const pw = hasPassword ? ' --room-password <PASSWORD>' : '';
-  const mcpUrl = `${url}/mcp`;
-  return {
-    cli: `agent-chatroom cli-agent --url ${url} --room ${roomId} --name ${name} --preset ${preset} -- ${PRESET_COMMANDS[preset]}`,
-    agent: `agent-chatroom agent --url ${url} --room ${roomId} --name ${name}${pw} --model gpt-4o-mini --api-key-env OPENAI_API_KEY`,
-    agentEcho: `agent-chatroom agent --url ${url} --room ${roomId} --name ${name}${pw} --echo`,
-    claudeMcp: `claude mcp add --transport http chatroom ${mcpUrl}`,
-    claudeJson: JSON.stringify({ mcpServers: { chatroom: { type: 'http', url: mcpUrl } } }, null, 2),
-    cursorJson: JSON.stringify({ mcpServers: { chatroom: { url: mcpUrl } } }, null, 2),
-    stdioJson: JSON.stringify({ mcpServers: { chatroom: { command: 'agent-chatroom', args: ['mcp', '--url', url] } } }, null, 2),
-    codexToml: `[mcp_servers.chatroom]\ncommand = "agent-chatroom"\nargs = ["mcp", "--url", "${url}"]`,
-    prompt: t('agents.prompt', { name, room: roomId }),
-  };
-}
 
 /** A block of text with a copy button. @param {string} label @param {string} text @param {string} key */
 function copyBlock(label, text, key) {
@@ -74,6 +53,14 @@ export function openAgentDialog({ room }) {
       h('h3', {}, t('agents.cliTitle')),
       h('p', { class: 'muted' }, t('agents.cliHelp')),
       copyBlock(t('agents.cliLabel'), c.cli, 'cli'),
+      h('h3', {}, t('agents.acpTitle')),
+      h('p', { class: 'muted' }, t('agents.acpHelp')),
+      copyBlock(t('agents.acpLabel'), c.acp, 'acp'),
+      h('h3', {}, t('agents.channelTitle')),
+      h('p', { class: 'muted' }, t('agents.channelHelp')),
+      copyBlock(t('agents.channelJson'), c.channelJson, 'channel-json'),
+      copyBlock(t('agents.channelLaunch'), c.channelLaunch, 'channel-launch'),
+      copyBlock(t('agents.promptLabel'), t('agents.channelPrompt', { name, room: room.room_id }), 'channel-prompt'),
       h('h3', {}, t('agents.mcpTitle')),
       h('p', { class: 'muted' }, t('agents.mcpHelp')),
       copyBlock(t('agents.claudeCmd'), c.claudeMcp, 'claude-mcp'),
@@ -81,7 +68,10 @@ export function openAgentDialog({ room }) {
       copyBlock(t('agents.cursorJson'), c.cursorJson, 'cursor-json'),
       copyBlock(t('agents.codexToml'), c.codexToml, 'codex-toml'),
       copyBlock(t('agents.stdioJson'), c.stdioJson, 'stdio-json'),
-      copyBlock(t('agents.promptLabel'), c.prompt, 'prompt'),
+      copyBlock(t('agents.promptLabel'), t('agents.prompt', { name, room: room.room_id }), 'prompt'),
+      h('h3', {}, t('agents.a2aTitle')),
+      h('p', { class: 'muted' }, t('agents.a2aHelp')),
+      copyBlock(t('agents.a2aLabel'), c.a2a, 'a2a'),
       h('h3', {}, t('agents.readyTitle')),
       h('p', { class: 'muted' }, t('agents.readyHelp')),
       copyBlock(t('agents.readyLabel'), c.agent, 'agent'),

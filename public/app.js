@@ -4,7 +4,7 @@
 // language (zh-CN / English), theme (system / light / dark) and mention notifications.
 import { callTool, onUnauthorized, session } from './api.js';
 import { h, toast } from './dom.js';
-import { getLang, setLang, t } from './i18n.js';
+import { DICTIONARIES, getLang, setLang, t } from './i18n.js';
 import { icon } from './icons.js';
 import { LiveConnection } from './live.js';
 import { mountLogin } from './login.js';
@@ -44,9 +44,12 @@ tools.append(notifyBtn, themeBtn, langBtn);
 
 function paintStatic() {
   document.documentElement.lang = getLang();
-  langBtn.textContent = getLang() === 'en' ? '中文' : 'English';
-  langBtn.setAttribute('aria-label', t('app.switchLanguage'));
-  langBtn.setAttribute('lang', getLang() === 'en' ? 'zh-CN' : 'en');
+  // The button offers the other language, named in that language, its accessible name too
+  // ("Switch to English" / "切换到中文"), so a screen reader reads it with the right voice.
+  const other = getLang() === 'en' ? 'zh-CN' : 'en';
+  langBtn.textContent = DICTIONARIES[other]['app.languageName'];
+  langBtn.setAttribute('aria-label', DICTIONARIES[other]['app.switchToThisLanguage']);
+  langBtn.setAttribute('lang', other);
   const theme = storedTheme();
   themeBtn.replaceChildren(icon(theme === 'dark' ? 'moon' : theme === 'light' ? 'sun' : 'monitor', { size: 16 }));
   themeBtn.setAttribute('aria-label', t('app.theme', { theme: t(`theme.${theme}`) }));
@@ -97,11 +100,18 @@ function setView(mount) {
   view = mount(main);
 }
 
+/**
+ * Why the person is at the sign-in form again (a dictionary key, so a language switch repaints
+ * it): a saved session the server no longer knows, or one that ended while the page was open.
+ * @type {string}
+ */
+let loginNotice = '';
+
 function route() {
   if (!session.token) {
     stopLive();
     topbarUser.hidden = true;
-    setView((el) => mountLogin(el, signedIn));
+    setView((el) => mountLogin(el, signedIn, { notice: loginNotice ? t(loginNotice) : '' }));
     return;
   }
   topbarUser.hidden = false;
@@ -124,17 +134,18 @@ function route() {
 
 /** @param {string} token @param {any} participant */
 function signedIn(token, participant) {
+  loginNotice = '';
   session.save(token, participant);
   toast(t('app.welcome', { name: session.name || '' }));
   navigate(location.hash.startsWith('#/room/') ? location.hash : '#/rooms');
 }
 
-/** @param {string} [message] */
-function signOut(message) {
+/** @param {string} [noticeKey] the dictionary key of the sign-in form's notice, if any */
+function signOut(noticeKey) {
   stopLive();
   session.clear();
   myRooms.clear();
-  if (message) toast(message, 'error');
+  loginNotice = noticeKey || '';
   history.replaceState(null, '', '#/rooms');
   route();
 }
@@ -167,7 +178,7 @@ function startLive() {
       view?.refresh?.();
     },
     onStatus: showStatus,
-    onFatal: () => signOut(t('app.sessionExpired')),
+    onFatal: () => signOut('app.sessionExpired'),
     onUnsubscribed: (roomId) => {
       myRooms.delete(roomId);
       view?.onUnsubscribed?.(roomId);
@@ -220,7 +231,7 @@ logoutBtn.addEventListener('click', async () => {
   const { confirmDialog } = await import('./dialog.js');
   if (await confirmDialog({ title: t('app.logout'), message: t('app.logoutConfirm'), confirm: t('app.logout'), danger: true })) signOut();
 });
-onUnauthorized(() => signOut(t('app.sessionExpired')));
+onUnauthorized(() => signOut('app.sessionExpired'));
 
 async function boot() {
   applyTheme(storedTheme(), false);
@@ -231,7 +242,11 @@ async function boot() {
       const data = await callTool('login', { token: session.token }, { token: null });
       session.save(data.token || session.token, data.participant);
     } catch (err) {
-      if (/** @type {any} */ (err).code === 'unauthorized') session.clear();
+      // A token the server no longer knows (rotated, or another DATA_DIR): say so at the form.
+      if (/** @type {any} */ (err).code === 'unauthorized') {
+        session.clear();
+        loginNotice = 'login.savedSessionInvalid';
+      }
       // Other errors (server down): keep the token and let the live connection retry.
     }
   }

@@ -43,18 +43,32 @@ export function setLang(next) {
 }
 
 /**
+ * `{n|one|other}` in a text: the singular or the plural word for the number `params.n`, by the
+ * language's plural rules ("1 message found", "2 messages found"); Chinese needs none.
+ * @param {string} text @param {Record<string, string|number>} params @param {string} language
+ */
+function plurals(text, params, language) {
+  return text.replace(/\{(\w+)\|([^|{}]*)\|([^|{}]*)\}/g, (whole, name, one, other) => {
+    if (!(name in params)) return whole;
+    return new Intl.PluralRules(language).select(Number(params[name])) === 'one' ? one : other;
+  });
+}
+
+/**
  * @param {string} key
  * @param {Record<string, string|number>} [params]
  * @returns {string}
  */
 export function t(key, params) {
   let text = DICTIONARIES[lang][key];
+  let language = lang;
   if (text === undefined) {
     missingKeys.add(`${lang}:${key}`);
     text = DICTIONARIES['zh-CN'][key] ?? key;
+    language = 'zh-CN';
   }
   if (!params) return text;
-  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in params ? String(params[name]) : whole));
+  return plurals(text, params, language).replace(/\{(\w+)\}/g, (whole, name) => (name in params ? String(params[name]) : whole));
 }
 
 /** @param {string} role */

@@ -8,8 +8,9 @@ import { field, setFieldErrors } from './forms.js';
 /**
  * @param {HTMLElement} container
  * @param {(token: string, participant: object) => void} onSignedIn
+ * @param {{ notice?: string }} [opts] `notice`: why the person must sign in again (shown above the forms)
  */
-export function mountLogin(container, onSignedIn) {
+export function mountLogin(container, onSignedIn, { notice = '' } = {}) {
   const regName = field({ label: t('login.name'), name: 'name', autocomplete: 'username', required: true, maxlength: 32, hint: t('login.nameHint') });
   const regPassword = field({ label: t('login.passwordOptional'), name: 'password', type: 'password', autocomplete: 'new-password', maxlength: 256, hint: t('login.passwordHint') });
   const regError = h('p', { class: 'form-error', role: 'alert', hidden: true });
@@ -107,6 +108,7 @@ export function mountLogin(container, onSignedIn) {
     { class: 'view view-login', 'aria-labelledby': 'login-heading' },
     h('h1', { id: 'login-heading', class: 'page-title' }, t('login.welcome')),
     h('p', { class: 'lead' }, t('login.lead')),
+    notice ? h('p', { class: 'login-notice', role: 'alert' }, notice) : null,
     h('div', { class: 'login-grid' }, regForm, h('div', { class: 'login-or', 'aria-hidden': 'true' }, t('login.or')), loginForm),
   );
   container.append(view);

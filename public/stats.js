@@ -7,7 +7,7 @@ import { h } from './dom.js';
 import { errorText, t } from './i18n.js';
 import { icon } from './icons.js';
 
-/** Table columns: the stats field and its header (header breaks only at the <wbr> marks). */
+/** Table columns: the stats field and its header (a header breaks only at the <wbr> marks). */
 const COLUMNS = [
   ['turns_answered', 'stats.answered'],
   ['turns_skipped', 'stats.skipped'],
@@ -54,7 +54,11 @@ export class StatsPanel {
           'tr',
           {},
           h('th', { scope: 'col', class: 'stats-name' }, t('role.ai_agent')),
-          ...COLUMNS.map(([key, label]) => h('th', { scope: 'col', dataset: { key } }, ...headerParts(label).flatMap((p, i) => (i ? [h('wbr'), p] : [p])))),
+          // Figure headers are set upright in a narrow column (styles.css, .stats-head): six
+          // words side by side do not fit the 300 px sidebar in English (nor all of Chinese).
+          ...COLUMNS.map(([key, label]) =>
+            h('th', { scope: 'col', dataset: { key } }, h('span', { class: 'stats-head' }, ...headerParts(label).flatMap((p, i) => (i ? [h('wbr'), p] : [p])))),
+          ),
         ),
       ),
       this.body,

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Entry point: `start` (default) runs the server; other subcommands are added by their modules.
+// Entry point: `start` runs the server; other subcommands are added by their modules. A bare
+// `agent-chatroom` prints the help and starts nothing (a server is never started by accident).
 // Each command loads only its own modules: a hook or an agent starts in a fraction of the time
 // the server's modules (PDF fonts, express, …) would take.
 import { readFileSync } from 'node:fs';
@@ -99,7 +100,7 @@ async function start(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-const command = process.argv[2] ?? 'start';
+const command = process.argv[2] ?? 'help';
 async function backup(): Promise<void> {
   const [target] = argsOrExit(BACKUP_USAGE, 1);
   if (!target) {
@@ -124,12 +125,18 @@ const HELP = `agent-chatroom <command>   (Agent Chatroom: AI agents and people i
   agent --room R --name N --model M  the ready-to-run agent (an OpenAI-compatible model)
   cli-agent --room R --name N --preset claude|codex|gemini [-- command…]
                                      an agent CLI run once per turn
+  a2a-agent --room R --name N --card CARD_URL [--header 'Name: value'] [--bearer-env VAR]
+                                     a remote A2A agent as a member (docs/a2a.md)
+  acp-agent --room R --name N --preset claude|codex|gemini [-- command…]
+                                     an ACP agent (Claude Code, Codex, Gemini CLI) in one
+                                     long-lived session per room, its progress as activity
   hook claude-init|claude-session-start|claude-stop|codex-notify
                                      keep an interactive Claude Code session in a room (docs/agents.md)
   backup DIR                         copy DATA_DIR
 
-Every command takes --help (agent-chatroom --version prints the version). The server URL
-defaults to http://127.0.0.1:3000. Guides: the docs/ folder of the package (docs/agents.md).
+Without a command this help is printed and nothing starts: run \`agent-chatroom start\` (or
+\`npm start\` in a checkout) to serve. Every command takes --help (agent-chatroom --version prints
+the version). The server URL defaults to http://127.0.0.1:3000. Guides: the docs/ folder of the package (docs/agents.md).
 `;
 
 async function printVersion(): Promise<void> {
@@ -145,6 +152,8 @@ const commands: Record<string, () => Promise<void>> = {
   mcp: async () => (await import('./mcp/stdio.js')).runMcpStdio(process.argv.slice(3)),
   agent: async () => (await import('./agent/run.js')).agentCommand(process.argv.slice(3)),
   'cli-agent': async () => (await import('./cli-agent/run.js')).cliAgentCommand(process.argv.slice(3)),
+  'a2a-agent': async () => (await import('./a2a-agent/run.js')).a2aAgentCommand(process.argv.slice(3)),
+  'acp-agent': async () => (await import('./acp-agent/run.js')).acpAgentCommand(process.argv.slice(3)),
   hook: async () => (await import('./hooks/index.js')).hookCommand(process.argv.slice(3)),
   help: async () => {
     process.stdout.write(HELP);

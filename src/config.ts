@@ -23,6 +23,8 @@ export interface Config {
   allowedOrigins: string[];
   allowedHosts: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** LOG_FORMAT: `json` or `human` forces that format; null = readable at a terminal, JSON lines otherwise. */
+  logFormat: LogFormatSetting;
   /** Path to a TTF/OTF font for PDF export; null = the bundled Noto Sans SC. */
   exportFont: string | null;
   /** Secret for signed download links; random per process when not set. */
@@ -168,6 +170,17 @@ function hostListVar(env: Env, name: string): string[] {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const LOG_FORMATS = ['json', 'human'] as const;
+export type LogFormatSetting = (typeof LOG_FORMATS)[number] | null;
+
+/** LOG_FORMAT: unset or empty (null: chosen by whether stdout is a terminal), `json` or `human`. */
+export function logFormatVar(env: Env): LogFormatSetting {
+  const raw = env.LOG_FORMAT?.trim().toLowerCase() ?? '';
+  if (raw === '') return null;
+  if ((LOG_FORMATS as readonly string[]).includes(raw)) return raw as LogFormatSetting;
+  throw new ConfigError('LOG_FORMAT', `expected json or human (or unset: readable lines at a terminal, JSON lines otherwise), got "${env.LOG_FORMAT}"`);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = stringVar(env, 'LOG_LEVEL', 'info');
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -201,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowedOrigins: origins,
     allowedHosts: hosts,
     logLevel: logLevel as Config['logLevel'],
+    logFormat: logFormatVar(env),
     exportFont: readableFileVar(env, 'EXPORT_FONT'),
     linkSecret: env.LINK_SECRET?.trim() || null,
     tlsCert,

@@ -3,20 +3,21 @@
 // test/integration/observability.test.ts checks the output. (pino's `redact` would cost ~10 µs on
 // every line.)
 //
-// Two formats: JSON lines (the default, and always with LOG_FORMAT=json or when stdout is not a
-// terminal), and for a person at a terminal a short start-up banner followed by one readable line
-// per log entry.
+// Two formats: JSON lines (the default when stdout is not a terminal, and always with
+// LOG_FORMAT=json), and for a person (at a terminal, or always with LOG_FORMAT=human) a short
+// start-up banner followed by one readable line per log entry.
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
+import { logFormatVar } from './config.js';
 import { PACKAGE_ROOT } from './paths.js';
 
 export type { Logger };
 
 export type LogFormat = 'json' | 'human';
 
-/** `human` only when stdout is a terminal and LOG_FORMAT is not `json`. */
+/** LOG_FORMAT's choice (validated by loadConfig); unset: `human` at a terminal, else `json`. */
 export function logFormat(env: Record<string, string | undefined> = process.env, isTty: boolean = process.stdout.isTTY === true): LogFormat {
-  return isTty && env.LOG_FORMAT?.toLowerCase() !== 'json' ? 'human' : 'json';
+  return logFormatVar(env) ?? (isTty ? 'human' : 'json');
 }
 
 const humanLoggers = new WeakSet<Logger>();

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp, type App, type AppOptions } from './app.js';
 import { withBoundPort, type Config } from './config.js';
 import { preloadExportModules } from './export/preload.js';
+import { createA2aMount, type A2aMountOptions } from './gateways/a2a/mount.js';
 import { guardConnections } from './limits/connections.js';
 import { announceListening, type Logger } from './logger.js';
 import { createHttpApp } from './transports/http.js';
@@ -20,6 +21,8 @@ export interface ServerOptions extends AppOptions {
   ws?: Partial<WsOptions>;
   /** MCP session limits (tests lower them). */
   mcp?: McpMountOptions;
+  /** The rooms' A2A interface (tests lower the task bound). */
+  a2a?: A2aMountOptions;
 }
 
 export interface RunningServer {
@@ -40,7 +43,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
   const app = await createApp(config, logger, options);
   await exportModules;
   const ws = createWsMount(options.ws)(app);
-  const mounts: Mount[] = [ws, createMcpMount(options.mcp)(app)];
+  const mounts: Mount[] = [ws, createMcpMount(options.mcp)(app), createA2aMount(options.a2a)(app)];
   const expressApp = createHttpApp(app, mounts);
   const limit = bodyLimit(app);
   const handler: http.RequestListener = (req, res) => {

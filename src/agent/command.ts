@@ -109,7 +109,8 @@ export async function runUntilSignal<A extends { client: ChatroomClient }>(
     process.stderr.write(`Cannot start the agent: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  log('ready: waiting for turns (Ctrl-C leaves)');
+  // Ctrl-C disconnects; it never calls leave_room (the agent keeps its membership and its place).
+  log('ready: waiting for turns (Ctrl-C stops the agent: it stays a member of its rooms, shown offline until it runs again)');
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
     process.once(signal, () => process.exit(1));

@@ -44,13 +44,8 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
   const transcript = history.length
     ? history.map((m) => JSON.stringify(quote(m, me.name))).join('\n')
     : '(no messages yet)';
-  const ask =
-    turn.reason === 'mention'
-      ? 'You were mentioned: answer the message that mentions you.'
-      : turn.reason === 'host'
-        ? 'You are the host of this room: steer the conversation.'
-        : 'It is your turn in the rotation.';
-  const details = { room_name: room.room_name, ...(room.room_description ? { room_description: room.room_description } : {}) };
+  const ask = turnAsk(turn);
+  const details = roomDetails(turn);
   const user = [
     `Room (data, set by its admins): ${JSON.stringify(details)}`,
     `Members: ${members}`,
@@ -68,6 +63,21 @@ export function buildPrompt(me: Persona, turn: TurnInfo, history: readonly Messa
     { role: 'system', content: rules.filter((line, i, all) => line !== '' || all[i - 1] !== '').join('\n') },
     { role: 'user', content: user },
   ];
+}
+
+/** Why the agent is asked now, in one sentence. */
+export function turnAsk(turn: Pick<TurnInfo, 'reason'>): string {
+  return turn.reason === 'mention'
+    ? 'You were mentioned: answer the message that mentions you.'
+    : turn.reason === 'host'
+      ? 'You are the host of this room: steer the conversation.'
+      : 'It is your turn in the rotation.';
+}
+
+/** The room's name and description, set by its admins: quoted as data, never as rules. */
+export function roomDetails(turn: TurnInfo): { room_name: string; room_description?: string } {
+  const room = turn.context.room;
+  return { room_name: room.room_name, ...(room.room_description ? { room_description: room.room_description } : {}) };
 }
 
 /** A message as quoted data: who, role, time and text, never as instructions. */

@@ -39,6 +39,8 @@ export interface Preset {
   name: PresetName;
   /** The program run when no command follows `--`. */
   program: string;
+  /** What to install when the program is missing (named at start, src/agent/program.ts). */
+  install: string;
   /** Whether the CLI can continue a session between turns. */
   resumes: boolean;
   plan(options: { sessionId: string | null; mcp: McpPlan | null }): RunPlan;
@@ -77,6 +79,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 export const claudePreset: Preset = {
   name: 'claude',
   program: 'claude',
+  install: 'Claude Code (npm install -g @anthropic-ai/claude-code)',
   resumes: true,
   plan({ sessionId, mcp }) {
     return {
@@ -106,6 +109,7 @@ export const claudePreset: Preset = {
 export const codexPreset: Preset = {
   name: 'codex',
   program: 'codex',
+  install: 'the Codex CLI (npm install -g @openai/codex)',
   resumes: true,
   plan({ sessionId, mcp }) {
     // -c overrides are TOML values: strings and arrays in JSON syntax are valid TOML.
@@ -145,6 +149,7 @@ export const GEMINI_INSTRUCTION = 'Write your next message for the chat room des
 export const geminiPreset: Preset = {
   name: 'gemini',
   program: 'gemini',
+  install: 'the Gemini CLI (npm install -g @google/gemini-cli)',
   resumes: false,
   plan() {
     return { args: ['--output-format', 'json', '-p', GEMINI_INSTRUCTION] };

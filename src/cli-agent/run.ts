@@ -4,14 +4,15 @@
 // becomes a skip whose reason people see. One child at a time; the CLI's session id is kept per
 // room so the next turn resumes the same conversation.
 import { statSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
-import { agentClient, checkServer, serverBase, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
+import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
+import { writeMcpConfig } from '../agent/mcp-config.js';
+import { requireProgram } from '../agent/program.js';
 import { readReply } from '../agent/prompt.js';
-import { giveUp, turnHistory } from '../agent/turns.js';
-import { type ChatroomClient, ChatroomError, skipReason, type TurnAnswer, type TurnInfo } from '../client/index.js';
+import { giveUp, OneAtATime, passHeldTurns, turnHistory } from '../agent/turns.js';
+import type { ChatroomClient, TurnAnswer, TurnInfo } from '../client/index.js';
 import type { Participant } from '../types.js';
 import { lastLine, runChild, type ChildResult } from './child.js';
 import { PRESETS, parsePlainOutput, type McpPlan, type Preset, type PresetName } from './presets.js';
@@ -51,37 +52,24 @@ export interface RunningCliAgent {
 
 const CLI_DEFAULTS = { url: DEFAULT_SERVER_URL, history: 30, maxChars: 8000 } as const;
 
-/** The command that starts this package's stdio MCP proxy, however this process was started. */
-function selfCommand(): { command: string; args: string[] } {
-  return { command: process.execPath, args: [...process.execArgv, process.argv[1]!] };
-}
-
-/**
- * The MCP server the CLI may start: this package's stdio proxy reading the URL and token from a
- * private file (`mcp --config`), so the token is on no command line and in no CLI config.
- */
-async function writeMcpConfig(url: string, token: string): Promise<{ plan: McpPlan; dir: string }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'chatroom-mcp-'));
-  const self = selfCommand();
-  const credentials = path.join(dir, 'chatroom.json');
-  await writeFile(credentials, JSON.stringify({ url: serverBase(url), token }), { mode: 0o600 });
-  const args = [...self.args, 'mcp', '--config', credentials];
-  const configPath = path.join(dir, 'mcp.json');
-  await writeFile(configPath, JSON.stringify({ mcpServers: { chatroom: { command: self.command, args } } }, null, 2), { mode: 0o600 });
-  return { plan: { configPath, command: self.command, args, env: {} }, dir };
-}
-
 export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliAgent> {
   const log = options.log ?? (() => undefined);
   const preset: Preset | null = options.preset ? PRESETS[options.preset] : null;
   const command = options.command.length ? options.command : preset ? [preset.program] : [];
   if (command.length === 0) throw new StartError('Give the command to run after "--", or a --preset');
   const program = path.basename(command[0]!);
-
   await checkServer(options.url);
+  // Before signing in: a CLI that is not installed would otherwise skip every turn.
+  requireProgram(command[0]!, {
+    ...(preset && command[0] === preset.program ? { install: preset.install } : {}),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
   const { base, identity, rooms } = await signInAndJoin({ ...options, log }, options.rooms);
   for (const room of rooms) log(`in room "${room.room_name}" (${room.room_id}) as ${identity.participant.name}`);
-  const mcp = options.mcp ? await writeMcpConfig(base, identity.token) : null;
+  const server = options.mcp ? await writeMcpConfig(base, identity.token) : null;
+  const mcp: { plan: McpPlan; dir: string } | null = server
+    ? { plan: { configPath: server.configPath, command: server.command, args: server.args, env: {} }, dir: server.dir }
+    : null;
 
   const client = agentClient(base, identity.token, {
     ...(options.marginMs !== undefined ? { marginMs: options.marginMs } : {}),
@@ -93,12 +81,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
   const sessions = new Map<string, string>();
 
   // One child at a time, whatever the number of rooms: turns queue here.
-  let queue: Promise<unknown> = Promise.resolve();
-  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = queue.then(work, work);
-    queue = next.catch(() => undefined);
-    return next;
-  };
+  const queue = new OneAtATime();
   let stopping = false;
   const shutdown = new AbortController();
   /** Rooms whose turn is being worked on, with whether it may be skipped. */
@@ -148,7 +131,7 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
     }
   };
 
-  client.onTurn((turn) => exclusive(() => takeTurn(turn)));
+  client.onTurn((turn) => queue.run(() => takeTurn(turn)));
 
   return {
     client,
@@ -159,16 +142,8 @@ export async function runCliAgent(options: CliAgentOptions): Promise<RunningCliA
       stopping = true;
       const held = [...working.entries()];
       shutdown.abort();
-      await queue; // the child is dead once its turn's work has settled
-      for (const [roomId, canSkip] of held) {
-        if (!canSkip) continue;
-        // A server without skip reasons (before SPEC v2) refuses the argument: skip without it.
-        await client
-          .call('skip_response', { room_id: roomId, reason: skipReason(reason) }, { timeoutMs: 3000 })
-          .catch((err: ChatroomError) => (err.code === 'validation_error' ? client.call('skip_response', { room_id: roomId }, { timeoutMs: 3000 }) : undefined))
-          .catch(() => undefined);
-      }
-      await Promise.all(client.rooms().map((roomId) => client.setActivity(roomId, 'idle')));
+      await queue.idle(); // the child is dead once its turn's work has settled
+      await passHeldTurns(client, held, reason);
       await client.close();
       if (mcp) await rm(mcp.dir, { recursive: true, force: true });
     },

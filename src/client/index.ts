@@ -13,6 +13,7 @@ import { CLOSE } from '../protocol/frames.js';
 import type { Participant } from '../types.js';
 import { BACKOFF_DEFAULTS, backoffDelay, type BackoffOptions } from './backoff.js';
 import { ChatroomError, restCall } from './rest.js';
+import type { ToolArguments } from './tool-arguments.js';
 import { TurnRunner, type AgentTurnData, type TurnHandler } from './turns.js';
 
 export { ChatroomError, restCall } from './rest.js';
@@ -22,6 +23,22 @@ export { skipReason, SKIP_REASON_MAX } from './turns.js';
 export type { ServerFrame } from '../protocol/frames.js';
 export type { RoomEvent, RoomEventName } from '../events/bus.js';
 export type { Message, Participant, Room } from '../types.js';
+export type { ToolArguments } from './tool-arguments.js';
+
+/** The name of a tool this client knows the arguments of. */
+export type ToolName = keyof ToolArguments;
+/**
+ * A tool's arguments, from the registry's input schemas (src/client/tool-arguments.ts); a name
+ * the client does not know (a newer server's tool) takes any object.
+ */
+export type ToolArgs<N extends string> = N extends ToolName ? ToolArguments[N] : Record<string, unknown>;
+export interface CallOptions {
+  /** How long to wait for the result (default: the client's callTimeoutMs). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+/** `call`'s arguments after the name: required when the tool has a required argument. */
+export type CallRest<N extends string> = {} extends ToolArgs<N> ? [args?: ToolArgs<N>, options?: CallOptions] : [args: ToolArgs<N>, options?: CallOptions];
 
 export type ClientLogger = (level: 'debug' | 'info' | 'warn' | 'error', message: string, details?: unknown) => void;
 
@@ -161,8 +178,12 @@ export class ChatroomClient {
     }
   }
 
-  /** Calls a tool; resolves with its data or throws a ChatroomError with the server's code. */
-  call<T = unknown>(tool: string, args: unknown = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
+  /**
+   * Calls a tool; resolves with its data (typed by `T`) or throws a ChatroomError with the
+   * server's code. The arguments are type-checked against the tool's schema:
+   * `call('join_room', { room_id: 1234 })` does not compile.
+   */
+  call<T = unknown, N extends ToolName | (string & {}) = ToolName>(tool: N, ...[args, options = {}]: CallRest<N>): Promise<T> {
     if (this.stopped) return Promise.reject(new ChatroomError('closed', 'client closed'));
     const id = this.nextId++;
     const frame = JSON.stringify({ type: 'call', id, tool, args: args ?? {} });
@@ -238,7 +259,8 @@ export class ChatroomClient {
     this.turns?.stop();
     const runner = new TurnRunner(
       {
-        call: (tool, args, opts) => this.call(tool, args, opts),
+        // The runner sends skip_response and send_message, whose arguments it builds itself.
+        call: (tool, args, opts) => this.call(tool, args as ToolArgs<string>, opts),
         clockOffsetMs: () => this.offsetMs,
         log: this.log,
       },

@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import { NOT_A_MESSAGE_ID, NOT_A_ROOM_ID } from '../protocol/schemas.js';
 import type { Caller } from '../types.js';
 
-export type Transport = 'rest' | 'ws' | 'mcp' | 'internal';
+export type Transport = 'rest' | 'ws' | 'mcp' | 'a2a' | 'internal';
 
 export interface CallOptions {
   /** Bearer token (REST, MCP header) or the socket's authenticated token. */

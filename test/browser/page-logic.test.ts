@@ -1,7 +1,7 @@
 // The page's pure modules, run in Node: the room reducer (trusts room_update and the queue in
 // agent_turn, falls back without it), the queue the turn bar shows in a mention chain, the
 // seq-range message store (gaps, resume point, trimming), and the two dictionaries.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 // @ts-expect-error plain JS module of the page (checked by tsconfig.public.json)
 import { initialRoomState, reduceRoom, visibleQueue } from '../../public/room-state.js';
 // @ts-expect-error plain JS module of the page
@@ -143,5 +143,25 @@ describe('dictionaries', () => {
     expect(Object.keys(en).sort()).toEqual(Object.keys(zhCN).sort());
     const holes = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
     for (const key of Object.keys(zhCN)) expect(holes(en[key]), key).toEqual(holes(zhCN[key]));
+  });
+});
+
+describe('plurals in the page texts', () => {
+  it('"1 message found", "2 messages found" in English; Chinese has no plural', async () => {
+    // i18n.js reads the saved language from localStorage and sets the <html> lang when switched.
+    const stored = new Map([['agent-chatroom.lang', 'en']]);
+    vi.stubGlobal('window', globalThis);
+    vi.stubGlobal('localStorage', { getItem: (k: string) => stored.get(k) ?? null, setItem: (k: string, v: string) => stored.set(k, v) });
+    vi.stubGlobal('document', { documentElement: { lang: '' } });
+    // @ts-expect-error plain JS module of the page
+    const { setLang, t } = await import('../../public/i18n.js');
+    expect(t('search.found', { n: 1 })).toBe('1 message found (newest first)');
+    expect(t('search.found', { n: 2 })).toBe('2 messages found (newest first)');
+    expect(t('search.found', { n: 0 })).toBe('0 messages found (newest first)');
+    expect(t('rooms.members', { n: 1 })).toBe('1 member');
+    expect(t('rooms.countFiltered', { n: 1, shown: 1 })).toBe('1 room, 1 shown');
+    setLang('zh-CN');
+    expect(t('search.found', { n: 1 })).toBe('找到 1 条消息（最新的在前）');
+    vi.unstubAllGlobals();
   });
 });

@@ -19,12 +19,17 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-/** True when the browser tests can run here; in CI a missing browser is an error, not a skip. */
-export function chromiumAvailable(): boolean {
-  if (existsSync(CHROMIUM_PATH)) return true;
-  if (process.env.CI) {
-    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: CI must install it (apt-get install chromium) — browser tests never skip in CI`);
+/**
+ * True when the browser tests can run here. Outside CI a missing browser skips them and says
+ * why on stderr (once per test file); in CI it is an error, never a skip.
+ */
+export function chromiumAvailable(env: Record<string, string | undefined> = process.env, warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): boolean {
+  const chromium = env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (existsSync(chromium)) return true;
+  if (env.CI) {
+    throw new Error(`Chromium not found at ${chromium}: CI must install it (apt-get install chromium) — browser tests never skip in CI`);
   }
+  warn(`Browser tests skipped: Chromium not found at ${chromium} (apt-get install chromium fonts-noto-cjk, or set CHROMIUM_PATH to a Chromium binary).`);
   return false;
 }
 

@@ -88,6 +88,17 @@ describe('backup and restore', () => {
 });
 
 describe('the command line of start and backup', () => {
+  it('a bare agent-chatroom prints the help and starts nothing; the help says `start` serves', async () => {
+    const dataDir = path.join(await tempDataDir(), 'never-created');
+    const bare = await runCli({ DATA_DIR: dataDir }, []);
+    expect(bare.code).toBe(0);
+    expect(bare.output).toContain('agent-chatroom <command>');
+    expect(bare.output).toMatch(/^\s+start\s+run the server/m);
+    expect(bare.output).toContain('Without a command this help is printed and nothing starts');
+    expect(bare.output).not.toContain('listening on');
+    await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('--help prints the usage and does nothing else; unknown flags and stray arguments are refused', async () => {
     const dataDir = path.join(await tempDataDir(), 'never-created');
     const startHelp = await runCli({ DATA_DIR: dataDir }, ['start', '--help']);

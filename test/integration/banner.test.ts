@@ -54,6 +54,7 @@ describe('start-up screen', () => {
     expect(logFormat({}, true)).toBe('human');
     expect(logFormat({ LOG_FORMAT: 'json' }, true)).toBe('json');
     expect(logFormat({}, false)).toBe('json');
+    expect(logFormat({ LOG_FORMAT: 'human' }, false)).toBe('human');
     const time = Date.parse('2026-01-02T03:04:05Z');
     const line = humanLine(JSON.stringify({ level: 40, time, msg: 'slow consumer', room_id: 'r1', count: 2 }));
     expect(line).toMatch(/^\d\d:\d\d:\d\d warn  slow consumer {2}room_id=r1 count=2\n$/);

@@ -2,7 +2,7 @@
 // that take each preset's real flags and print that CLI's real output format. The agents run as
 // child processes of the compiled CLI (.test-dist), as a user would start them.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -61,6 +61,9 @@ function startAgent(
 async function waitReady(agents: AgentProcess[]): Promise<void> {
   for (const agent of agents) {
     await expect.poll(() => agent.output(), { timeout: 20_000, interval: 50 }).toMatch(/ready: waiting for turns/);
+    // What Ctrl-C really does: it stops the process; the agent stays a member (never "leaves").
+    expect(agent.output()).toContain('Ctrl-C stops the agent: it stays a member of its rooms');
+    expect(agent.output()).not.toMatch(/Ctrl-C leaves/);
   }
 }
 
@@ -236,6 +239,43 @@ describe('cli-agent', () => {
     expect(run!.argv.join(' ')).not.toContain('act_');
   });
 
+  it('a CLI that is not installed stops the start with one line naming what to install, before registering', async () => {
+    const emptyPath = await mkdtemp(path.join(shared.work, 'no-clis-'));
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'cli-agent', '--url', shared.server.url, ...args], {
+          env: { ...process.env, PATH: emptyPath, CHATROOM_STATE_DIR: path.join(shared.work, 'state') },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+        child.once('exit', (code) => resolve({ code, out }));
+      });
+    const { roomId } = await room();
+    const installs = {
+      claude: 'install Claude Code (npm install -g @anthropic-ai/claude-code)',
+      codex: 'install the Codex CLI (npm install -g @openai/codex)',
+      gemini: 'install the Gemini CLI (npm install -g @google/gemini-cli)',
+    };
+    for (const [preset, install] of Object.entries(installs)) {
+      const missing = await run(['--room', roomId, '--name', `Missing-${preset}`, '--preset', preset]);
+      expect(missing.code, preset).toBe(1);
+      expect(missing.out.trim().split('\n'), missing.out).toHaveLength(1);
+      expect(missing.out).toContain(`Cannot find the program "${preset}" on PATH: ${install}`);
+      expect(missing.out).not.toMatch(/registered|ready/);
+    }
+    // A command given after "--" that is not there: named, nothing to suggest installing.
+    const path404 = await run(['--room', roomId, '--name', 'MissingPath', '--', './no-such-cli']);
+    expect(path404.code).toBe(1);
+    expect(path404.out.trim().split('\n')).toHaveLength(1);
+    expect(path404.out).toContain(`Cannot run ${path.resolve('no-such-cli')}: not an executable file`);
+    // None of them registered: the names are still free.
+    for (const name of ['Missing-claude', 'MissingPath']) {
+      await expect(shared.server.ok('register_agent', { name })).resolves.toMatchObject({ agent: { name } });
+    }
+  });
+
   it('refuses bad start-up input with one clear line', async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
@@ -249,12 +289,12 @@ describe('cli-agent', () => {
     const down = await run(['--url', `http://127.0.0.1:${port}`, '--room', 'r', '--name', 'X', '--preset', 'claude']);
     expect(down.code).toBe(1);
     expect(down.out).toContain(`Cannot reach the server at http://127.0.0.1:${port} (connection refused)`);
-    const noRoom = await run(['--url', shared.server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
+    const noRoom = await run(['--url', shared.server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude', '--', fake('claude')]);
     expect(noRoom.code).toBe(1);
     expect(noRoom.out).toContain(`There is no room "no-such-room" on ${shared.server.url}`);
     expect(noRoom.out).toMatch(/registered "Lost1"; its token: \S+/);
     // The retry reuses the saved token instead of failing with name_taken.
-    const retry = await run(['--url', shared.server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude']);
+    const retry = await run(['--url', shared.server.url, '--room', 'no-such-room', '--name', 'Lost1', '--preset', 'claude', '--', fake('claude')]);
     expect(retry.out).toContain('using the saved token of "Lost1"');
     expect(retry.out).not.toContain('taken');
     const usage = await run(['--room', 'r', '--name', 'X', '--preset', 'nope']);

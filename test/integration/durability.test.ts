@@ -90,6 +90,11 @@ describe('durability', () => {
     expect(result.code).toBe(1);
     expect(result.output.trim().split('\n')).toHaveLength(1);
     expect(result.output).toContain('TURN_TIMEOUT_MS');
+    // LOG_FORMAT too: json or human, nothing else (issue 41).
+    const format = await runCli({ LOG_FORMAT: 'yaml' });
+    expect(format.code).toBe(1);
+    expect(format.output.trim().split('\n')).toHaveLength(1);
+    expect(format.output).toContain('LOG_FORMAT');
     const port = await runCli({ PORT: 'abc' });
     expect(port.code).toBe(1);
     expect(port.output).toContain('PORT');

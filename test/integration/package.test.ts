@@ -39,6 +39,10 @@ client.on('message_new', (data) => console.log(data.message.seq + 1));
 const err: ChatroomError = new ChatroomError('closed', 'x');
 // @ts-expect-error an answer needs text or skip
 const wrong: TurnAnswer = { txt: 'x' };
+// call's arguments are typed from the tools' schemas: a room id is a string.
+// @ts-expect-error room_id is a string
+void client.call('join_room', { room_id: 1234 });
+void client.call('join_room', { room_id: 'design-20260101120000-k3j9x0a1b2' });
 console.log(err.code, wrong);
 `;
 
@@ -85,6 +89,7 @@ describe('the npm package', () => {
     }
     const help = await run(path.join(prefix, 'bin', 'agent-chatroom'), ['help'], { cwd: elsewhere });
     expect(help.stdout).toContain('cli-agent --room R --name N --preset claude|codex|gemini');
+    expect(help.stdout).toContain('a2a-agent --room R --name N --card CARD_URL');
 
     // 2. The typed client in a fresh ESM project: its types check (strict, library files included)…
     await writeFile(path.join(project, 'typed.ts'), TYPED_SCRIPT);

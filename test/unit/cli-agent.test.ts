@@ -119,6 +119,9 @@ describe('command lines', () => {
   it('mcp: the token from --token, CHATROOM_TOKEN or a --config file', () => {
     expect(parseStdioArgs(['--url', 'http://h:1'], { CHATROOM_TOKEN: 'act_env' })).toEqual({ url: 'http://h:1/mcp', token: 'act_env' });
     expect(parseStdioArgs(['--token', 'act_flag'], { CHATROOM_TOKEN: 'act_env' })).toMatchObject({ token: 'act_flag' });
+    // The page's channel entry passes "${CHATROOM_TOKEN:-}": unset in the shell, it arrives empty
+    // and the proxy waits for register_agent or login instead of sending an empty token.
+    expect(parseStdioArgs(['--url', 'http://h:1'], { CHATROOM_TOKEN: '' })).toEqual({ url: 'http://h:1/mcp', token: null });
     expect(() => parseStdioArgs(['--config', '/no/such/file.json'], {})).toThrow(/--config: cannot read/);
   });
 });

@@ -30,6 +30,7 @@ describe('config', () => {
     ['DISPLAY_TIMEZONE', 'Mars/Olympus'],
     ['MAX_MESSAGE_CHARS', '-1'],
     ['LOG_LEVEL', 'loud'],
+    ['LOG_FORMAT', 'yaml'],
     ['ALLOWED_ORIGINS', 'not an origin'],
     ['ALLOWED_HOSTS', 'my-box:3000'],
     ['ALLOWED_HOSTS', 'localhost,http://my-box'],
