@@ -89,6 +89,7 @@ async function startServer(build: string): Promise<Server> {
       RATE_LIMIT_LOGIN_PER_MINUTE: '0',
       MAX_CONNECTIONS_PER_ADDRESS: '1000000',
       MAX_CONNECTIONS: '1000000',
+      MAX_SOCKETS_PER_TOKEN: '100000', // --one-person: 64 sockets of one token
     },
     stdio: ['ignore', openSync('/dev/null', 'w'), 'inherit'],
   });
