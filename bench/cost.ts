@@ -22,15 +22,14 @@
 // WebSocket its senders (members of the room) stayed subscribed, so each message was also
 // delivered to every sender; its one-person shape shared 8 sockets among 64 calls. See
 // BENCHMARKS.md for what that hid.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'undici';
 import WebSocket from 'ws';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { cpuMs, percentile } from './util.js';
+import { cpuMs, freePort, percentile, type BenchServer } from './util.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -54,19 +53,7 @@ function text(n: number, who: number): string {
   return (head + body.repeat(6)).slice(0, 500);
 }
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+type Server = BenchServer;
 
 async function startServer(build: string): Promise<Server> {
   const cli = join(build, 'dist', 'src', 'cli.js');
