@@ -12,7 +12,7 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
@@ -28,6 +28,9 @@ async function freePort(): Promise<number> {
 export async function startBenchServer(env: Record<string, string>): Promise<BenchServer> {
   const dist = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
   const args = existsSync(dist) ? [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), dist, 'start'] : ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'start'];
+  // Said out loud: a checkout without dist/ runs slower through tsx, and a comparison of
+  // builds that ran one of them that way measured the loader (BENCHMARKS.md, issue 40).
+  if (!existsSync(dist)) console.error(`bench: ${dist} missing, running the server from its TypeScript through tsx (slower; npm run build first)`);
   const port = await freePort();
   const child = spawn(process.execPath, args, {
     cwd: PACKAGE_ROOT,

@@ -323,11 +323,26 @@ function roomUpdated(draft: Draft): void {
 // ── messages ──
 
 function checkText(text: string, fileUrl: string, max: number): void {
-  if ([...text].length > max) throw new AppError('payload_too_large', `text_content is longer than ${max} characters`);
+  // A text has at most as many code points as UTF-16 units: count them only when it could be over.
+  if (text.length > max && codePoints(text) > max) throw new AppError('payload_too_large', `text_content is longer than ${max} characters`);
   if (text.trim() === '' && !fileUrl) throw new AppError('validation_error', 'text_content is empty', { field: 'text_content' });
 }
 
+function codePoints(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++, n++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+  }
+  return n;
+}
+
 function resolveMentions(room: RoomRecord, text: string, explicit: readonly string[]): string[] {
+  // Most posts name nobody: no member list is built for them (a room holds up to 200).
+  if (explicit.length === 0 && !text.includes('@')) return [];
   const byKey = new Map(room.members.map((m) => [m.name.toLowerCase(), m.name]));
   const resolved: string[] = [];
   const unknown: string[] = [];
@@ -515,13 +530,26 @@ function statusChanged(draft: Draft, member: Member): void {
   draft.events.push({ event: 'member_status_change', room_id: draft.room.room_id, data: { member: memberStatus(member) } });
 }
 
+/**
+ * The draft's own copy of a member, to change in place: the draft shares member objects with
+ * the committed room (room-runtime.ts `draftOf`), so one is copied before its first change.
+ */
+function writableMember(draft: Draft, member: Member): Member {
+  const i = draft.room.members.indexOf(member);
+  if (i < 0) throw new Error('writableMember: not a member of the draft');
+  const own = { ...member };
+  draft.room.members[i] = own;
+  return own;
+}
+
 function presence(draft: Draft, participantId: string, online: boolean, lastActive: number, env: CommandEnv): Answer {
   const room = draft.room;
-  const member = room.members.find((m) => m.participant_id === participantId);
-  if (!member) return () => null;
-  const status = online ? (member.activity ? 'busy' : 'online') : 'offline';
+  const found = room.members.find((m) => m.participant_id === participantId);
+  if (!found) return () => null;
+  const status = online ? (found.activity ? 'busy' : 'online') : 'offline';
   const iso = new Date(lastActive).toISOString();
-  if (member.status === status) return () => null;
+  if (found.status === status) return () => null;
+  const member = writableMember(draft, found);
   member.status = status;
   member.last_active = iso;
   if (!online) {
@@ -534,9 +562,10 @@ function presence(draft: Draft, participantId: string, online: boolean, lastActi
 }
 
 function setActivity(draft: Draft, caller: Caller, activity: Activity, note: string | undefined): Answer {
-  const member = memberOf(draft.room, caller);
-  if (member.role !== 'ai_agent') throw new AppError('forbidden', 'Only agents report an activity');
+  const found = memberOf(draft.room, caller);
+  if (found.role !== 'ai_agent') throw new AppError('forbidden', 'Only agents report an activity');
   requireWritable(draft.room);
+  const member = writableMember(draft, found);
   if (activity === 'idle') {
     // Busy no more; a note given with it stays until the turn ends (why an agent stopped: the
     // runners report a failed turn that cannot be skipped this way, docs/agents.md).
@@ -554,8 +583,9 @@ function setActivity(draft: Draft, caller: Caller, activity: Activity, note: str
 }
 
 function clearActivity(draft: Draft, name: string): void {
-  const member = draft.room.members.find((m) => m.name === name);
-  if (!member || (!member.activity && !member.activity_note)) return;
+  const found = draft.room.members.find((m) => m.name === name);
+  if (!found || (!found.activity && !found.activity_note)) return;
+  const member = writableMember(draft, found);
   member.activity = null;
   member.activity_note = null;
   if (member.status === 'busy') member.status = 'online';

@@ -1,6 +1,7 @@
 // One step of the pure turn engine against a room draft: builds the engine's view, runs
 // `applyAction`, and turns its effects into the messages to write and the events to publish.
 // Pure apart from the injected clock and id source; it changes only the draft it is given.
+import equal from 'fast-deep-equal';
 import { v4 as uuidv4 } from 'uuid';
 import type { AgentTurnData, RoomEvent } from '../protocol/events.js';
 import { engineMessage } from '../rounds/engine-messages.js';
@@ -71,13 +72,18 @@ export function engineView(room: RoomRecord, input: Omit<StepInput, 'room'>, tur
 export function runEngine(input: StepInput, action: EngineAction, env: StepEnv): StepResult {
   const { room } = input;
   const newId = env.newId ?? uuidv4;
-  // What the engine may change, cheaply comparable: `history_rounds` only ever grows at its end
-  // (engine.ts), so its length and last id stand for it; the rest is small. (`recent_round_ends`
-  // changes only with a round's end, which grows `history_rounds`.)
-  const stored = () =>
-    JSON.stringify([room.current_round, room.history_rounds.length, room.history_rounds.at(-1), room.processed_through_seq, room.paused_mentions ?? []]);
-  const before = stored();
-  const queueBefore = queueOf(room);
+  // What the engine may change, kept to compare after the step (the engine returns new objects
+  // and never changes these in place, engine-core.ts): `history_rounds` only ever grows at its
+  // end, so its length and last id stand for it. (`recent_round_ends` changes only with a
+  // round's end, which grows `history_rounds`.) Compared field by field: serialising them twice
+  // a step was a measurable part of a send (issue 40).
+  const before = {
+    round: room.current_round,
+    historyLength: room.history_rounds.length,
+    lastRound: room.history_rounds.at(-1),
+    processed: room.processed_through_seq,
+    paused: room.paused_mentions ?? [],
+  };
   const result = applyAction(
     engineView(room, input, env.turnTimeoutMs),
     {
@@ -99,7 +105,12 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   // stored state (change-events.ts): the ended round may be replaced at once by the next one.
   const ended = result.effects.flatMap((e) => (e.type === 'round_end' ? [{ round_id: e.round_id, reason: e.reason }] : []));
   if (ended.length > 0) room.recent_round_ends = [...(room.recent_round_ends ?? []), ...ended].slice(-RECENT_ROUND_ENDS);
-  const changed = stored() !== before;
+  const changed =
+    room.history_rounds.length !== before.historyLength ||
+    room.history_rounds.at(-1) !== before.lastRound ||
+    room.processed_through_seq !== before.processed ||
+    !equal(room.paused_mentions ?? [], before.paused) ||
+    !equal(room.current_round, before.round);
 
   const messages: Message[] = [];
   const events: RoomEvent[] = [];
@@ -144,7 +155,7 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   // neither, so the new queue goes out as a room_update: clients never guess it (SPEC §8).
   const roundBoundary = result.effects.some((e) => e.type === 'round_start' || e.type === 'round_end');
   const turnIssued = result.effects.some((e) => e.type === 'agent_turn');
-  if (roundBoundary || (!turnIssued && queueOf(room) !== queueBefore)) {
+  if (roundBoundary || (!turnIssued && !sameQueue(room.current_round, before.round))) {
     events.push({ event: 'room_update', room_id: room.room_id, data: { room: presentRoomUpdate(room) } });
   }
   // Records are announced with the processed marks of the room as it is now.
@@ -154,10 +165,10 @@ export function runEngine(input: StepInput, action: EngineAction, env: StepEnv):
   return { ok: true, messages, events, effects: result.effects, changed, timer, turnsIssued };
 }
 
-/** What clients show of the running round's queue, comparable as one string. */
-function queueOf(room: RoomRecord): string {
-  const round = room.current_round;
-  return round ? JSON.stringify([round.round_id, round.agent_queue, round.current_agent_index, round.pending_mentions]) : '';
+/** The running round's queue as clients see it is the same in both. */
+function sameQueue(a: RoomRecord['current_round'], b: RoomRecord['current_round']): boolean {
+  if (!a || !b) return a === b;
+  return a.round_id === b.round_id && a.current_agent_index === b.current_agent_index && equal(a.agent_queue, b.agent_queue) && equal(a.pending_mentions, b.pending_mentions);
 }
 
 /** The agent_turn event of an engine effect (the queue fields as the engine issued the turn). */

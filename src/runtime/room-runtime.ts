@@ -6,7 +6,6 @@
 // store write (group commit: 64 senders into one room share fsyncs). Only once the store has
 // made the batch durable does the runtime swap in the new state, arm the timer and publish the
 // events; on a failed commit every command of the batch fails and nothing changed (SPEC §5).
-import { cloneRoom } from '../clone.js';
 import { AppError } from '../errors.js';
 import type { AccessEvent, RoomEvent } from '../protocol/events.js';
 import type { Timers } from '../identity/presence.js';
@@ -172,6 +171,7 @@ export class RoomRuntime {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
+      if (!this.deps.store.roomVersion && !this.deps.store.commitRoomLocked) return await this.drainAhead();
       while (this.queue.length > 0) {
         const head = this.queue[0]!;
         if (head.cmd === null) {
@@ -184,7 +184,87 @@ export class RoomRuntime {
       }
     } finally {
       this.draining = false;
+      // A command queued after the loop's last look (while draining still said so) is not left.
+      if (this.queue.length > 0) void this.drain();
     }
+  }
+
+  /**
+   * The queue of a store only this node writes (the file store): the next batch is computed
+   * while the commit before it is on its way to the disk, on the state that commit will make,
+   * and committed once it is durable. Computing and fsyncing one after the other cost a busy
+   * room a third of its throughput against the server before the runtime (issue 40). What the
+   * computation refused is answered only once the state it was judged on is durable; if that
+   * commit fails, the batch is computed again on the committed state, so no answer, event or
+   * duplicate check ever rests on a state that did not become durable (SPEC §5).
+   */
+  private async drainAhead(): Promise<void> {
+    let inFlight: { durable: Promise<boolean>; base: Draft } | undefined;
+    while (this.queue.length > 0 || inFlight) {
+      const head = this.queue[0];
+      if (!head || head.cmd === null) {
+        // Nothing to compute ahead, or a refresh, which waits for the commit on its way.
+        if (inFlight) {
+          await inFlight.durable;
+          inFlight = undefined;
+          continue;
+        }
+        this.queue.shift();
+        await this.reload(head!.carried, head!.notified).then(head!.resolve, head!.reject);
+        continue;
+      }
+      const end = this.queue.findIndex((p) => p.cmd === null);
+      const batch = this.queue.splice(0, Math.min(MAX_BATCH, end < 0 ? this.queue.length : end));
+      const ahead = inFlight;
+      let computed = await this.compute(batch, this.readsAfter(ahead?.base), true, ahead?.base);
+      if (ahead) {
+        inFlight = undefined;
+        if (!(await ahead.durable)) computed = await this.compute(batch, this.readsAfter(undefined), true);
+      }
+      for (const { pending, err } of computed.refused) pending.reject(err);
+      if (computed.done.length === 0) continue;
+      if (!writes(computed.base)) {
+        this.publishDurable(computed.base, computed.done);
+        continue;
+      }
+      inFlight = { durable: this.commitLocal(computed.base, computed.done), base: computed.base };
+    }
+  }
+
+  /** Commits a computed batch (local store) and publishes it; false when it failed (answered so). */
+  private async commitLocal(base: Draft, done: readonly Done[]): Promise<boolean> {
+    try {
+      this.version = await this.deps.store.commitRoom(this.roomId, commitOf(base, this.version));
+    } catch (err) {
+      if (err instanceof StaleRoomError) {
+        // Another writer committed the room first after all: the retrying path takes the batch
+        // (computed again on the stored state), and what was computed on this one is redone.
+        await this.reload();
+        await this.runBatch(done.map((d) => d.pending), 1);
+      } else this.fail(done, err);
+      return false;
+    }
+    this.publishDurable(base, done);
+    return true;
+  }
+
+  /**
+   * The store's reads for a batch computed on `ahead` (a commit not yet durable): the messages of
+   * that commit are found as the store will hold them once it is (a retried client_msg_id, a
+   * reply to or an edit of one of them).
+   */
+  private readsAfter(ahead: Draft | undefined): CommitReads {
+    const store = this.deps.store;
+    const pending = ahead?.messages ?? [];
+    const latest = (test: (m: Message) => boolean): Message | undefined => {
+      for (let i = pending.length - 1; i >= 0; i--) if (test(pending[i]!)) return pending[i];
+      return undefined;
+    };
+    return {
+      getMessage: async (id: string) => latest((m) => m.message_id === id) ?? store.getMessage(id),
+      findByClientMsgId: async (sender: string, key: string) =>
+        latest((m) => m.sender_id === sender && m.client_msg_id === key) ?? store.findByClientMsgId(this.roomId, sender, key),
+    };
   }
 
   private async runBatch(batch: Pending[], attempt = 0, firstTry = this.deps.now()): Promise<void> {
@@ -252,15 +332,20 @@ export class RoomRuntime {
   }
 
   /**
-   * Runs the batch's commands in turn on drafts of the current state. Refused ones are answered
-   * at once, or with `holdRefusals` returned unanswered (the caller first checks the state was
-   * current).
+   * Runs the batch's commands in turn on drafts of the current state (or of `after`, a batch
+   * whose commit is on its way). Refused ones are answered at once, or with `holdRefusals`
+   * returned unanswered (the caller first checks the state was current, or durable).
    */
-  private async compute(batch: Pending[], reads: CommitReads, holdRefusals = false): Promise<{ base: Draft; done: Done[]; refused: Refused[] }> {
+  private async compute(
+    batch: Pending[],
+    reads: CommitReads,
+    holdRefusals = false,
+    after?: Draft,
+  ): Promise<{ base: Draft; done: Done[]; refused: Refused[] }> {
     let base: Draft = {
-      room: this.state,
-      lastSeq: this.lastSeq,
-      lastPersonSeq: this.lastPersonSeq,
+      room: after?.room ?? this.state,
+      lastSeq: after?.lastSeq ?? this.lastSeq,
+      lastPersonSeq: after?.lastPersonSeq ?? this.lastPersonSeq,
       messages: [],
       events: [],
       access: [],
@@ -440,11 +525,13 @@ export async function inDraft<T>(base: Draft, run: (draft: Draft) => Promise<T>)
 }
 
 /**
- * A private copy of a room for one command. `history_rounds` (one id per round ever played, the
- * only part that grows with the room's age) is shared, not copied: nothing changes it in place —
- * the engine returns a new array when a round ends (engine-step.ts) — so the copy costs the same
- * in a room's first round and its ten-thousandth.
+ * A private copy of a room for one command: a shallow one. Commands replace what they change —
+ * top-level fields, `settings`, `announcement`, the engine's round state (engine-core.ts copies
+ * it) — and never change a nested object in place; a member they change is copied first
+ * (`writableMember` in commands.ts), and the members list is the draft's own, so a push or a
+ * replaced entry stays private. A deep copy of every member per command was the largest cost of
+ * a send in a room of 64 (BENCHMARKS.md, issue 40).
  */
 function draftOf(room: RoomRecord): RoomRecord {
-  return cloneRoom(room, { shareHistory: true });
+  return { ...room, members: room.members.slice() };
 }

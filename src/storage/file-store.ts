@@ -2,13 +2,12 @@
 // full story; in short:
 //
 // Layout under dataDir:
-//   agents.json users.json rooms.json   snapshots (created as `[]` at first start); while small
-//                                       rewritten with each change (state-writer.ts), past that
-//                                       compacted from the journal in the background
-//   journal/state-{gen}.jsonl           past that size, every change of a room / agent / user
-//                                       record, one line each, group-committed
-//                                       (state-journal.ts); replayed over the snapshots at start,
-//                                       deleted once compacted
+//   agents.json users.json rooms.json   snapshots (created as `[]` at first start): checkpoints
+//                                       of the journal, at most about a second behind it while
+//                                       small (checkpointMs), amortised past compactBytes
+//   journal/state-{gen}.jsonl           every change of a room / agent / user record, one line
+//                                       each, group-committed (state-journal.ts); replayed over
+//                                       the snapshots at start, deleted once checkpointed
 //   room_messages/{room_id}.jsonl       append-only logs (room-log.ts)
 //   uploads/ exports/                   created here, written by others
 //   server.lock                         one process per directory (lock.ts)
@@ -31,10 +30,11 @@
 //   checked against the version the previous one produced; commits of different rooms run
 //   concurrently and share journal fsyncs.
 // - Reads hand out copies; what callers put in is copied too.
-// - The cost of a change is bounded: a small state is rewritten whole (under syncSnapshotBytes,
-//   256 KiB by default); past that a change costs its own journal line, and the snapshots are
-//   rewritten only by a compaction, once the journal outgrows them (amortised) or
-//   periodically, and on close.
+// - The cost of a change is bounded: a change costs its own journal line; the snapshots are
+//   rewritten by a checkpoint (`compact`) a second after the first change they lack while they
+//   are small, once the journal outgrows them (amortised) or periodically past that, and on
+//   close. (`syncSnapshotBytes` can still make small state durable by rewriting the snapshots
+//   with each change instead, state-writer.ts; the server does not use it.)
 //
 // Messages (room-messages.ts): memory holds a compact index per room in use (INDEX_CACHE_BYTES),
 // a message id → room directory (6 bytes a message, for getMessage) and one LRU cache of
@@ -90,11 +90,20 @@ export interface FileStoreOptions {
   compactEveryMs?: number;
   /**
    * While the snapshots together are smaller than this, a change is made durable by rewriting
-   * the snapshot files it touches (they stay current for people and tools reading them); larger
-   * state goes through the journal and the snapshots follow in the background. Default 256 KiB;
-   * 0 = always the journal.
+   * the snapshot files it touches; larger state goes through the journal. Default 0: every
+   * change goes through the journal and the snapshots are its checkpoints (SPEC §5, see
+   * `checkpointMs`). Rewriting the snapshots with each change cost a hand-off two more fsyncs
+   * and a serialisation of every room (BENCHMARKS.md).
    */
   syncSnapshotBytes?: number;
+  /**
+   * The snapshots trail the journal by at most about this long: the first change after a
+   * checkpoint schedules the next one this much later (SPEC §5: "at most about a second").
+   * Snapshots larger than `compactBytes` follow the amortised rule of `compactEveryMs` instead
+   * (rewriting tens of MB each second would be most of the server's work). Default 1000 ms;
+   * 0 = none, and so is the default when `compactEveryMs` is 0 (tests that compact by hand).
+   */
+  checkpointMs?: number;
   /**
    * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
    * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
@@ -149,8 +158,8 @@ const LOG_SUFFIX = '.jsonl';
 // Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
 const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-/** Snapshots below this total size are rewritten with every change (see stateWrite). */
-const SYNC_SNAPSHOT_BYTES = 256 * 1024;
+/** Below this total size of the snapshots, each record's JSON is kept for the next rewrite. */
+const CACHE_JSON_BELOW_BYTES = 256 * 1024;
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
@@ -172,6 +181,8 @@ export class FileStore implements Store {
   private readonly compactEveryMs: number;
   private readonly syncSnapshotBytes: number;
   private compactTimer: NodeJS.Timeout | undefined;
+  private readonly checkpointMs: number;
+  private checkpointTimer: NodeJS.Timeout | undefined;
   private compacting: Promise<void> | undefined;
   /** Snapshots with changes in the journal that their file does not have yet. */
   private readonly dirty = new Set<SnapshotFile<object>>();
@@ -226,7 +237,8 @@ export class FileStore implements Store {
     this.loadConcurrency = options.loadConcurrency ?? 4;
     this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.compactEveryMs = options.compactEveryMs ?? 60_000;
-    this.syncSnapshotBytes = options.syncSnapshotBytes ?? SYNC_SNAPSHOT_BYTES;
+    this.syncSnapshotBytes = options.syncSnapshotBytes ?? 0;
+    this.checkpointMs = options.checkpointMs ?? (this.compactEveryMs === 0 ? 0 : 1000);
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
     const snapshot = <T extends object>(
       file: string,
@@ -247,12 +259,12 @@ export class FileStore implements Store {
     // Participant records share their repeated values (shared-values.ts), and their JSON is
     // not kept once the files are past the direct-write size.
     const shared = new SharedValues();
-    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: this.syncSnapshotBytes };
+    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES) };
     this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
     this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
     this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), {
       share: (r) => shared.shareMembers(r),
-      cacheJsonBelowBytes: this.syncSnapshotBytes,
+      cacheJsonBelowBytes: Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES),
     });
     this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
     this.journal = new StateJournal({
@@ -303,9 +315,10 @@ export class FileStore implements Store {
           this.compactTimer.unref();
         }
         // Changes found in the journal at start go into the snapshots: small ones before open
-        // resolves (see stateWrite), large ones soon, off the start path.
+        // resolves (after a crash the files are current again before the first call), large
+        // ones soon, off the start path.
         if (this.journal.pending) {
-          if (this.snapshotBytes < this.syncSnapshotBytes) await this.compact();
+          if (this.snapshotBytes < Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES)) await this.compact();
           else void this.compact();
         }
       },
@@ -453,6 +466,7 @@ export class FileStore implements Store {
     // Let every write in flight finish (each settles its own caller), then always release fds
     // and the lock: a server shutting down must not leave the directory locked.
     if (this.compactTimer) clearInterval(this.compactTimer);
+    clearTimeout(this.checkpointTimer);
     clearTimeout(this.warmUpTimer);
     await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
     await this.direct.repair(); // a snapshot a failed write left holding a refused change
@@ -476,8 +490,24 @@ export class FileStore implements Store {
   compact(): Promise<void> {
     this.compacting ??= this.doCompact().finally(() => {
       this.compacting = undefined;
+      // Changes journaled while this compaction ran went to the new journal file.
+      if (this.journal.size > 0) this.scheduleCheckpoint();
     });
     return this.compacting;
+  }
+
+  /**
+   * A checkpoint `checkpointMs` after the first change the snapshots lack (SPEC §5: they trail
+   * the journal by at most about a second). Large snapshots follow the amortised rule instead.
+   */
+  private scheduleCheckpoint(): void {
+    if (this.checkpointTimer || this.checkpointMs <= 0 || this.state !== 'open') return;
+    if (this.snapshotBytes > this.compactBytes) return;
+    this.checkpointTimer = setTimeout(() => {
+      this.checkpointTimer = undefined;
+      if (this.state === 'open' && this.journal.pending) void this.compact();
+    }, this.checkpointMs);
+    this.checkpointTimer.unref();
   }
 
   private async doCompact(): Promise<void> {
@@ -605,6 +635,7 @@ export class FileStore implements Store {
       this.journalWrites--;
     }
     if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
+    else this.scheduleCheckpoint();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
@@ -835,26 +866,30 @@ export class FileStore implements Store {
     // (an empty array, a holey one) deoptimised and was compiled again (see clone.ts).
     if (messages.length === 0) return NO_APPEND;
     const added: Message[] = [];
-    const lines: Buffer[] = [];
+    // One string, encoded once: a buffer per line joined afterwards copied every byte twice.
+    let text = '';
+    const lengths: number[] = []; // bytes of each line without its newline
     for (const m of messages) {
       const stored = copy(m);
       added.push(stored);
-      lines.push(Buffer.from(JSON.stringify(stored) + '\n', 'utf8'));
+      const line = JSON.stringify(stored);
+      lengths.push(Buffer.byteLength(line, 'utf8'));
+      text += line + '\n';
     }
     const offsets: number[] = [];
     const sizeBefore = this.logs.sizeOf(roomId);
     let logged = false;
-    const written = this.logs.append(roomId, lines.length === 1 ? lines[0]! : Buffer.concat(lines)).then(({ start }) => {
+    const written = this.logs.append(roomId, Buffer.from(text, 'utf8')).then(({ start }) => {
       let at = start;
-      for (const l of lines) {
+      for (const length of lengths) {
         offsets.push(at);
-        at += l.length;
+        at += length + 1;
       }
       logged = true;
     });
     return {
       written,
-      apply: () => this.messages.apply(roomId, added, offsets, lines.map((l) => l.length - 1), added.map(metaOf)),
+      apply: () => this.messages.apply(roomId, added, offsets, lengths, added.map(metaOf)),
       undo: async () => {
         // The state write may fail while the append still runs beside it: let it finish first.
         await written.catch(() => undefined);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomWith, expectError, registerAgent, roomWithNewMembers, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { plainMessageFields } from '../helpers/message-fields.js';
+import { storedRecords, storedStateText } from '../helpers/stored-state.js';
 
 let server: TestServer;
 
@@ -121,12 +122,13 @@ describe('identity', () => {
     await expectError(server.call('register_agent', { name: 'CLAUDE' }), 409, 'name_taken');
     const user = await server.ok('register_user', { name: '小明', password: 'secret-pw' });
     expect(user.user.has_password).toBe(true);
-    const agentsFile = await readFile(path.join(server.dataDir, 'agents.json'), 'utf8');
-    const usersFile = await readFile(path.join(server.dataDir, 'users.json'), 'utf8');
-    expect(agentsFile).not.toContain(agent.token);
-    expect(usersFile).not.toContain(user.token);
-    expect(usersFile).not.toContain('secret-pw');
-    expect(usersFile).toMatch(/scrypt\$/);
+    // What is stored: the snapshots and the state journal they trail (SPEC §5).
+    const stored = await storedStateText(server.dataDir);
+    expect(stored).not.toContain(agent.token);
+    expect(stored).not.toContain(user.token);
+    expect(stored).not.toContain('secret-pw');
+    const users = await storedRecords(server.dataDir, 'users');
+    expect(JSON.stringify(users.find((u) => u.name === '小明'))).toMatch(/scrypt\$/);
   });
 
   it('rejects bad names', async () => {
@@ -258,9 +260,9 @@ describe('rooms', () => {
     expect(joined.room.members.map((m: { name: string }) => m.name)).toEqual(['Owner3', 'Guest3']);
     // A member joins again without the password.
     await server.ok('join_room', { room_id: room.room_id }, guest.token);
-    const rooms = await readFile(path.join(server.dataDir, 'rooms.json'), 'utf8');
-    expect(rooms).not.toContain('open-sesame');
-    expect(rooms).toContain('scrypt$');
+    expect(await storedStateText(server.dataDir)).not.toContain('open-sesame');
+    const rooms = await storedRecords(server.dataDir, 'rooms');
+    expect(rooms.find((r) => r.room_id === room.room_id)?.password_hash).toMatch(/^scrypt\$/);
   });
 
   it('lets admins pause and announce; others get forbidden', async () => {

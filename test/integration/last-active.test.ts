@@ -13,6 +13,7 @@ import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import { restOk as ok } from '../helpers/process.js';
 import { tempDataDir } from '../helpers/server.js';
 import { eventually, TestSocket, wsUrl } from '../helpers/ws.js';
+import { storedRecords } from '../helpers/stored-state.js';
 
 let running: RunningServer | undefined;
 afterEach(async () => {
@@ -32,9 +33,9 @@ async function roomAndAgent(dataDir: string, fsOps: Partial<FsOps>, agentName: s
   return { server: running, url: running.url, room, agent };
 }
 
-/** The agent's record as agents.json holds it now. */
+/** The agent's record as stored now: agents.json and the state journal it trails (SPEC §5). */
 async function storedAgent(dataDir: string, name: string): Promise<{ name: string; last_active: string }> {
-  const agents = JSON.parse(await readFile(path.join(dataDir, 'agents.json'), 'utf8')) as Array<{ name: string; last_active: string }>;
+  const agents = await storedRecords<{ name: string; last_active: string }>(dataDir, 'agents');
   return agents.find((a) => a.name === name)!;
 }
 
@@ -61,9 +62,12 @@ describe('stored last_active', () => {
     const from = writes.length;
     const before = Date.now();
     await ok(url, 'join_room', { room_id: room.room_id }, agent.token);
-    const agentWrite = () => writes.findIndex((w, i) => i >= from && w.file.startsWith('agents') && w.text.includes('Latecomer'));
+    // A record is written to its snapshot or, as the server does by default, to the journal.
+    const of = (w: { file: string; text: string }, kind: 'agent' | 'room') =>
+      (w.file.startsWith(`${kind}s`) || (w.file.startsWith('journal') && w.text.includes(`{"t":"${kind}"`))) && w.text.includes('Latecomer');
+    const agentWrite = () => writes.findIndex((w, i) => i >= from && of(w, 'agent'));
     await expect.poll(agentWrite).toBeGreaterThanOrEqual(0);
-    const roomWrite = writes.findIndex((w, i) => i >= from && w.file.startsWith('rooms') && w.text.includes('Latecomer'));
+    const roomWrite = writes.findIndex((w, i) => i >= from && of(w, 'room'));
     expect(roomWrite).toBeGreaterThanOrEqual(from);
     expect(agentWrite()).toBeGreaterThan(roomWrite);
 
@@ -79,6 +83,7 @@ describe('stored last_active', () => {
     const dataDir = await tempDataDir();
     let failAgents = false;
     let refused = 0;
+    // Writes of an agent record fail: to agents.json, or as a journal line (the default path).
     const fsOps: Partial<FsOps> = {
       async open(file, flags) {
         if (failAgents && path.basename(file).startsWith('agents')) {
@@ -86,6 +91,13 @@ describe('stored last_active', () => {
           throw Object.assign(new Error('injected EIO'), { code: 'EIO' });
         }
         return defaultFsOps.open(file, flags);
+      },
+      async write(handle, data) {
+        if (failAgents && data.includes('{"t":"agent"')) {
+          refused++;
+          throw Object.assign(new Error('injected EIO'), { code: 'EIO' });
+        }
+        return defaultFsOps.write(handle, data);
       },
     };
     const { server, url, room, agent } = await roomAndAgent(dataDir, fsOps, 'Unlucky');
@@ -97,7 +109,8 @@ describe('stored last_active', () => {
     expect(joined.members.map((m: { name: string }) => m.name)).toContain('Unlucky');
     await expect.poll(() => refused).toBeGreaterThan(0);
     failAgents = false;
-    // The next write of agents.json is made from memory: the refused value never reached it.
+    // The refused value never reached the disk (the journal was cut back), and the next write
+    // of the agent records is made from memory.
     await ok(url, 'register_agent', { name: 'Bystander' });
     expect((await storedAgent(dataDir, 'Unlucky')).last_active).toBe(registered.last_active);
     // The refused write is not taken as done: the shutdown stores the join's activity.

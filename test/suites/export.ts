@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportSlots } from '../../src/tools/export.js';
 import type { Message } from '../../src/types.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
+import { storedRecords } from '../helpers/stored-state.js';
 
 let server: TestServer;
 let owner: { token: string };
@@ -281,13 +282,14 @@ export function exportSuites(): void {
           return (await (await fetch(server.url + data.url)).json()) as any;
         })();
         const logs = path.join(server.dataDir, 'room_messages');
-        // What the store wrote: the file store's logs and rooms.json, or PostgreSQL's tables.
+        // What the store wrote: the file store's logs and rooms (rooms.json with the state journal
+        // it trails, SPEC §5), or PostgreSQL's tables.
         const files = server.app.config.store.kind === 'file';
         const snapshot = async () => ({
           rooms: (await server.app.store.listRoomIds()).length,
           logs: files ? (await readdir(logs)).sort() : await server.app.store.messageCount(),
           mine: (await server.app.store.roomsOf(importer.id)).length,
-          roomsJson: files ? (await stat(path.join(server.dataDir, 'rooms.json'))).mtimeMs : await server.app.store.listRoomSummaries(true),
+          storedRooms: files ? JSON.stringify(await storedRecords(server.dataDir, 'rooms')) : await server.app.store.listRoomSummaries(true),
         });
         const before = await snapshot();
         const bad: unknown[] = [

@@ -1,6 +1,7 @@
-// FileStore with small state (below syncSnapshotBytes, the default): a change is made durable by
-// rewriting the snapshot files it touches (state-writer.ts), with no journal line; a room
-// commit's snapshot is renamed into place only after its log append is fsync'd.
+// FileStore with small state below syncSnapshotBytes (an option; the default, 0, sends every
+// change through the journal): a change is made durable by rewriting the snapshot files it
+// touches (state-writer.ts), with no journal line; a room commit's snapshot is renamed into
+// place only after its log append is fsync'd.
 import { describe, expect, it } from 'vitest';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ import { fileStoresPerTest, heldFsyncOps, makeAgent, makeMessage, makeRoom, make
 const files = fileStoresPerTest();
 
 async function openStore(options: Partial<FileStoreOptions> = {}): Promise<FileStore> {
-  const store = files.store(silentLogger, { compactEveryMs: 0, ...options });
+  const store = files.store(silentLogger, { compactEveryMs: 0, syncSnapshotBytes: 256 * 1024, ...options });
   await store.open();
   return store;
 }
@@ -227,7 +228,7 @@ describe('a batch of two snapshot files that fails after the first is renamed', 
   ] as const)('%s: both changes fail; once healed the disk holds what is served, and a retry succeeds', async (_what, op, after) => {
     const io = failingFrom();
     const { logger, lines } = memoryLogger();
-    const store = files.store(logger, { compactEveryMs: 0, fsOps: io.ops });
+    const store = files.store(logger, { compactEveryMs: 0, syncSnapshotBytes: 256 * 1024, fsOps: io.ops });
     await store.open();
     await store.putParticipant({ kind: 'user', record: makeUser('u0', { name: 'zoe' }) }, 'zoe');
     io.failAfter(op, after);
@@ -255,7 +256,7 @@ describe('a batch of two snapshot files that fails after the first is renamed', 
 
   it('a restore that failed is done again at close when no later batch came', async () => {
     const io = failingFrom();
-    const store = files.store(silentLogger, { compactEveryMs: 0, fsOps: io.ops });
+    const store = files.store(silentLogger, { compactEveryMs: 0, syncSnapshotBytes: 256 * 1024, fsOps: io.ops });
     await store.open();
     io.failAfter('rename', 1);
     await Promise.allSettled([

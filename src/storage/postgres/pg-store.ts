@@ -34,15 +34,45 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message, PublicRoomSummary, RoomRecord } from '../../types.js';
-import { checkCommitSeqs, participantIdOf, summarise } from '../store-util.js';
+import { checkCommitSeqs, participantIdOf } from '../store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from '../store.js';
 import type { CommitReads, LoadedRoom, MessagePage, ParticipantRecord, RoomChangesSince, RoomCommit, Store } from '../store.js';
-import { turnDeadlineOf } from './deadlines.js';
 import { SOCKETS_CHANNEL, TOKEN_CHANNEL } from './feed.js';
 import { commitPayload } from './feed.js';
 import { migrate } from './migrations.js';
 import { StatementGroup } from './statement-group.js';
 import { CommitNotifier } from './notifier.js';
+import {
+  BAD_SEQ,
+  UNIQUE_VIOLATION,
+  LOCK_NOT_AVAILABLE,
+  isServerError,
+  isDefiniteFailure,
+  toParticipant,
+  backendPid,
+  column,
+  searchText,
+  deadlineParams,
+  COMMIT_ARGS,
+  STATE_PARAM,
+  RECORDS_PARAM,
+  EVENTS_PARAM,
+  commitParams,
+  roomColumns,
+  likePattern,
+  checkMessagesOf,
+  runCommitStatement,
+  COMMIT_SLOTS,
+  MAX_COMMIT_GROUP,
+  groupStatement,
+  byRoomId,
+  commitError,
+  type ParticipantRow,
+  type PendingCommit,
+  type CommitMade,
+  type GroupRow,
+} from './statements.js';
+import { messageById, messageByClientId, changesSince } from './queries.js';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database (DATABASE_URL). */
@@ -72,218 +102,7 @@ export interface PgStoreOptions {
   commitSlots?: number;
 }
 
-/** SQLSTATEs raised by chatroom_commit_room. */
-const NO_SUCH_ROOM = 'CRNRM';
-const STALE = 'CRSTL';
-const BAD_SEQ = 'CRSEQ';
-const UNIQUE_VIOLATION = '23505';
-/** A group's commit found its room locked by another transaction (NOWAIT). */
-const LOCK_NOT_AVAILABLE = '55P03';
 
-interface ParticipantRow {
-  kind: 'agent' | 'user';
-  record: ParticipantRecord['record'];
-}
-
-/** True when the server answered with an error: the statement certainly did not commit. */
-function isServerError(err: unknown): err is pg.DatabaseError {
-  return err instanceof pg.DatabaseError;
-}
-
-/**
- * A statement error that certainly rolled the commit back. A FATAL/PANIC error (the backend
- * was terminated, the server is shutting down) may arrive around COMMIT, so it counts as in
- * doubt like a lost connection.
- */
-function isDefiniteFailure(err: unknown): err is pg.DatabaseError {
-  return isServerError(err) && err.severity !== 'FATAL' && err.severity !== 'PANIC';
-}
-
-const toParticipant = (row: ParticipantRow): ParticipantRecord =>
-  ({ kind: row.kind, record: row.record }) as ParticipantRecord;
-
-/** The server process serving a connection (pg knows it but does not type it). */
-const backendPid = (client: pg.PoolClient): number | null => (client as unknown as { processID: number | null }).processID;
-
-/** PostgreSQL text cannot hold U+0000; columns beside a record drop it (the record keeps it). */
-const column = (text: string): string => text.replaceAll('\0', '');
-
-/** What search matches against: lower-cased like the reference store. */
-const searchText = (text: string): string => column(text.toLowerCase());
-
-/** The turn deadline the commit function stores for the deadlines table (001_initial.sql). */
-function deadlineParams(room: RoomRecord | undefined): [deadline: string | null, turnKey: string | null] {
-  const turn = room ? turnDeadlineOf(room) : null;
-  return turn ? [turn.deadline, turn.turnKey] : [null, null];
-}
-
-/** How many parameters one commit takes (commitParams). */
-const COMMIT_PARAM_COUNT = 20;
-/** The parameters of chatroom_commit_room (003_commit_events.sql), in its order, from `$offset+1`. */
-function commitArgs(offset: number): string {
-  return Array.from({ length: COMMIT_PARAM_COUNT }, (_, i) => `$${offset + i + 1}${i === 9 ? '::json[]' : ''}`).join(', ');
-}
-const COMMIT_ARGS = commitArgs(0);
-/** Where commitParams puts the state's JSON ($4), the message records' JSON ($10) and the events ($20). */
-const STATE_PARAM = 3;
-const RECORDS_PARAM = 9;
-const EVENTS_PARAM = 19;
-
-function commitParams(roomId: string, commit: RoomCommit, commitId: string, notifyInCommit: boolean): unknown[] {
-  const ms = commit.messages;
-  return [
-    roomId,
-    commit.expectedVersion,
-    commitId,
-    commit.room ? JSON.stringify(commit.room) : null,
-    ...(commit.room ? roomColumns(commit.room) : [null, null, null]),
-    ms.map((m) => m.seq),
-    ms.map((m) => column(m.message_id)),
-    ms.map((m) => JSON.stringify(m)),
-    ms.map((m) => column(m.sender_id ?? '')), // imported messages: nobody's
-    ms.map((m) => column(m.role)),
-    ms.map((m) => m.visible),
-    ms.map((m) => m.deleted),
-    ms.map((m) => (m.client_msg_id === undefined ? null : column(m.client_msg_id))),
-    ms.map((m) => searchText(m.text_content)),
-    ...deadlineParams(commit.room),
-    notifyInCommit,
-    // Kept with the commit (003_commit_events.sql) for nodes that missed its notification.
-    commit.events?.() ?? null,
-  ];
-}
-
-/** The columns a room row keeps beside its state. */
-function roomColumns(room: RoomRecord): [summary: string, archived: boolean, memberIds: string[]] {
-  return [JSON.stringify(summarise(room)), room.archived, room.members.map((m) => column(m.participant_id))];
-}
-
-/** Escapes LIKE's wildcards so the query matches as a plain substring. */
-const likePattern = (needle: string): string => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
-/** A commit's messages all belong to its room (a caller's bug otherwise, refused before writing). */
-function checkMessagesOf(roomId: string, messages: readonly Message[]): void {
-  for (const m of messages) {
-    if (m.room_id !== roomId) throw new Error(`message ${m.message_id} belongs to room ${m.room_id}, not ${roomId}`);
-  }
-}
-
-/** Runs chatroom_commit_room (named: each connection parses and plans it once). */
-async function runCommitStatement(client: pg.PoolClient, params: unknown[]): Promise<{ version: number; lastSeq: number }> {
-  const { rows } = await client.query<{ new_version: string; new_last_seq: string }>({
-    name: 'chatroom-commit-room',
-    text: `SELECT new_version, new_last_seq FROM chatroom_commit_room(${COMMIT_ARGS})`,
-    values: params,
-  });
-  return { version: Number(rows[0]!.new_version), lastSeq: Number(rows[0]!.new_last_seq) };
-}
-
-/** One room commit on its way to the database (a StatementGroup item). */
-interface PendingCommit {
-  roomId: string;
-  commitId: string;
-  params: unknown[];
-}
-
-/** What a commit made; `lastSeq` is absent when the in-doubt path already announced it. */
-interface CommitMade {
-  version: number;
-  lastSeq?: number;
-}
-
-/** One row of a group statement: the commit's result, or the error it was answered with. */
-interface GroupRow {
-  i: number;
-  new_version: string | null;
-  new_last_seq: string | null;
-  error_code: string | null;
-  error_message: string | null;
-}
-
-/**
- * Commit statements a node keeps in flight (./statement-group.ts). Two, measured: with 64 busy
- * senders in their own rooms, 1 and 2 slots carried more sends than 4 (bigger groups); two keep
- * a second statement going while one waits for a slow WAL flush.
- */
-const COMMIT_SLOTS = 2;
-/**
- * Most commits in one group: each is a subtransaction, and a transaction with more than 64
- * subtransactions that wrote overflows PostgreSQL's per-backend cache (slowing every snapshot).
- */
-const MAX_COMMIT_GROUP = 32;
-
-/** The statement that runs `n` commits through chatroom_try_commit_room (004_grouped_commits.sql). */
-function groupStatement(n: number): string {
-  return Array.from(
-    { length: n },
-    (_, j) => `SELECT ${j + 1} AS i, * FROM chatroom_try_commit_room(${commitArgs(j * COMMIT_PARAM_COUNT)})`,
-  ).join(' UNION ALL ');
-}
-
-const byRoomId = (a: PendingCommit, b: PendingCommit): number => (a.roomId < b.roomId ? -1 : a.roomId > b.roomId ? 1 : 0);
-
-/** The error a commit that certainly did not happen is answered with. */
-function commitError(roomId: string, code: string | undefined, message: string, original?: unknown): unknown {
-  if (code === STALE) return new StaleRoomError(roomId);
-  if (code === NO_SUCH_ROOM || code === BAD_SEQ) return new Error(message);
-  return original ?? new Error(message);
-}
-
-/** A pool or a checked-out connection: either runs a statement. */
-type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
-
-async function messageById(q: Queryable, messageId: string): Promise<Message | undefined> {
-  const { rows } = await q.query<{ record: Message }>('SELECT record FROM messages WHERE message_id = $1', [messageId]);
-  return rows[0]?.record;
-}
-
-async function messageByClientId(q: Queryable, roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
-  const { rows } = await q.query<{ record: Message }>(
-    `SELECT record FROM messages WHERE room_id = $1 AND sender_id = $2 AND client_msg_id = $3
-     ORDER BY seq LIMIT 1`,
-    [roomId, column(senderId), column(clientMsgId)],
-  );
-  return rows[0]?.record;
-}
-
-/** readChangesSince's one statement, on the pool or on a connection in a transaction. */
-async function changesSince(q: Queryable, roomId: string, from: { version: number; lastSeq: number }): Promise<RoomChangesSince | undefined> {
-  const { rows } = await q.query<{
-    state: RoomRecord;
-    version: string;
-    last_seq: string;
-    added: Message[];
-    updated: Message[];
-    last_person_seq: string | null;
-    plans: [version: number, events: string | null][];
-  }>({
-    name: 'chatroom-read-changes-since',
-    text: `SELECT r.state, r.version, r.last_seq,
-             (SELECT coalesce(json_agg(m.record ORDER BY m.seq), '[]') FROM messages m
-               WHERE m.room_id = r.room_id AND m.seq > $3 AND m.seq <= r.last_seq AND r.version <> $2) AS added,
-             (SELECT coalesce(json_agg(m.record ORDER BY m.written_version, m.seq), '[]') FROM messages m
-               WHERE m.room_id = r.room_id AND m.seq <= $3 AND m.written_version > $2 AND m.written_version <= r.version) AS updated,
-             (SELECT m.seq FROM messages m
-               WHERE m.room_id = r.room_id AND m.role = 'user' AND m.visible AND NOT m.deleted ORDER BY m.seq DESC LIMIT 1) AS last_person_seq,
-             (SELECT coalesce(json_agg(json_build_array(c.version, c.events) ORDER BY c.version), '[]') FROM room_commits c
-               WHERE c.room_id = r.room_id AND c.version > $2 AND c.version <= r.version) AS plans
-           FROM rooms r WHERE r.room_id = $1`,
-    values: [roomId, from.version, from.lastSeq],
-  });
-  const row = rows[0];
-  if (!row) return undefined;
-  const loaded = { room: row.state, lastSeq: Number(row.last_seq), version: Number(row.version) };
-  if (row.added.length !== Math.max(0, loaded.lastSeq - from.lastSeq) && loaded.version !== from.version) {
-    throw new Error(`room ${roomId}: messages ${from.lastSeq + 1}..${loaded.lastSeq} are not all in the table`);
-  }
-  return {
-    loaded,
-    added: row.added,
-    updated: row.updated,
-    lastPersonSeq: row.last_person_seq === null ? 0 : Number(row.last_person_seq),
-    plans: row.plans.map(([version, events]) => ({ version: Number(version), events })),
-  };
-}
 
 export class PgStore implements Store {
   private readonly pool: pg.Pool;
