@@ -5,10 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { backupDataDir } from '../../src/backup.js';
-import { silentLogger } from '../../src/logger.js';
-import { FileStore } from '../../src/storage/file-store.js';
+import type { FileStore } from '../../src/storage/file-store.js';
 import { dumpStore } from './store-contract.js';
 import { makeAgent, makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
+import { storeOpener } from '../helpers/store.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -25,17 +25,12 @@ afterEach(async () => {
   await target.cleanup();
 });
 
-async function openStore(dataDir: string, options: { small?: boolean } = {}): Promise<FileStore> {
-  // small: the state lives in the snapshots alone, each change replacing one (no journal).
-  const s = new FileStore({ dataDir, logger: silentLogger, compactEveryMs: 0, syncSnapshotBytes: options.small ? 256 * 1024 : 0 });
-  stores.push(s);
-  await s.open();
-  return s;
-}
+// small: the state lives in the snapshots alone, each change replacing one (no journal).
+const openStore = storeOpener({ dataDir: () => dir, track: (s) => stores.push(s) });
 
 describe('backup of a live store', () => {
   it('copies the journal with the snapshots: the copy serves every change, compacted or not', async () => {
-    const s = await openStore(dir);
+    const s = await openStore();
     await s.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'Ann' }) }, 'ann');
     const v = await s.createRoom(makeRoom('r1'));
     await s.compact(); // some state in the snapshots…
@@ -45,12 +40,12 @@ describe('backup of a live store', () => {
 
     await backupDataDir(dir, target.dir);
     expect(await readdir(join(dir, 'journal'))).not.toContain('backup.hold'); // removed when done
-    const copy = await openStore(target.dir);
+    const copy = await openStore({ dataDir: target.dir });
     expect(await dumpStore(copy, { keys: ['ann', 'bo'] })).toEqual(served);
   });
 
   it('copies the three snapshots as they were at one moment, though a change replaced two of them mid-copy', async () => {
-    const s = await openStore(dir, { small: true });
+    const s = await openStore({ small: true });
     await s.putParticipant({ kind: 'user', record: makeUser('u1', { name: 'Ann' }) }, 'ann');
     await s.createRoom(makeRoom('r1'));
     const attempts: number[] = [];
@@ -67,12 +62,12 @@ describe('backup of a live store', () => {
     });
     expect(attempts).toEqual([1, 1, 1, 2, 2, 2]); // copied again
     const served = await dumpStore(s, { keys: ['ann', 'bot'] });
-    const copy = await openStore(target.dir);
+    const copy = await openStore({ dataDir: target.dir });
     expect(await dumpStore(copy, { keys: ['ann', 'bot'] })).toEqual(served);
   });
 
   it('keeps compacted journal files while a backup holds them, and releases them afterwards', async () => {
-    const s = await openStore(dir);
+    const s = await openStore();
     await s.createRoom(makeRoom('r1'));
     await writeFile(join(dir, 'journal', 'backup.hold'), 'test');
     await s.compact();

@@ -5,19 +5,15 @@
 import { describe, expect, it } from 'vitest';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { silentLogger } from '../../src/logger.js';
-import { FileStore, type FileStoreOptions } from '../../src/storage/file-store.js';
+import type { FileStore } from '../../src/storage/file-store.js';
 import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import type { RoomRecord } from '../../src/types.js';
 import { fileStoresPerTest, heldFsyncOps, makeAgent, makeMessage, makeRoom, makeUser, memoryLogger } from './storage-helpers.js';
+import { storeOpener } from '../helpers/store.js';
 
 const files = fileStoresPerTest();
 
-async function openStore(options: Partial<FileStoreOptions> = {}): Promise<FileStore> {
-  const store = files.store(silentLogger, { compactEveryMs: 0, syncSnapshotBytes: 256 * 1024, ...options });
-  await store.open();
-  return store;
-}
+const openStore = storeOpener({ dataDir: () => files.dir, small: true, track: files.track });
 
 const roomsOnDisk = async (): Promise<RoomRecord[]> => JSON.parse(await readFile(join(files.dir, 'rooms.json'), 'utf8')) as RoomRecord[];
 const journalBytes = async (): Promise<number> => {
@@ -256,8 +252,7 @@ describe('a batch of two snapshot files that fails after the first is renamed', 
 
   it('a restore that failed is done again at close when no later batch came', async () => {
     const io = failingFrom();
-    const store = files.store(silentLogger, { compactEveryMs: 0, syncSnapshotBytes: 256 * 1024, fsOps: io.ops });
-    await store.open();
+    const store = await openStore({ fsOps: io.ops });
     io.failAfter('rename', 1);
     await Promise.allSettled([
       store.putParticipant({ kind: 'agent', record: makeAgent('a1', { name: 'ada' }) }, 'ada'),

@@ -10,6 +10,7 @@ import { defaultFsOps, type FsOps } from '../../src/storage/fs-ops.js';
 import { FileStore } from '../../src/storage/file-store.js';
 import { dumpStore } from './store-contract.js';
 import { faultyFsOps, FS_FAULT_KINDS, makeMessage, makeRoom, makeUser, memoryLogger, tempDir } from './storage-helpers.js';
+import { storeOpener } from '../helpers/store.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -23,12 +24,7 @@ afterEach(async () => {
   await cleanup();
 });
 
-async function openStore(fsOps?: Partial<FsOps>, logger = silentLogger): Promise<FileStore> {
-  const s = new FileStore({ dataDir: dir, logger, fsOps, compactEveryMs: 0, syncSnapshotBytes: 0 });
-  stores.push(s);
-  await s.open();
-  return s;
-}
+const openStore = storeOpener({ dataDir: () => dir, track: (s) => stores.push(s) });
 
 /** Closes `s` and returns what a fresh store on the directory serves. */
 async function freshDump(s: FileStore) {
@@ -47,13 +43,13 @@ describe('room log write failures', () => {
   it.each(FS_FAULT_KINDS.filter((k) => k !== 'rename' && k !== 'fsyncDir'))('a commit failing by %s leaves the log byte for byte as it was, and a retry lands once', async (kind) => {
     const faults = faultyFsOps();
     const { logger, lines } = memoryLogger();
-    let s = await openStore(faults.ops, logger);
+    let s = await openStore({ fsOps: faults.ops, logger });
     let v = await s.createRoom(makeRoom('r1'));
     v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
     // 'open' only happens when a log is (re)opened: start from a closed descriptor.
     if (kind === 'open') {
       await s.close();
-      s = await openStore(faults.ops, logger);
+      s = await openStore({ fsOps: faults.ops, logger });
       v = (await s.loadRoom('r1'))!.version;
     }
     const bytes = await readLog('r1');
@@ -77,7 +73,7 @@ describe('room log write failures', () => {
 
   it('a first commit whose new log file cannot be made durable leaves no messages', async () => {
     const faults = faultyFsOps();
-    const s = await openStore(faults.ops);
+    const s = await openStore({ fsOps: faults.ops });
     const v = await s.createRoom(makeRoom('r1'));
     faults.set('fsyncDir');
     await expect(s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v })).rejects.toThrow(/fsyncDir/);
@@ -128,7 +124,7 @@ describe('a commit whose state write fails after its messages are durable', () =
     'cuts the room log back when the journal append fails by %s',
     async (kind) => {
       const faults = targetedFaults(isJournal);
-      const s = await openStore(faults.ops);
+      const s = await openStore({ fsOps: faults.ops });
       let v = await s.createRoom(makeRoom('r1'));
       v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
       // open and fsyncDir only happen for a new journal file: start one.
@@ -162,7 +158,7 @@ describe('a commit whose state write fails after its messages are durable', () =
       },
     };
     const { logger, lines } = memoryLogger();
-    const s = await openStore(ops, logger);
+    const s = await openStore({ fsOps: ops, logger });
     let v = await s.createRoom(makeRoom('r1'));
     v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
     // The journal append fails by a torn write (and is cut back), then the room log's cut fails.
@@ -191,7 +187,7 @@ describe('participant write failures', () => {
     'a put failing by %s leaves the journal and users.json byte for byte as they were',
     async (kind) => {
       const faults = targetedFaults(isJournal);
-      const s = await openStore(faults.ops);
+      const s = await openStore({ fsOps: faults.ops });
       await s.putParticipant({ kind: 'user', record: makeUser('u1', { token_hashes: ['old'] }) }, 'user-u1');
       if (kind === 'open' || kind === 'fsyncDir') await s.compact(); // a new journal file comes next
       const snapshot = await readFile(join(dir, 'users.json'), 'utf8');
@@ -228,7 +224,7 @@ describe('a room line written beside its log append', () => {
 
   it.each(['write', 'enospc', 'fsync'] as const)('is dropped at start when the log append beside it failed by %s; the retry counts', async (kind) => {
     const faults = targetedFaults((path) => path.endsWith('r1.jsonl'));
-    const s = await openStore(faults.ops);
+    const s = await openStore({ fsOps: faults.ops });
     let v = await s.createRoom(makeRoom('r1'));
     v = await s.commitRoom('r1', { messages: [makeMessage('r1', 1)], expectedVersion: v });
     const before = await dumpStore(s);
@@ -291,12 +287,14 @@ describe('compaction', () => {
       }) as FsOps[K];
     const name = (p: string) => (p.endsWith('rooms.json') ? ' rooms.json' : p.includes('rooms.json') ? ' temp' : ` ${p}`);
     const s = await openStore({
-      open: record('open', (p: string) => name(p)),
-      write: record('write', () => ''),
-      fsync: record('fsync', () => ''),
-      close: record('close', () => ''),
-      rename: record('rename', (from: string, to: string) => `${name(from)} →${name(to)}`),
-      fsyncDir: record('fsyncDir', (d: string) => (d === dir ? ' data dir' : d.endsWith('journal') ? ' journal dir' : ` ${d}`)),
+      fsOps: {
+        open: record('open', (p: string) => name(p)),
+        write: record('write', () => ''),
+        fsync: record('fsync', () => ''),
+        close: record('close', () => ''),
+        rename: record('rename', (from: string, to: string) => `${name(from)} →${name(to)}`),
+        fsyncDir: record('fsyncDir', (d: string) => (d === dir ? ' data dir' : d.endsWith('journal') ? ' journal dir' : ` ${d}`)),
+      },
     });
     await s.createRoom(makeRoom('r1'));
     ops.length = 0;
@@ -318,7 +316,7 @@ describe('compaction', () => {
     async (kind) => {
       const faults = faultyFsOps();
       const { logger, lines } = memoryLogger();
-      const s = await openStore(faults.ops, logger);
+      const s = await openStore({ fsOps: faults.ops, logger });
       const v = await s.createRoom(makeRoom('r1'));
       await s.commitRoom('r1', { room: makeRoom('r1', { room_description: 'changed' }), messages: [makeMessage('r1', 1)], expectedVersion: v });
       const before = await dumpStore(s);
@@ -336,7 +334,7 @@ describe('compaction', () => {
 
   it('a failed journal batch fails every commit in it; each room\'s log is cut back', async () => {
     const faults = targetedFaults(isJournal);
-    const s = await openStore(faults.ops);
+    const s = await openStore({ fsOps: faults.ops });
     const rooms = ['r1', 'r2', 'r3'];
     const versions = await Promise.all(rooms.map((r) => s.createRoom(makeRoom(r))));
     const before = await dumpStore(s);

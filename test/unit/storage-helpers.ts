@@ -24,7 +24,14 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
  */
 export function fileStoresPerTest(
   options: { withLogDir?: boolean } = {},
-): { readonly dir: string; readonly logDir: string; readonly indexDir: string; store: (logger?: Logger, options?: Partial<FileStoreOptions>) => FileStore } {
+): {
+  readonly dir: string;
+  readonly logDir: string;
+  readonly indexDir: string;
+  store: (logger?: Logger, options?: Partial<FileStoreOptions>) => FileStore;
+  /** Closes `store` after the test with the others (for stores made elsewhere). */
+  track: (store: FileStore) => void;
+} {
   let dir = '';
   let cleanup = async (): Promise<void> => undefined;
   const stores: FileStore[] = [];
@@ -50,6 +57,9 @@ export function fileStoresPerTest(
       const s = new FileStore({ dataDir: dir, logger, ...options });
       stores.push(s);
       return s;
+    },
+    track(store) {
+      stores.push(store);
     },
   };
 }

@@ -7,11 +7,11 @@ import { cp, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hashToken } from '../../src/identity/secrets.js';
-import { silentLogger } from '../../src/logger.js';
-import { FileStore } from '../../src/storage/file-store.js';
+import type { FileStore } from '../../src/storage/file-store.js';
 import type { AgentRecord, Message, RoomRecord, UserRecord } from '../../src/types.js';
 import { dumpStore } from './store-contract.js';
 import { makeMessage, tempDir } from './storage-helpers.js';
+import { storeOpener } from '../helpers/store.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/layout-v1', import.meta.url));
 const info = JSON.parse(await readFile(fileURLToPath(new URL('./fixtures/layout-v1.json', import.meta.url)), 'utf8')) as {
@@ -34,12 +34,7 @@ afterEach(async () => {
   await cleanup();
 });
 
-async function openStore(): Promise<FileStore> {
-  const s = new FileStore({ dataDir: dir, logger: silentLogger, compactEveryMs: 0 });
-  stores.push(s);
-  await s.open();
-  return s;
-}
+const openStore = storeOpener({ dataDir: () => dir, track: (s) => stores.push(s) });
 
 const readJson = async <T>(file: string): Promise<T> => JSON.parse(await readFile(join(FIXTURE, file), 'utf8')) as T;
 

@@ -5,24 +5,17 @@ import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/logger.js';
 import { createStore, FileStore } from '../../src/storage/index.js';
-import type { FsOps } from '../../src/storage/fs-ops.js';
 import { defaultFsOps } from '../../src/storage/fs-ops.js';
 import type { Message } from '../../src/types.js';
 import { heldFsyncOps, makeAgent, makeMessage, makeRoom, makeUser, tempDir } from './storage-helpers.js';
+import { storeOpener } from '../helpers/store.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
 const open: FileStore[] = [];
 
-async function openStore(
-  options: { maxOpenLogs?: number; fsOps?: Partial<FsOps>; compactBytes?: number } = {},
-): Promise<FileStore> {
-  // Journal-only: the snapshots follow in the background (tests of small, synchronous snapshots set it).
-  const store = new FileStore({ dataDir: dir, logger: silentLogger, compactEveryMs: 0, syncSnapshotBytes: 0, ...options });
-  await store.open();
-  open.push(store);
-  return store;
-}
+// Journal-only: the snapshots follow in the background (tests of small, synchronous snapshots set it).
+const openStore = storeOpener({ dataDir: () => dir, track: (s) => open.push(s) });
 
 async function reopen(store: FileStore): Promise<FileStore> {
   await store.close();
