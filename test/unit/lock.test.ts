@@ -70,14 +70,16 @@ describe('server.lock of another host', () => {
   it('is touched by its owner every HEARTBEAT_MS while held, and no more once released', async () => {
     const dir = await mkdtemp(join(os.tmpdir(), 'chatroom-lock-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    // Date is faked too: the heartbeat's touch writes the fake clock's time, known exactly.
+    const start = Date.parse('2026-11-23T00:00:00.000Z');
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'], now: start });
     cleanups.push(() => void vi.useRealTimers());
     const lock = await DataDirLock.acquire(dir, silentLogger);
     const file = join(dir, 'server.lock');
-    const old = new Date(Date.now() - 60_000);
+    const old = new Date(start - 60_000);
     await utimes(file, old, old);
     vi.advanceTimersByTime(HEARTBEAT_MS);
-    await expect.poll(async () => Date.now() - (await stat(file)).mtimeMs).toBeLessThan(5_000);
+    await expect.poll(async () => (await stat(file)).mtimeMs).toBe(start + HEARTBEAT_MS);
     await lock.release();
     expect(vi.getTimerCount()).toBe(0);
   });
