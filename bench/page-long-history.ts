@@ -29,32 +29,36 @@ const MESSAGES = Number(arg('messages', '100000'));
 
 declare function appearsAfter(action: () => void, selector: string): Promise<number>;
 
-/** Installs `appearsAfter(action, selector)` in every page: ms until the element is in view. */
-const APPEARS_AFTER = () => {
-  (window as unknown as Record<string, unknown>).appearsAfter = (action: () => void, selector: string) =>
-    new Promise<number>((resolve, reject) => {
-      const started = performance.now();
-      action();
-      const check = () => {
-        const el = document.querySelector(selector);
-        const box = document.querySelector('.msg-scroll')?.getBoundingClientRect();
-        if (el && box) {
-          const r = el.getBoundingClientRect();
-          if (r.bottom > box.top && r.top < box.bottom) return resolve(Math.round(performance.now() - started));
-        }
-        if (performance.now() - started > 30_000) return reject(new Error(`${selector} did not appear`));
-        requestAnimationFrame(check);
-      };
-      check();
-    });
-};
+/**
+ * Installs `appearsAfter(action, selector)` in every page: ms until the element is in view. A
+ * string, not a function: tsx (esbuild's keepNames) would wrap a function's inner names in a
+ * `__name` helper the page does not have.
+ */
+const APPEARS_AFTER = `
+window.appearsAfter = (action, selector) =>
+  new Promise((resolve, reject) => {
+    const started = performance.now();
+    action();
+    const check = () => {
+      const el = document.querySelector(selector);
+      const box = document.querySelector('.msg-scroll')?.getBoundingClientRect();
+      if (el && box) {
+        const r = el.getBoundingClientRect();
+        if (r.bottom > box.top && r.top < box.bottom) return resolve(Math.round(performance.now() - started));
+      }
+      if (performance.now() - started > 30000) return reject(new Error(selector + ' did not appear'));
+      requestAnimationFrame(check);
+    };
+    check();
+  });
+`;
 
 async function timeOneRun(url: string, roomId: string, token: string, thirdText: string): Promise<{ open_ms: number; jump_ms: number }> {
   const browser = await launchBrowser();
   try {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 820 } });
     await ctx.addInitScript(([t]) => localStorage.setItem('agent-chatroom.session', JSON.stringify({ token: t, name: 'bench' })), [token]);
-    await ctx.addInitScript(APPEARS_AFTER);
+    await ctx.addInitScript({ content: APPEARS_AFTER });
     const page: Page = await ctx.newPage();
     await page.goto(`${url}/#/rooms`);
     await page.locator('.view-rooms').waitFor();
