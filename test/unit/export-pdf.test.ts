@@ -214,8 +214,11 @@ describe('pdf export', () => {
     expect(run('pdftotext', [file, '-'])).toContain('code 399');
 
     const out = new PassThrough({ highWaterMark: 1024 });
-    setTimeout(() => out.destroy(), 20);
-    await expect(writePdfExport(input({ messages: msgs }), out)).rejects.toThrow();
+    const exporting = expect(writePdfExport(input({ messages: msgs }), out)).rejects.toThrow();
+    // Closed while the export waits on back-pressure (nobody reads `out`), not after a timer.
+    await expect.poll(() => out.writableNeedDrain, { timeout: 30_000 }).toBe(true);
+    out.destroy();
+    await exporting;
   });
 
   it('copes with unusual content: emoji and scripts the font lacks stay extractable, nothing overflows', async () => {

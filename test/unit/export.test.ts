@@ -192,8 +192,11 @@ describe('markdown export', () => {
   it('rejects instead of hanging when the output is destroyed', async () => {
     const msgs = Array.from({ length: 5000 }, (_, i) => makeMessage({ seq: i + 1, text_content: 'y'.repeat(200) }));
     const out = new PassThrough({ highWaterMark: 1024 });
-    setTimeout(() => out.destroy(new Error('client went away')), 5);
-    await expect(writeMarkdownExport(input({ messages: msgs }), out)).rejects.toThrow();
+    const exporting = expect(writeMarkdownExport(input({ messages: msgs }), out)).rejects.toThrow();
+    // Destroyed while the export waits on back-pressure (nobody reads `out`), not after a timer.
+    await expect.poll(() => out.writableNeedDrain, { timeout: 30_000 }).toBe(true);
+    out.destroy(new Error('client went away'));
+    await exporting;
   });
 });
 
