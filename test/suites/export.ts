@@ -7,11 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportSlots } from '../../src/tools/export.js';
 import type { Message } from '../../src/types.js';
+import { measureLoopStall } from '../helpers/loop-stall.js';
 import { registerAgent, registerUser, startTestServer, type TestServer } from '../helpers/server.js';
 import { storedRecords } from '../helpers/stored-state.js';
 
@@ -365,24 +365,8 @@ export function exportSuites(): void {
 
       it('exports the PDF of a large room in slices that leave the event loop free; /health answers meanwhile', async () => {
         const big = await bigRoom('Large Room');
-        // Two measures of the loop while the export runs. monitorEventLoopDelay (wall clock) also
-        // counts the time the operating system gives other processes, which on a machine shared
-        // with busy neighbours passes 100 ms with no long task in this process at all. A long task
-        // is CPU work: between two ticks of a 5 ms timer it takes both wall time and CPU time, so the
-        // smaller of the two deltas bounds from below any stretch the loop was held (CPU time of the
-        // whole process, so other threads can only make it larger, never hide a block).
-        const delay = monitorEventLoopDelay({ resolution: 10 });
-        let heldMs = 0;
-        let lastWall = performance.now();
-        let lastCpu = process.cpuUsage();
-        const ticker = setInterval(() => {
-          const wall = performance.now();
-          const cpu = process.cpuUsage();
-          const cpuMs = (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000;
-          heldMs = Math.max(heldMs, Math.min(wall - lastWall, cpuMs));
-          lastWall = wall;
-          lastCpu = cpu;
-        }, 5);
+        // How long the loop was held (CPU work between timer ticks) and its wall-clock delay,
+        // while the export runs (test/helpers/loop-stall.ts says why both).
         let done = false;
         let healthChecks = 0;
         const health = (async () => {
@@ -392,23 +376,20 @@ export function exportSuites(): void {
             healthChecks++;
           }
         })();
-        delay.enable();
-        const started = performance.now();
-        try {
-          const result = await server.ok('export_chat_history', { room_id: big, format: 'pdf' }, owner.token);
-          expect(result.bytes).toBeGreaterThan(100_000);
-        } finally {
-          delay.disable();
-          clearInterval(ticker);
-          done = true;
-          await health;
-        }
-        const tookMs = performance.now() - started;
+        const { stall } = await measureLoopStall(async () => {
+          try {
+            const result = await server.ok('export_chat_history', { room_id: big, format: 'pdf' }, owner.token);
+            expect(result.bytes).toBeGreaterThan(100_000);
+          } finally {
+            done = true;
+            await health;
+          }
+        });
         expect(healthChecks).toBeGreaterThan(5);
         // As shares of the export's own time, not time limits: an export that did not yield would
         // hold the loop for all of its seconds (a share near 1); one that yields, for a sliver.
-        expect(heldMs / tookMs).toBeLessThan(0.1);
-        expect(delay.max / 1e6 / tookMs).toBeLessThan(1 / 3);
+        expect(stall.heldMs / stall.tookMs).toBeLessThan(0.1);
+        expect(stall.delayMaxMs / stall.tookMs).toBeLessThan(1 / 3);
       }, 180_000);
     });
   });
