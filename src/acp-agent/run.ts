@@ -5,11 +5,10 @@
 // in the room, its streamed updates become the member's activity, its streamed text the answer.
 // Near the deadline the runner sends `session/cancel` and passes the turn; a crash is a visible
 // skip and the program is started again for the next turn. One prompt at a time.
-import { statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { McpServer } from '@agentclientprotocol/sdk';
-import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
+import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog, cwdFlag, presetFlag, splitCommand } from '../agent/command.js';
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig, type RoomMcpServer } from '../agent/mcp-config.js';
 import { requireProgram } from '../agent/program.js';
@@ -295,9 +294,7 @@ program, one ACP session per room, its progress shown as the member's activity.
 The program never gets the agent's token (not in its environment, not on its command line).`;
 
 export function parseAcpAgentArgs(argv: string[], env: Record<string, string | undefined> = process.env): AcpAgentOptions | 'help' {
-  const dash = argv.indexOf('--');
-  const own = dash === -1 ? argv : argv.slice(0, dash);
-  const command = dash === -1 ? [] : argv.slice(dash + 1);
+  const { own, command } = splitCommand(argv);
   const { history: _history, ...runnerFlags } = RUNNER_FLAGS; // the session keeps the history
   const values = parseFlags(own, {
     ...runnerFlags,
@@ -310,20 +307,13 @@ export function parseAcpAgentArgs(argv: string[], env: Record<string, string | u
   if (values.help) return 'help';
   const rooms = requiredRooms(values.room);
   const signIn = signInOptions(values, env);
-  let preset: AcpPresetName | null = null;
-  if (values.preset !== undefined) {
-    if (!(values.preset in ACP_PRESETS)) throw new Error(`--preset must be one of ${Object.keys(ACP_PRESETS).join(', ')}`);
-    preset = values.preset as AcpPresetName;
-  }
-  if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
+  const preset = presetFlag<AcpPresetName>(values.preset, ACP_PRESETS, command);
   const allow = new Set<string>();
   for (const kind of (values.allow ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter(Boolean)) {
     if (kind !== 'all' && !(TOOL_KINDS as readonly string[]).includes(kind)) throw new Error(`--allow: "${kind}" is not a tool kind (${TOOL_KINDS.join(', ')}, all)`);
     allow.add(kind);
   }
-  if (values.cwd !== undefined && !statSync(values.cwd, { throwIfNoEntry: false })?.isDirectory()) {
-    throw new Error(`--cwd ${path.resolve(values.cwd)} is not a directory`);
-  }
+  cwdFlag(values.cwd);
   const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
   const startTimeout = numberFlag('start-timeout', values['start-timeout'], 0.1, 600, 'number of seconds') ?? ACP_DEFAULTS.startTimeoutS;
   return {

@@ -1,5 +1,7 @@
 // The start of every agent command (`agent`, `cli-agent`, `hook claude-init`): the flags they
 // share, parsing or printing the usage, and running until a signal.
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { ChatroomClient } from '../client/index.js';
 import { warnTokenOnCommandLine } from './secrets.js';
@@ -131,4 +133,28 @@ export async function runUntilSignal<A extends { client: ChatroomClient }>(
       process.exit(1);
     }
   });
+}
+
+/** A runner's own flags, and the program with its arguments after `--` (the CLI runners). */
+export function splitCommand(argv: string[]): { own: string[]; command: string[] } {
+  const dash = argv.indexOf('--');
+  return { own: dash === -1 ? argv : argv.slice(0, dash), command: dash === -1 ? [] : argv.slice(dash + 1) };
+}
+
+/** `--preset`: one of `presets`' names, or null; without one, the command after `--` is needed. */
+export function presetFlag<N extends string>(value: string | undefined, presets: Record<N, unknown>, command: readonly string[]): N | null {
+  if (value !== undefined && !(value in presets)) throw new Error(`--preset must be one of ${Object.keys(presets).join(', ')}`);
+  const preset = (value as N | undefined) ?? null;
+  if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
+  return preset;
+}
+
+/**
+ * `--cwd`, checked now: a missing directory would otherwise fail every turn with spawn's ENOENT,
+ * which names the program, not the directory.
+ */
+export function cwdFlag(value: string | undefined): void {
+  if (value !== undefined && !statSync(value, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`--cwd ${path.resolve(value)} is not a directory`);
+  }
 }

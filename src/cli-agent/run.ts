@@ -3,10 +3,9 @@
 // as its prompt; its answer is posted, and a crash, a non-zero exit, silence or the deadline
 // becomes a skip whose reason people see. One child at a time; the CLI's session id is kept per
 // room so the next turn resumes the same conversation.
-import { statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog } from '../agent/command.js';
+import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog, cwdFlag, presetFlag, splitCommand } from '../agent/command.js';
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig } from '../agent/mcp-config.js';
 import { requireProgram } from '../agent/program.js';
@@ -183,9 +182,7 @@ Runs an agent CLI once per turn with the room as its prompt and posts its answer
                          without a preset it gets the prompt on stdin and its stdout is the answer`;
 
 export function parseCliAgentArgs(argv: string[], env: Record<string, string | undefined> = process.env): CliAgentOptions | 'help' {
-  const dash = argv.indexOf('--');
-  const own = dash === -1 ? argv : argv.slice(0, dash);
-  const command = dash === -1 ? [] : argv.slice(dash + 1);
+  const { own, command } = splitCommand(argv);
   const values = parseFlags(own, {
     ...RUNNER_FLAGS,
     preset: { type: 'string' },
@@ -195,19 +192,10 @@ export function parseCliAgentArgs(argv: string[], env: Record<string, string | u
   if (values.help) return 'help';
   const rooms = requiredRooms(values.room);
   const signIn = signInOptions(values, env);
-  let preset: PresetName | null = null;
-  if (values.preset !== undefined) {
-    if (!(values.preset in PRESETS)) throw new Error(`--preset must be one of ${Object.keys(PRESETS).join(', ')}`);
-    preset = values.preset as PresetName;
-  }
-  if (!preset && command.length === 0) throw new Error('give a --preset or the command after "--"');
+  const preset = presetFlag<PresetName>(values.preset, PRESETS, command);
   if (values.mcp && preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
   const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
-  // Checked now: a missing directory would otherwise fail every turn with spawn's ENOENT, which
-  // names the program, not the directory.
-  if (values.cwd !== undefined && !statSync(values.cwd, { throwIfNoEntry: false })?.isDirectory()) {
-    throw new Error(`--cwd ${path.resolve(values.cwd)} is not a directory`);
-  }
+  cwdFlag(values.cwd);
   return {
     ...signIn,
     rooms,
