@@ -70,7 +70,10 @@ function roomFile(count: number, chars: number): unknown {
 }
 
 describe('imports and exports yield the event loop', () => {
-  it('4 large imports at once: validating and building them never stalls the loop over 100 ms', async () => {
+  // Retried: the measure counts the CPU of the whole process, and on a loaded machine the garbage
+  // collector's helper threads can add to it in one window. An import that does not yield holds
+  // the loop for its whole work in every try, so the retries cannot hide one.
+  it('4 large imports at once: validating and building them never stalls the loop over 100 ms', { retry: 2, timeout: 180_000 }, async () => {
     // The import's own work (checking the file, building the new room), four at once as four
     // requests would run it. Writing the built room to the store is measured apart (docs/security.md).
     const docs = Array.from({ length: 4 }, () => roomFile(2750, 1000));
@@ -86,7 +89,7 @@ describe('imports and exports yield the event loop', () => {
     );
     expect(result.map((built) => built.messages.length)).toEqual([2750, 2750, 2750, 2750]);
     expect(stall.heldMs).toBeLessThan(100);
-  }, 180_000);
+  });
 
   it('runs at most 2 imports at once; another member is served while 4 large imports run', async () => {
     const importer = await registerUser(server, 'BulkImporter');
