@@ -19,7 +19,8 @@ import { Rooms } from './runtime/rooms.js';
 import { TurnWaits } from './runtime/waits.js';
 import { makeDirectory } from './storage/fs-ops.js';
 import { createStore } from './storage/index.js';
-import { DeadlineWatcher, NodePresence, PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
+import type { SharedTaskTable } from './storage/a2a-tasks.js';
+import { DeadlineWatcher, NodePresence, PgA2aTasks, PgStore, postgresLimiters, RoomFeed } from './storage/postgres/index.js';
 import type { Store } from './storage/store.js';
 import { buildRegistry, type ToolServices } from './tools/index.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -28,6 +29,8 @@ export interface App extends ToolServices {
   bus: EventBus;
   registry: ToolRegistry;
   timers: Timers;
+  /** The A2A tasks the nodes share (STORE=postgres); absent: the gateway keeps them in memory. */
+  a2aTasks?: SharedTaskTable;
   close(): Promise<void>;
 }
 
@@ -71,6 +74,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   // This node among the nodes sharing the database (random per start): heartbeats, deadline claims.
   const nodeId = randomUUID();
   const nodePresence = rawStore instanceof PgStore ? nodePresenceOf(rawStore, nodeId, presence, options.socketGraceMs ?? SOCKET_GRACE_MS, logger) : undefined;
+  const a2aTasks = rawStore instanceof PgStore ? new PgA2aTasks(rawStore.connectionPool, nodeId) : undefined;
   const rooms = new Rooms({
     store,
     bus,
@@ -114,6 +118,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     bus,
     timers,
     registry: buildRegistry(services),
+    ...(a2aTasks ? { a2aTasks } : {}),
     async close() {
       // Before the rooms stop: sockets closed a moment ago count as activity until now (SPEC §6,
       // presence after a restart starts from the stored last_active).
@@ -137,6 +142,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       },
       onTokensRevoked: (hashes) => participants.revokedElsewhere(hashes),
       onSocketsClosed: (participantId, at) => presence.closedElsewhere(participantId, at),
+      ...(a2aTasks ? { onA2aTaskCanceled: (taskId: string) => a2aTasks.heardCancel(taskId) } : {}),
       onError: (err) => logger.warn({ err }, 'room feed connection lost; reconnecting'),
       poll: { pool: rawStore.connectionPool, everyMs: 2000, rooms: () => rooms.loadedIds() },
     });

@@ -17,12 +17,13 @@ import type { Mount, MountFactory } from '../../transports/mount.js';
 import type { Caller } from '../../types.js';
 import { cardJson, roomCard, type AgentProfile } from './card.js';
 import { refusalBody } from './errors.js';
-import { RoomAgents, RoomMember } from './room-agent.js';
+import { RoomMember } from './member.js';
+import { RoomAgents } from './room-agent.js';
 
 export const A2A_ROOMS_PATH = '/a2a/rooms';
 
 export interface A2aMountOptions {
-  /** Tasks kept in memory (default 1000; docs/a2a.md). */
+  /** Tasks kept, in memory or in the shared table (default 1000; docs/a2a.md). */
   maxTasks?: number;
 }
 
@@ -53,6 +54,10 @@ class A2aGateway implements Mount {
       bus: app.bus,
       registry: app.registry,
       roomNow: (roomId) => app.rooms.currentRoom(roomId),
+      // STORE=postgres: the tasks the nodes share, so GetTask and CancelTask answer on any node.
+      ...(app.a2aTasks ? { shared: app.a2aTasks } : {}),
+      timers: app.timers,
+      onError: (err, what) => app.logger.warn({ err }, what),
       ...(options.maxTasks !== undefined ? { maxTasks: options.maxTasks } : {}),
     });
   }
@@ -80,8 +85,8 @@ class A2aGateway implements Mount {
     http.use(`${A2A_ROOMS_PATH}/:room_id`, router);
   }
 
-  close(): void {
-    this.agents.close();
+  close(): Promise<void> {
+    return this.agents.close();
   }
 
   private readonly hostCheck = (req: Request, res: Response, next: NextFunction) => {

@@ -3,147 +3,40 @@
 // refusals become A2A errors before any task exists); its task follows the round the message
 // started, one artifact per visible agent answer, and completes when that round ends.
 // Cancelling stops the following only: the room and its round go on.
-import { randomUUID } from 'node:crypto';
-import { TaskState, type AgentCard, type Message as A2aMessage, type Part, type SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { Task, type AgentCard, type Message as A2aMessage, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import {
-  AgentEvent,
-  DefaultRequestHandler,
-  type A2ARequestHandler,
-  type AgentExecutor,
-  type ExecutionEventBus,
-  type RequestContext,
-  type ServerCallContext,
-  type User,
-} from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, type A2ARequestHandler, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import type { EventBus } from '../../events/bus.js';
+import type { Timers } from '../../identity/presence.js';
+import type { SharedTaskTable } from '../../storage/a2a-tasks.js';
 import type { ToolRegistry } from '../../tools/registry.js';
-import type { Caller, Message, RoomRecord } from '../../types.js';
+import type { Message, RoomRecord } from '../../types.js';
 import { A2A_VERSION, roomCard } from './card.js';
 import { toA2aError } from './errors.js';
-import { RoundFollower, type RoundAnswer } from './round-follower.js';
+import { memberOf } from './member.js';
+import { abandoned, FOLLOWER, RoundExecutor } from './round-executor.js';
+import { RoundFollower } from './round-follower.js';
+import { SharedTaskStore } from './shared-task-store.js';
 import { BoundedTaskStore } from './task-store.js';
 
-/** Tasks one member may have waiting at once over all rooms (each holds a bus listener). */
+/**
+ * Tasks one member may have waiting at once over all rooms, on one node (each holds a listener
+ * on that node's bus; with several nodes the bound is per node).
+ */
 export const MAX_OPEN_TASKS_PER_MEMBER = 10;
 
-/** A member of the room the request is for, authenticated by its bearer token. */
-export class RoomMember implements User {
-  constructor(
-    readonly caller: Caller,
-    readonly roomId: string,
-    /** Kept for this request only: the post goes through the registry as the caller. */
-    readonly token: string,
-    readonly address: string | null,
-  ) {}
-
-  get isAuthenticated(): boolean {
-    return true;
-  }
-
-  /** The SDK scopes stored tasks by this: one member's tasks of one room. */
-  get userName(): string {
-    return `${this.caller.id}@${this.roomId}`;
-  }
-}
-
-const FOLLOWER = 'chatroom.follower';
+/** How often a node looks for shared tasks whose node is gone (STORE=postgres). */
+export const ORPHAN_SWEEP_MS = 2000;
 
 export interface RoomAgentOptions {
   bus: EventBus;
   registry: ToolRegistry;
   roomNow: (roomId: string) => Promise<RoomRecord | undefined>;
   maxTasks?: number;
-}
-
-/** Follows the posted message's round and publishes it as the task's events. */
-class RoundExecutor implements AgentExecutor {
-  private readonly running = new Map<string, RoundFollower>();
-
-  execute = async (request: RequestContext, bus: ExecutionEventBus): Promise<void> => {
-    const follower = request.context.state.get(FOLLOWER) as RoundFollower | undefined;
-    if (!follower) throw new Error('no posted message to follow');
-    const { taskId, contextId } = request;
-    const task: Task = {
-      id: taskId,
-      contextId,
-      status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
-      artifacts: [],
-      history: [request.userMessage],
-      metadata: {},
-    };
-    bus.publish(AgentEvent.task(task));
-    this.running.set(taskId, follower);
-    const status = (state: TaskState, text: string, metadata: Record<string, unknown> = {}) =>
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state, message: agentMessage(taskId, contextId, text), timestamp: new Date().toISOString() },
-          metadata,
-        }),
-      );
-    try {
-      for await (const step of follower.steps()) {
-        switch (step.kind) {
-          case 'round':
-            status(TaskState.TASK_STATE_WORKING, 'The round started; waiting for the agents.', { round_id: step.round_id });
-            break;
-          case 'answer':
-            bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(step.answer), append: false, lastChunk: true, metadata: {} }));
-            break;
-          case 'end':
-            status(TaskState.TASK_STATE_COMPLETED, `The round ended (${step.reason}).`, { round_id: step.round_id, reason: step.reason });
-            return;
-          case 'no_round':
-            status(TaskState.TASK_STATE_COMPLETED, 'The message was posted; it started no round, so no agent answers it.', { reason: 'no_round' });
-            return;
-          case 'stopped':
-            return; // cancelTask published the final status
-        }
-      }
-    } finally {
-      this.running.delete(taskId);
-    }
-  };
-
-  cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
-    const follower = this.running.get(taskId);
-    follower?.stop();
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId: '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
-        metadata: {},
-      }),
-    );
-  };
-
-  /** Stops every follower (server shutdown): their tasks end as they are. */
-  stopAll(): void {
-    for (const follower of this.running.values()) follower.stop();
-  }
-}
-
-/** One visible agent answer of the round as an artifact: the agent's name and the text. */
-function answerArtifact(answer: RoundAnswer) {
-  return {
-    artifactId: answer.message_id,
-    name: answer.sender,
-    description: `Answer by ${answer.sender}`,
-    parts: [textPart(answer.text)],
-    metadata: { sender: answer.sender, message_id: answer.message_id, seq: answer.seq, timestamp: answer.timestamp },
-    extensions: [],
-  };
-}
-
-function textPart(text: string): Part {
-  return { content: { $case: 'text', value: text }, mediaType: 'text/plain', filename: '', metadata: {} };
-}
-
-function agentMessage(taskId: string, contextId: string, text: string): A2aMessage {
-  return { messageId: randomUUID(), contextId, taskId, role: 2 /* ROLE_AGENT */, parts: [textPart(text)], metadata: {}, extensions: [], referenceTaskIds: [] };
+  /** The task table the nodes share (STORE=postgres); without it tasks stay in this node's memory. */
+  shared?: SharedTaskTable;
+  timers: Timers;
+  onError: (err: unknown, what: string) => void;
 }
 
 /** The message's text parts, joined; other parts are refused (a room takes text). */
@@ -164,10 +57,19 @@ export class RoomAgents implements A2ARequestHandler {
   private readonly executor = new RoundExecutor();
   private readonly inner: DefaultRequestHandler;
   private readonly open = new Map<string, number>();
-  readonly tasks: BoundedTaskStore;
+  private sweepTimer: unknown;
+  private closed = false;
+  readonly tasks: TaskStore;
 
   constructor(private readonly options: RoomAgentOptions) {
-    this.tasks = new BoundedTaskStore(options.maxTasks);
+    const shared = options.shared;
+    if (shared) {
+      this.tasks = new SharedTaskStore(shared, (stored) => this.executor.overruled(stored), options.maxTasks);
+      shared.onCancel((taskId) => this.executor.canceledElsewhere(taskId));
+      this.scheduleSweep();
+    } else {
+      this.tasks = new BoundedTaskStore(options.maxTasks);
+    }
     this.inner = new DefaultRequestHandler(this.versionCard(), this.tasks, this.executor);
   }
 
@@ -205,9 +107,19 @@ export class RoomAgents implements A2ARequestHandler {
     }
   }
 
-  // The rest is the SDK's (tasks are scoped to the member and the room by RoomMember.userName).
+  /**
+   * The SDK's cancel: a task followed on this node is stopped here; one followed by another node
+   * is stored `canceled` by this node (which also covers a node that died) and the cancel is
+   * announced, so the node following it stops waiting. A final task never changes after.
+   */
+  cancelTask: A2ARequestHandler['cancelTask'] = async (p, c) => {
+    const task = await this.inner.cancelTask(p, c);
+    await this.options.shared?.announceCancel(task.id).catch((err: unknown) => this.options.onError(err, 'could not announce an A2A cancel'));
+    return task;
+  };
+
+  // The rest is the SDK's (tasks are scoped to the member and the room, see RoomMember).
   getTask: A2ARequestHandler['getTask'] = (p, c) => this.inner.getTask(p, c);
-  cancelTask: A2ARequestHandler['cancelTask'] = (p, c) => this.inner.cancelTask(p, c);
   listTasks: A2ARequestHandler['listTasks'] = (p, c) => this.inner.listTasks(p, c);
   resubscribe: A2ARequestHandler['resubscribe'] = (p, c) => this.inner.resubscribe(p, c);
   createTaskPushNotificationConfig: A2ARequestHandler['createTaskPushNotificationConfig'] = (p, c) => this.inner.createTaskPushNotificationConfig(p, c);
@@ -215,8 +127,23 @@ export class RoomAgents implements A2ARequestHandler {
   listTaskPushNotificationConfigs: A2ARequestHandler['listTaskPushNotificationConfigs'] = (p, c) => this.inner.listTaskPushNotificationConfigs(p, c);
   deleteTaskPushNotificationConfig: A2ARequestHandler['deleteTaskPushNotificationConfig'] = (p, c) => this.inner.deleteTaskPushNotificationConfig(p, c);
 
-  close(): void {
+  /** Stops following (server shutdown); with the shared table this node's open tasks end `failed`. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.options.timers.clearTimeout(this.sweepTimer);
     this.executor.stopAll();
+    await this.options.shared?.finishOwn(finishAbandoned).catch((err: unknown) => this.options.onError(err, 'could not finish the open A2A tasks'));
+  }
+
+  /** Shared tasks whose node is gone (its presence expired) end `failed` instead of waiting forever. */
+  private scheduleSweep(): void {
+    if (this.closed) return;
+    this.sweepTimer = this.options.timers.setTimeout(() => {
+      this.options
+        .shared!.finishOrphans(finishAbandoned)
+        .catch((err: unknown) => this.options.onError(err, 'could not finish the A2A tasks of a stopped node'))
+        .finally(() => this.scheduleSweep());
+    }, ORPHAN_SWEEP_MS);
   }
 
   /** The room is the A2A context: every task of a room has the room id as its contextId. */
@@ -268,8 +195,7 @@ export class RoomAgents implements A2ARequestHandler {
   }
 }
 
-export function memberOf(context: ServerCallContext): RoomMember {
-  const user = context.user;
-  if (!(user instanceof RoomMember)) throw new Error('request without an authenticated room member');
-  return user;
+/** A stored task (A2A JSON) no node follows any more, as it ends. */
+function finishAbandoned(json: unknown): unknown {
+  return Task.toJSON(abandoned(Task.fromJSON(json)));
 }

@@ -21,6 +21,8 @@
 // (SPEC §3/§11); after a reconnect every token is checked in the store again at its next use.
 // And on `sockets_closed` (`onSocketsClosed`): a participant's last WebSocket on another node
 // closed, so a call it made here before the close does not keep it online past the 15 s grace.
+// And on `a2a_task_cancels` (`onA2aTaskCanceled`): an A2A task was cancelled on some node, so
+// the node following its round stops (./a2a-tasks.ts).
 //
 // Notifications may be lost, coalesced, or arrive for commits a node already read: the node
 // (RoomRuntime's reload) turns them into an exact stream by reading what committed since its
@@ -34,6 +36,8 @@ export const ROOM_CHANNEL = 'room_changes';
 export const TOKEN_CHANNEL = 'token_revocations';
 /** A participant's last WebSocket on another node closed (`PgStore.announceSocketsClosed`). */
 export const SOCKETS_CHANNEL = 'sockets_closed';
+/** An A2A task was cancelled on some node (`PgA2aTasks.announceCancel`): the payload is its id. */
+export const A2A_CANCEL_CHANNEL = 'a2a_task_cancels';
 
 export interface RoomChange {
   roomId: string;
@@ -138,6 +142,8 @@ export interface RoomFeedOptions {
   onTokensRevoked?: (tokenHashes: string[]) => void;
   /** A participant's last WebSocket on another node closed (`sockets_closed`; listened to only when set). */
   onSocketsClosed?: (participantId: string, at: number) => void;
+  /** An A2A task was cancelled on a node (`a2a_task_cancels`; listened to only when set). */
+  onA2aTaskCanceled?: (taskId: string) => void;
   /** Told about connection errors the feed recovers from by reconnecting. */
   onError?: (err: Error) => void;
   /**
@@ -215,6 +221,7 @@ export class RoomFeed {
       await client.query(`LISTEN ${ROOM_CHANNEL}`);
       if (this.options.onTokensRevoked) await client.query(`LISTEN ${TOKEN_CHANNEL}`);
       if (this.options.onSocketsClosed) await client.query(`LISTEN ${SOCKETS_CHANNEL}`);
+      if (this.options.onA2aTaskCanceled) await client.query(`LISTEN ${A2A_CANCEL_CHANNEL}`);
     } catch (err) {
       lost = true;
       client.end().catch(() => undefined);
@@ -244,6 +251,10 @@ export class RoomFeed {
     if (msg.channel === SOCKETS_CHANNEL) {
       const closed = parseSocketsClosed(msg.payload);
       if (closed) this.options.onSocketsClosed?.(closed.participantId, closed.at);
+      return;
+    }
+    if (msg.channel === A2A_CANCEL_CHANNEL) {
+      if (msg.payload.length > 0 && msg.payload.length <= 200) this.options.onA2aTaskCanceled?.(msg.payload);
       return;
     }
     if (msg.channel !== ROOM_CHANNEL) return;

@@ -17,6 +17,8 @@
 //    its handler loads the room (`Rooms.fireDue`), whose timer fires the ordinary timeout. The
 //    commit that fires it updates the stored row by itself.
 // 6. Rate limits: build the limiters with `postgresLimiters(store.connectionPool)`.
+// 7. A2A tasks: `new PgA2aTasks(store.connectionPool, nodeId)`, the feed's `onA2aTaskCanceled`
+//    → `heardCancel`; the rooms' A2A interface receives it as its SharedTaskTable.
 export { PgStore, type PgStoreOptions } from './pg-store.js';
 export { parseStoreConfig, type StoreConfig } from './store-config.js';
 export { RoomFeed, parseRoomChange, ROOM_CHANNEL, type RoomChange, type RoomFeedOptions } from './feed.js';
@@ -32,5 +34,6 @@ export {
   type DeadlineWatcherOptions,
 } from './deadlines.js';
 export { memoryLimiters, postgresLimiters, type LimiterFactory, type LimiterSpec } from './rate-limits.js';
+export { PgA2aTasks } from './a2a-tasks.js';
 export { NodePresence, type NodePresenceOptions } from './node-presence.js';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrations.js';
