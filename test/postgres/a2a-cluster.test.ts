@@ -24,6 +24,24 @@ const stateOf = async (client: Client, id: string, token: string) => (await clie
 const setStatus = (url: string, roomId: string, status: 'paused' | 'active', token: string) =>
   ok(url, 'set_room_status', { room_id: roomId, system_status: status }, token);
 
+/**
+ * A person's room, created through `url`, with answering agents connected to the nodes named
+ * (`[node url, agent name]`), then paused: a message sent into it waits, so its task stays
+ * working until the room is resumed (docs/a2a.md).
+ */
+async function pausedRoom(url: string, personName: string, roomName: string, agentsOn: Array<[string, string]>) {
+  const person = await ok(url, 'register_user', { name: personName });
+  const { room } = await ok(url, 'create_room', { room_name: roomName, language: 'en' }, person.token);
+  const members = [];
+  for (const [nodeUrl, name] of agentsOn) {
+    const agent = await answeringAgent(nodeUrl, name, room.room_id);
+    agents.push(agent.client);
+    members.push(agent);
+  }
+  await setStatus(url, room.room_id, 'paused', person.token);
+  return { person, roomId: room.room_id as string, members };
+}
+
 describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
   it("node B completes the task with the answers of agents connected to node A, streamed in order", async () => {
     const site = await cluster.newSite();
@@ -63,27 +81,25 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
     const site = await cluster.newSite();
     const a = await cluster.node(site);
     const b = await cluster.node(site);
-    const person = await ok(a.url, 'register_user', { name: 'Olga' });
-    const { room } = await ok(a.url, 'create_room', { room_name: 'Tasks across nodes', language: 'en' }, person.token);
-    const first = await answeringAgent(b.url, 'Mu', room.room_id);
-    const second = await answeringAgent(b.url, 'Nu', room.room_id);
-    agents.push(first.client, second.client);
-    // Paused: the message waits, so its task stays working until the room is resumed (docs/a2a.md).
-    await setStatus(a.url, room.room_id, 'paused', person.token);
+    const { person, roomId, members } = await pausedRoom(a.url, 'Olga', 'Tasks across nodes', [
+      [b.url, 'Mu'],
+      [b.url, 'Nu'],
+    ]);
+    const first = members[0]!;
 
-    const onA = await a2aClient(a.url, room.room_id);
-    const onB = await a2aClient(b.url, room.room_id);
+    const onA = await a2aClient(a.url, roomId);
+    const onB = await a2aClient(b.url, roomId);
     const started = (await onA.sendMessage(sendRequest('what do you think?', true), bearer(person.token))) as Task;
     expect(started.status?.state).toBe(TaskState.TASK_STATE_WORKING);
     const read = await onB.getTask({ tenant: '', id: started.id }, bearer(person.token));
     expect(read.id).toBe(started.id);
-    expect(read.contextId).toBe(room.room_id);
+    expect(read.contextId).toBe(roomId);
     expect(read.status?.state).toBe(TaskState.TASK_STATE_WORKING);
     // Another member of the room, on the same node: not found, nothing learnt.
     await expect(onB.getTask({ tenant: '', id: started.id }, bearer(first.token))).rejects.toThrow(/not found/i);
     await expect(onA.getTask({ tenant: '', id: started.id }, bearer(first.token))).rejects.toThrow(/not found/i);
 
-    await setStatus(b.url, room.room_id, 'active', person.token);
+    await setStatus(b.url, roomId, 'active', person.token);
     await expect.poll(() => stateOf(onB, started.id, person.token), { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
     const done = await onB.getTask({ tenant: '', id: started.id }, bearer(person.token));
     expect(artifactTexts(done)).toEqual([
@@ -91,9 +107,9 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
       { name: 'Nu', text: 'Nu heard: what do you think?' },
     ]);
     // ListTasks on B shows the owner's task, and no one else's.
-    const listed = await onB.listTasks({ tenant: '', contextId: room.room_id, status: 0, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true }, bearer(person.token));
+    const listed = await onB.listTasks({ tenant: '', contextId: roomId, status: 0, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true }, bearer(person.token));
     expect(listed.tasks.map((t) => t.id)).toEqual([started.id]);
-    const others = await onB.listTasks({ tenant: '', contextId: room.room_id, status: 0, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true }, bearer(first.token));
+    const others = await onB.listTasks({ tenant: '', contextId: roomId, status: 0, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true }, bearer(first.token));
     expect(others.tasks).toEqual([]);
   });
 
@@ -102,16 +118,15 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
     const a = await cluster.node(site);
     const b = await cluster.node(site);
     const c = await cluster.node(site);
-    const person = await ok(a.url, 'register_user', { name: 'Pia' });
-    const { room } = await ok(a.url, 'create_room', { room_name: 'Cancel across nodes', language: 'en' }, person.token);
-    const first = await answeringAgent(a.url, 'Xi', room.room_id);
-    const second = await answeringAgent(b.url, 'Omicron', room.room_id);
-    agents.push(first.client, second.client);
-    await setStatus(a.url, room.room_id, 'paused', person.token);
+    const { person, roomId, members } = await pausedRoom(a.url, 'Pia', 'Cancel across nodes', [
+      [a.url, 'Xi'],
+      [b.url, 'Omicron'],
+    ]);
+    const first = members[0]!;
 
-    const onA = await a2aClient(a.url, room.room_id);
-    const onB = await a2aClient(b.url, room.room_id);
-    const onC = await a2aClient(c.url, room.room_id);
+    const onA = await a2aClient(a.url, roomId);
+    const onB = await a2aClient(b.url, roomId);
+    const onC = await a2aClient(c.url, roomId);
     // The member streams the task from node A; the cancel comes through node C.
     let taskId = '';
     let canceledOnC: Task | undefined;
@@ -135,11 +150,11 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
     expect(await stateOf(onB, taskId, person.token)).toBe(TaskState.TASK_STATE_CANCELED);
 
     // The room was never stopped: resumed, the message's round runs and both agents answer it.
-    const { room: now } = await ok(b.url, 'get_room', { room_id: room.room_id }, person.token);
+    const { room: now } = await ok(b.url, 'get_room', { room_id: roomId }, person.token);
     expect(now.system_status).toBe('paused');
-    await setStatus(b.url, room.room_id, 'active', person.token);
+    await setStatus(b.url, roomId, 'active', person.token);
     const answers = async () =>
-      (await ok(c.url, 'get_messages', { room_id: room.room_id, limit: 50 }, person.token)).messages
+      (await ok(c.url, 'get_messages', { room_id: roomId, limit: 50 }, person.token)).messages
         .filter((m: { role: string; text_content: string }) => m.role === 'ai_agent' && m.text_content.endsWith('heard: please wait for me'))
         .map((m: { sender: string }) => m.sender)
         .sort();
@@ -158,14 +173,10 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
     const b = await cluster.node(site, {}, { socketGraceMs: 3000 });
     const a = await spawnNode(site);
     processes.push(a);
-    const person = await ok(b.url, 'register_user', { name: 'Quinn' });
-    const { room } = await ok(b.url, 'create_room', { room_name: 'A node dies', language: 'en' }, person.token);
-    const agent = await answeringAgent(b.url, 'Rho', room.room_id);
-    agents.push(agent.client);
-    await setStatus(b.url, room.room_id, 'paused', person.token);
+    const { person, roomId } = await pausedRoom(b.url, 'Quinn', 'A node dies', [[b.url, 'Rho']]);
 
-    const onA = await a2aClient(a.url, room.room_id);
-    const onB = await a2aClient(b.url, room.room_id);
+    const onA = await a2aClient(a.url, roomId);
+    const onB = await a2aClient(b.url, roomId);
     const toCancel = (await onA.sendMessage(sendRequest('first question', true), bearer(person.token))) as Task;
     const left = (await onA.sendMessage(sendRequest('second question', true), bearer(person.token))) as Task;
     expect(await stateOf(onB, toCancel.id, person.token)).toBe(TaskState.TASK_STATE_WORKING);
@@ -182,9 +193,9 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
     expect(reason).toMatch(/stopped before its round ended/);
     expect(await stateOf(onB, toCancel.id, person.token)).toBe(TaskState.TASK_STATE_CANCELED);
     // The room goes on: resumed, the messages still get their answers.
-    await setStatus(b.url, room.room_id, 'active', person.token);
+    await setStatus(b.url, roomId, 'active', person.token);
     await expect
-      .poll(async () => (await ok(b.url, 'get_messages', { room_id: room.room_id, limit: 50 }, person.token)).messages.some((m: { text_content: string }) => m.text_content.startsWith('Rho heard:')), {
+      .poll(async () => (await ok(b.url, 'get_messages', { room_id: roomId, limit: 50 }, person.token)).messages.some((m: { text_content: string }) => m.text_content.startsWith('Rho heard:')), {
         timeout: 15_000,
       })
       .toBe(true);
