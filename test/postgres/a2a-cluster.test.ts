@@ -200,4 +200,17 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
       })
       .toBe(true);
   });
+
+  it('a node that stops cleanly ends the tasks it was following at once: failed, read on another node', async () => {
+    const site = await cluster.newSite();
+    const a = await cluster.node(site);
+    const b = await cluster.node(site);
+    const { person, roomId } = await pausedRoom(b.url, 'Rosa', 'A node stops', [[b.url, 'Sigma']]);
+    const onA = await a2aClient(a.url, roomId);
+    const onB = await a2aClient(b.url, roomId);
+    const task = (await onA.sendMessage(sendRequest('still there?', true), bearer(person.token))) as Task;
+    expect(await stateOf(onB, task.id, person.token)).toBe(TaskState.TASK_STATE_WORKING);
+    await a.close();
+    expect(await stateOf(onB, task.id, person.token)).toBe(TaskState.TASK_STATE_FAILED);
+  });
 });
