@@ -2,7 +2,9 @@
 // posted into the room as the caller through the tool registry (the room's rules apply, their
 // refusals become A2A errors before any task exists); its task follows the round the message
 // started, one artifact per visible agent answer, and completes when that round ends.
-// Cancelling stops the following only: the room and its round go on.
+// Cancelling stops the following only: the room and its round go on. Tasks are kept in this
+// node's memory (STORE=file) or in the table the nodes share (STORE=postgres), so that with
+// several nodes GetTask and CancelTask answer on any of them (docs/a2a.md, "Several nodes").
 import { Task, type AgentCard, type Message as A2aMessage, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type A2ARequestHandler, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
