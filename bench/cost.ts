@@ -22,14 +22,13 @@
 // WebSocket its senders (members of the room) stayed subscribed, so each message was also
 // delivered to every sender; its one-person shape shared 8 sockets among 64 calls. See
 // BENCHMARKS.md for what that hid.
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'undici';
-import WebSocket from 'ws';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { cpuMs, freePort, percentile, type BenchServer } from './util.js';
+import { closedLoop, cpuMs, percentile, startBenchServer, type BenchServer } from './util.js';
+import { Socket } from './ws-client.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -55,52 +54,28 @@ function text(n: number, who: number): string {
 
 type Server = BenchServer;
 
+/** The server of `build` on a fresh DATA_DIR (removed on stop), rate limits and connection caps off. */
 async function startServer(build: string): Promise<Server> {
-  const cli = join(build, 'dist', 'src', 'cli.js');
-  if (!existsSync(cli)) throw new Error(`${cli} missing: build that checkout first (npm run build)`);
-  // --from-source: the TypeScript through tsx, what bench/util.ts silently ran for a checkout
-  // without dist/ (BENCHMARKS.md: how a baseline can look slower than it is).
-  const entry = FROM_SOURCE ? ['--import', 'tsx', join(build, 'src', 'cli.ts')] : [cli];
   const dataDir = mkdtempSync(join(arg('data-root', tmpdir()), 'bench-cost-'));
-  const port = await freePort();
-  const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...entry, 'start'], {
-    cwd: build,
-    env: {
-      ...process.env,
+  const server = await startBenchServer(
+    {
       DATA_DIR: dataDir,
-      PORT: String(port),
-      LOG_LEVEL: 'info',
       RATE_LIMIT_PER_TOKEN: '0',
       RATE_LIMIT_PER_ADDRESS: '0',
-      RATE_LIMIT_REGISTER_PER_HOUR: '0',
       RATE_LIMIT_LOGIN_PER_MINUTE: '0',
-      MAX_CONNECTIONS_PER_ADDRESS: '1000000',
       MAX_CONNECTIONS: '1000000',
       MAX_SOCKETS_PER_TOKEN: '100000', // --one-person: 64 sockets of one token
     },
-    stdio: ['ignore', openSync('/dev/null', 'w'), 'inherit'],
-  });
-  let exited = false;
-  child.once('exit', () => (exited = true));
-  const url = `http://127.0.0.1:${port}`;
-  for (;;) {
-    if (exited) throw new Error('server exited during start-up');
-    if (await fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false)) break;
-    await new Promise((r) => setTimeout(r, 25));
-  }
+    // --from-source: the TypeScript through tsx, what bench/util.ts silently ran for a checkout
+    // without dist/ (BENCHMARKS.md: how a baseline can look slower than it is).
+    { dir: build, fromSource: FROM_SOURCE },
+  );
   return {
-    url,
-    child,
-    stop: () =>
-      new Promise<void>((done) => {
-        const finish = () => {
-          rmSync(dataDir, { recursive: true, force: true });
-          done();
-        };
-        if (exited) return finish();
-        child.once('exit', finish);
-        child.kill('SIGTERM');
-      }),
+    ...server,
+    stop: async () => {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -130,76 +105,7 @@ async function ok(http: Http, tool: string, args: unknown, token?: string): Prom
   return answer.data;
 }
 
-/** A WebSocket client: calls answered by id, a hook for events. */
-class Socket {
-  private next = 0;
-  private readonly waiting = new Map<string, (frame: any) => void>();
-  onEvent: (frame: any, at: number) => void = () => undefined;
-  private constructor(private readonly ws: WebSocket) {
-    ws.on('message', (raw) => {
-      const at = performance.now();
-      const frame = JSON.parse(String(raw));
-      if (frame.type === 'result') {
-        this.waiting.get(frame.id)?.(frame);
-        this.waiting.delete(frame.id);
-      } else if (frame.type === 'event') this.onEvent(frame, at);
-      else this.onOther(frame);
-    });
-  }
-  private onOther: (frame: any) => void = () => undefined;
-
-  static async open(url: string, token: string): Promise<Socket> {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws`, { perMessageDeflate: false });
-    await new Promise((r, j) => ws.once('open', r).once('error', j));
-    const socket = new Socket(ws);
-    await socket.send({ type: 'auth', token }, 'auth_ok');
-    return socket;
-  }
-
-  /** Sends a frame and waits for the first non-event, non-result frame of `type`. */
-  send(frame: unknown, type: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.onOther = (f) => {
-        if (f.type === type) resolve();
-        else if (f.type === 'error') reject(new Error(JSON.stringify(f)));
-      };
-      this.ws.send(JSON.stringify(frame));
-    });
-  }
-
-  call(tool: string, args: unknown): Promise<any> {
-    const id = String(++this.next);
-    return new Promise((r) => {
-      this.waiting.set(id, r);
-      this.ws.send(JSON.stringify({ type: 'call', id, tool, args }));
-    });
-  }
-
-  close(): void {
-    this.ws.close();
-  }
-}
-
 type Figures = Record<string, number>;
-
-/** 64 closed-loop senders for SECONDS: acknowledged messages, per second, server CPU per message. */
-async function closedLoop(pid: number, senders: ((n: number) => Promise<any>)[]): Promise<{ acked: number; perSecond: number; cpuUs: number }> {
-  let acked = 0;
-  const end = performance.now() + SECONDS * 1000;
-  const cpu0 = cpuMs(pid);
-  const t0 = performance.now();
-  await Promise.all(
-    senders.map(async (send) => {
-      for (let n = 0; performance.now() < end; n++) {
-        const answer = await send(n);
-        if (!answer.ok) throw new Error(JSON.stringify(answer.error));
-        acked++;
-      }
-    }),
-  );
-  const cpu = cpuMs(pid) - cpu0;
-  return { acked, perSecond: Math.round(acked / ((performance.now() - t0) / 1000)), cpuUs: Math.round((cpu * 1000) / acked) };
-}
 
 async function sends(server: Server, out: Figures): Promise<void> {
   const pid = server.child.pid!;
@@ -221,7 +127,7 @@ async function sends(server: Server, out: Figures): Promise<void> {
 
   const only = (name: string) => PHASES.has('sends') || PHASES.has(name);
   if (only('http')) {
-    const http = await closedLoop(pid, users.map((u, i) => (n: number) => u.http.call('send_message', args(n, i), u.token)));
+    const http = await closedLoop(pid, SECONDS, users.map((u, i) => (n: number) => u.http.call('send_message', args(n, i), u.token)));
     out.http_cpu_us_per_msg = http.cpuUs;
     out.http_msgs_per_s = http.perSecond;
   }
@@ -230,13 +136,13 @@ async function sends(server: Server, out: Figures): Promise<void> {
     const sockets = await Promise.all(users.map((u) => Socket.open(server.url, u.token)));
     // Unsubscribed: each sender gets only its own answers (auth_ok subscribed it to the room).
     await Promise.all(sockets.map((s) => s.send({ type: 'unsubscribe', room_id: room.room_id }, 'unsubscribed')));
-    const ws = await closedLoop(pid, sockets.map((s, i) => (n: number) => s.call('send_message', args(n, i))));
+    const ws = await closedLoop(pid, SECONDS, sockets.map((s, i) => (n: number) => s.call('send_message', args(n, i))));
     out.ws_cpu_us_per_msg = ws.cpuUs;
     out.ws_msgs_per_s = ws.perSecond;
     for (const s of sockets) s.close();
   }
   if (only('one')) {
-    const one = await closedLoop(pid, [(n: number) => users[0]!.http.call('send_message', args(n, 0), users[0]!.token)]);
+    const one = await closedLoop(pid, SECONDS, [(n: number) => users[0]!.http.call('send_message', args(n, 0), users[0]!.token)]);
     out.one_sender_http_msgs_per_s = one.perSecond;
   }
   await Promise.all([admin, ...users.map((u) => u.http)].map((h) => h.close()));

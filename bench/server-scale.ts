@@ -31,9 +31,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import { agentToken, DATASET_FILE, ownerToken, type Dataset } from './dataset.js';
-import { cpuMs, percentile, rest, startBenchServer, type BenchServer } from './util.js';
+import { closedLoop, cpuMs, percentile, rest, startBenchServer, type BenchServer } from './util.js';
+import { Socket } from './ws-client.js';
 
 function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -68,51 +68,6 @@ async function ok(url: string, tool: string, args: unknown, token?: string): Pro
   const answer = await rest(url, tool, args, token);
   if (!answer.ok) throw new Error(`${tool}: ${JSON.stringify(answer.error)}`);
   return answer.data;
-}
-
-/** A WebSocket client: calls answered by id, and a hook for events. */
-class Socket {
-  private next = 0;
-  private readonly waiting = new Map<string, (frame: any) => void>();
-  onEvent: (frame: any, at: number) => void = () => undefined;
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (raw) => {
-      const at = performance.now();
-      const frame = JSON.parse(String(raw));
-      if (frame.type === 'result') {
-        this.waiting.get(frame.id)?.(frame);
-        this.waiting.delete(frame.id);
-      } else if (frame.type === 'event') this.onEvent(frame, at);
-    });
-  }
-
-  static async open(url: string, token: string): Promise<Socket> {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws`);
-    await new Promise((r, j) => ws.once('open', r).once('error', j));
-    const authed = new Promise<void>((resolve) => {
-      const check = (raw: WebSocket.RawData) => {
-        if (JSON.parse(String(raw)).type !== 'auth_ok') return;
-        ws.off('message', check);
-        resolve();
-      };
-      ws.on('message', check);
-    });
-    ws.send(JSON.stringify({ type: 'auth', token }));
-    await authed;
-    return new Socket(ws);
-  }
-
-  call(tool: string, args: unknown): Promise<any> {
-    const id = String(++this.next);
-    return new Promise((resolve) => {
-      this.waiting.set(id, resolve);
-      this.ws.send(JSON.stringify({ type: 'call', id, tool, args }));
-    });
-  }
-
-  close(): void {
-    this.ws.close();
-  }
 }
 
 /**
@@ -374,23 +329,15 @@ async function cpuRun(seconds: number, people: boolean): Promise<Record<string, 
     const out: Record<string, unknown> = { shape: people ? '64 persons' : 'one person, 64 concurrent calls' };
     for (const transport of (['http', 'ws'] as const).filter((t) => arg('transport', t) === t)) {
       const opened = transport === 'ws' ? await Promise.all((people ? tokens : tokens.slice(0, 8)).map((token) => Socket.open(server.url, token))) : [];
-      let acked = 0;
-      const end = performance.now() + seconds * 1000;
-      const cpu0 = cpuMs(pid);
-      const t0 = performance.now();
-      await Promise.all(
-        tokens.map(async (token, i) => {
-          const socket = opened[people ? i : i % 8];
-          for (let n = 0; performance.now() < end; n++) {
-            const args = { room_id: room.room_id, text_content: `message ${n} from ${i} 基准` };
-            const answer = socket ? await socket.call('send_message', args) : await rest(server.url, 'send_message', args, token);
-            if (!answer.ok) throw new Error(JSON.stringify(answer.error));
-            acked++;
-          }
-        }),
-      );
-      const cpu = cpuMs(pid) - cpu0;
-      out[transport] = { acked, per_second: Math.round(acked / ((performance.now() - t0) / 1000)), cpu_us_per_message: Math.round((cpu * 1000) / acked) };
+      const senders = tokens.map((token, i) => {
+        const socket = opened[people ? i : i % 8];
+        return (n: number) => {
+          const args = { room_id: room.room_id, text_content: `message ${n} from ${i} 基准` };
+          return socket ? socket.call('send_message', args) : rest(server.url, 'send_message', args, token);
+        };
+      });
+      const run = await closedLoop(pid, seconds, senders);
+      out[transport] = { acked: run.acked, per_second: run.perSecond, cpu_us_per_message: run.cpuUs };
       for (const s of opened) s.close();
     }
     return out;

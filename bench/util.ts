@@ -20,20 +20,39 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** Which server a bench runs. */
+export interface ServerBuild {
+  /** A checkout with a built server (`DIR/dist/src/cli.js`); default: this checkout. */
+  dir?: string;
+  /** Run the checkout's TypeScript through tsx instead of dist/. */
+  fromSource?: boolean;
+}
+
 /**
  * Runs the server as a separate process: dist/ when built (as in production), else tsx.
  * The server logs at its default level (info, one line per call) into /dev/null; readiness is
- * detected by polling /health on a port chosen here.
+ * detected by polling /health on a port chosen here. A checkout named in `build.dir` must be
+ * built (or `fromSource` asked for): comparing builds that ran in different ways measured the
+ * loader (BENCHMARKS.md, issue 40). BENCH_SERVER_NODE_ARGS: node flags of the server, e.g.
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof".
  */
-export async function startBenchServer(env: Record<string, string>): Promise<BenchServer> {
-  const dist = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-  const args = existsSync(dist) ? [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), dist, 'start'] : ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'start'];
-  // Said out loud: a checkout without dist/ runs slower through tsx, and a comparison of
-  // builds that ran one of them that way measured the loader (BENCHMARKS.md, issue 40).
-  if (!existsSync(dist)) console.error(`bench: ${dist} missing, running the server from its TypeScript through tsx (slower; npm run build first)`);
+export async function startBenchServer(env: Record<string, string>, build: ServerBuild = {}): Promise<BenchServer> {
+  const dir = build.dir ?? PACKAGE_ROOT;
+  const dist = join(dir, 'dist', 'src', 'cli.js');
+  const source = ['--import', 'tsx', join(dir, 'src', 'cli.ts')];
+  let entry: string[];
+  if (build.fromSource) entry = source;
+  else if (existsSync(dist)) entry = [dist];
+  else if (build.dir) throw new Error(`${dist} missing: build that checkout first (npm run build)`);
+  else {
+    // Said out loud: a checkout without dist/ runs slower through tsx.
+    console.error(`bench: ${dist} missing, running the server from its TypeScript through tsx (slower; npm run build first)`);
+    entry = source;
+  }
+  const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const port = await freePort();
-  const child = spawn(process.execPath, args, {
-    cwd: PACKAGE_ROOT,
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, 'start'], {
+    cwd: dir,
     // One client address opens thousands of sockets and registers many participants: the
     // per-address abuse limits (SPEC §10) are lifted for benchmarks.
     env: { ...process.env, LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: '1000000', RATE_LIMIT_REGISTER_PER_HOUR: '0', ...env, PORT: String(port) },
@@ -92,4 +111,26 @@ export function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime in 1/100 s
+}
+
+/**
+ * Closed-loop senders for `seconds`: each calls `send(n)` again as soon as the answer is back.
+ * Acknowledged calls, calls per second, and the server's CPU (process `pid`) per call in µs.
+ */
+export async function closedLoop(pid: number, seconds: number, senders: ((n: number) => Promise<any>)[]): Promise<{ acked: number; perSecond: number; cpuUs: number }> {
+  let acked = 0;
+  const end = performance.now() + seconds * 1000;
+  const cpu0 = cpuMs(pid);
+  const t0 = performance.now();
+  await Promise.all(
+    senders.map(async (send) => {
+      for (let n = 0; performance.now() < end; n++) {
+        const answer = await send(n);
+        if (!answer.ok) throw new Error(JSON.stringify(answer.error));
+        acked++;
+      }
+    }),
+  );
+  const cpu = cpuMs(pid) - cpu0;
+  return { acked, perSecond: Math.round(acked / ((performance.now() - t0) / 1000)), cpuUs: Math.round((cpu * 1000) / acked) };
 }

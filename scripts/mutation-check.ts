@@ -29,57 +29,62 @@ const ENGINE = 'src/rounds/engine.ts';
 const PRESENCE_TESTS = ['test/unit/presence.test.ts'];
 const ENGINE_TESTS = ['test/unit/engine.test.ts', 'test/unit/engine.turns.test.ts', 'test/unit/engine.examples.test.ts'];
 
+/** Mutants of one file that the same tests must kill, one row each: [what changes, the exact text, its replacement]. */
+function mutantsOf(file: string, tests: string[], rows: Array<[name: string, from: string, to: string]>): Mutant[] {
+  return rows.map(([name, from, to]) => ({ name, file, from, to, tests }));
+}
+
+const RUNTIME_TESTS = ['test/unit/runtime.test.ts'];
+
 const MUTANTS: Mutant[] = [
   // Presence (SPEC §6): online 90 s after the last call, offline 15 s after the last socket closed.
-  { name: 'presence window 90 s → 60 s', file: PRESENCE, from: 'PRESENCE_WINDOW_MS = 90_000', to: 'PRESENCE_WINDOW_MS = 60_000', tests: PRESENCE_TESTS },
-  { name: 'presence window 90 s → 91 s', file: PRESENCE, from: 'PRESENCE_WINDOW_MS = 90_000', to: 'PRESENCE_WINDOW_MS = 91_000', tests: PRESENCE_TESTS },
-  { name: 'socket grace 15 s → 2 s', file: PRESENCE, from: 'SOCKET_GRACE_MS = 15_000', to: 'SOCKET_GRACE_MS = 2_000', tests: PRESENCE_TESTS },
-  { name: 'socket grace 15 s → 16 s', file: PRESENCE, from: 'SOCKET_GRACE_MS = 15_000', to: 'SOCKET_GRACE_MS = 16_000', tests: PRESENCE_TESTS },
-  {
-    name: 'presence: a closed socket waits the whole window, not the grace',
-    file: PRESENCE,
-    from: 'if (entry.sockets === 0) entry.closedAt = entry.lastActive;',
-    to: 'if (entry.sockets === 0) entry.closedAt = 0;',
-    tests: PRESENCE_TESTS,
-  },
-  {
-    name: 'presence: a call after the close does not clear the grace',
-    file: PRESENCE,
-    from: 'entry.lastActive = this.now();\n    entry.closedAt = 0;\n    this.update(participantId, entry);\n  }\n\n  /** Keeps',
-    to: 'entry.lastActive = this.now();\n    this.update(participantId, entry);\n  }\n\n  /** Keeps',
-    tests: PRESENCE_TESTS,
-  },
+  ...mutantsOf(PRESENCE, PRESENCE_TESTS, [
+    ['presence window 90 s → 60 s', 'PRESENCE_WINDOW_MS = 90_000', 'PRESENCE_WINDOW_MS = 60_000'],
+    ['presence window 90 s → 91 s', 'PRESENCE_WINDOW_MS = 90_000', 'PRESENCE_WINDOW_MS = 91_000'],
+    ['socket grace 15 s → 2 s', 'SOCKET_GRACE_MS = 15_000', 'SOCKET_GRACE_MS = 2_000'],
+    ['socket grace 15 s → 16 s', 'SOCKET_GRACE_MS = 15_000', 'SOCKET_GRACE_MS = 16_000'],
+    ['presence: a closed socket waits the whole window, not the grace', 'if (entry.sockets === 0) entry.closedAt = entry.lastActive;', 'if (entry.sockets === 0) entry.closedAt = 0;'],
+    [
+      'presence: a call after the close does not clear the grace',
+      'entry.lastActive = this.now();\n    entry.closedAt = 0;\n    this.update(participantId, entry);\n  }\n\n  /** Keeps',
+      'entry.lastActive = this.now();\n    this.update(participantId, entry);\n  }\n\n  /** Keeps',
+    ],
+  ]),
   // Room defaults and caps (SPEC §4, §8).
-  { name: 'max_auto_rounds default 3 → 4', file: 'src/runtime/rooms.ts', from: 'DEFAULT_MAX_AUTO_ROUNDS = 3;', to: 'DEFAULT_MAX_AUTO_ROUNDS = 4;', tests: ['test/unit/runtime.test.ts'] },
-  { name: 'max_auto_rounds default 3 → 2', file: 'src/runtime/rooms.ts', from: 'DEFAULT_MAX_AUTO_ROUNDS = 3;', to: 'DEFAULT_MAX_AUTO_ROUNDS = 2;', tests: ['test/unit/runtime.test.ts'] },
-  { name: 'member cap 200 → 201', file: 'src/runtime/commands.ts', from: 'MAX_MEMBERS = 200;', to: 'MAX_MEMBERS = 201;', tests: ['test/unit/runtime.test.ts'] },
-  { name: 'member cap 200 → 199', file: 'src/runtime/commands.ts', from: 'MAX_MEMBERS = 200;', to: 'MAX_MEMBERS = 199;', tests: ['test/unit/runtime.test.ts'] },
-  { name: 'turn timeout default 3 min → 3 min + 1 s', file: 'src/config.ts', from: "'TURN_TIMEOUT_MS', 180_000,", to: "'TURN_TIMEOUT_MS', 181_000,", tests: ['test/unit/config.test.ts'] },
+  ...mutantsOf('src/runtime/rooms.ts', RUNTIME_TESTS, [
+    ['max_auto_rounds default 3 → 4', 'DEFAULT_MAX_AUTO_ROUNDS = 3;', 'DEFAULT_MAX_AUTO_ROUNDS = 4;'],
+    ['max_auto_rounds default 3 → 2', 'DEFAULT_MAX_AUTO_ROUNDS = 3;', 'DEFAULT_MAX_AUTO_ROUNDS = 2;'],
+  ]),
+  ...mutantsOf('src/runtime/commands.ts', RUNTIME_TESTS, [
+    ['member cap 200 → 201', 'MAX_MEMBERS = 200;', 'MAX_MEMBERS = 201;'],
+    ['member cap 200 → 199', 'MAX_MEMBERS = 200;', 'MAX_MEMBERS = 199;'],
+  ]),
+  ...mutantsOf('src/config.ts', ['test/unit/config.test.ts'], [['turn timeout default 3 min → 3 min + 1 s', "'TURN_TIMEOUT_MS', 180_000,", "'TURN_TIMEOUT_MS', 181_000,"]]),
   // Turn engine (SPEC §6, §7).
-  { name: '20-post cap → 21', file: CORE, from: 'MAX_POSTS_PER_TURN = 20;', to: 'MAX_POSTS_PER_TURN = 21;', tests: ENGINE_TESTS },
-  { name: '20-post cap → 19', file: CORE, from: 'MAX_POSTS_PER_TURN = 20;', to: 'MAX_POSTS_PER_TURN = 19;', tests: ENGINE_TESTS },
-  { name: 'extend_turn cap 3 → 4', file: CORE, from: 'MAX_EXTENSIONS = 3;', to: 'MAX_EXTENSIONS = 4;', tests: ENGINE_TESTS },
-  { name: 'extend_turn cap 3 → 2', file: CORE, from: 'MAX_EXTENSIONS = 3;', to: 'MAX_EXTENSIONS = 2;', tests: ENGINE_TESTS },
-  { name: 'follow-up needs 2 agents → 3', file: CORE, from: 'FOLLOW_UP_AGENTS = 2;', to: 'FOLLOW_UP_AGENTS = 3;', tests: ENGINE_TESTS },
-  { name: 'follow-up needs 2 agents → 1 (a lone agent talks to itself)', file: CORE, from: 'FOLLOW_UP_AGENTS = 2;', to: 'FOLLOW_UP_AGENTS = 1;', tests: ENGINE_TESTS },
-  {
-    name: 'guard trips one answer late (< → <=)',
-    file: CORE,
-    from: 'if (r.guard_count < w.view.maxAutoRounds * w.view.agents.length) return false;',
-    to: 'if (r.guard_count <= w.view.maxAutoRounds * w.view.agents.length) return false;',
-    tests: ENGINE_TESTS,
-  },
-  {
-    name: 'guard counts rounds, not rounds × agents',
-    file: CORE,
-    from: 'if (r.guard_count < w.view.maxAutoRounds * w.view.agents.length) return false;',
-    to: 'if (r.guard_count < w.view.maxAutoRounds) return false;',
-    tests: ENGINE_TESTS,
-  },
-  { name: 'a person does not reset the guard', file: CORE, from: '  r.guard_count = 0;\n  r.guard_tripped = false;', to: '  r.guard_tripped = false;', tests: ENGINE_TESTS },
-  { name: 'a turn deadline is not the full timeout', file: CORE, from: 'turn.deadline = iso(w.ctx.now + w.view.turnTimeoutMs);', to: 'turn.deadline = iso(w.ctx.now + w.view.turnTimeoutMs - 1000);', tests: ENGINE_TESTS },
-  { name: 'the post cap counts one post late', file: ENGINE, from: 'posted + 1 >= MAX_POSTS_PER_TURN', to: 'posted >= MAX_POSTS_PER_TURN', tests: ENGINE_TESTS },
-  { name: 'the extension cap allows one more (>= → >)', file: ENGINE, from: 'if (used >= MAX_EXTENSIONS)', to: 'if (used > MAX_EXTENSIONS)', tests: ENGINE_TESTS },
+  ...mutantsOf(CORE, ENGINE_TESTS, [
+    ['20-post cap → 21', 'MAX_POSTS_PER_TURN = 20;', 'MAX_POSTS_PER_TURN = 21;'],
+    ['20-post cap → 19', 'MAX_POSTS_PER_TURN = 20;', 'MAX_POSTS_PER_TURN = 19;'],
+    ['extend_turn cap 3 → 4', 'MAX_EXTENSIONS = 3;', 'MAX_EXTENSIONS = 4;'],
+    ['extend_turn cap 3 → 2', 'MAX_EXTENSIONS = 3;', 'MAX_EXTENSIONS = 2;'],
+    ['follow-up needs 2 agents → 3', 'FOLLOW_UP_AGENTS = 2;', 'FOLLOW_UP_AGENTS = 3;'],
+    ['follow-up needs 2 agents → 1 (a lone agent talks to itself)', 'FOLLOW_UP_AGENTS = 2;', 'FOLLOW_UP_AGENTS = 1;'],
+    [
+      'guard trips one answer late (< → <=)',
+      'if (r.guard_count < w.view.maxAutoRounds * w.view.agents.length) return false;',
+      'if (r.guard_count <= w.view.maxAutoRounds * w.view.agents.length) return false;',
+    ],
+    [
+      'guard counts rounds, not rounds × agents',
+      'if (r.guard_count < w.view.maxAutoRounds * w.view.agents.length) return false;',
+      'if (r.guard_count < w.view.maxAutoRounds) return false;',
+    ],
+    ['a person does not reset the guard', '  r.guard_count = 0;\n  r.guard_tripped = false;', '  r.guard_tripped = false;'],
+    ['a turn deadline is not the full timeout', 'turn.deadline = iso(w.ctx.now + w.view.turnTimeoutMs);', 'turn.deadline = iso(w.ctx.now + w.view.turnTimeoutMs - 1000);'],
+  ]),
+  ...mutantsOf(ENGINE, ENGINE_TESTS, [
+    ['the post cap counts one post late', 'posted + 1 >= MAX_POSTS_PER_TURN', 'posted >= MAX_POSTS_PER_TURN'],
+    ['the extension cap allows one more (>= → >)', 'if (used >= MAX_EXTENSIONS)', 'if (used > MAX_EXTENSIONS)'],
+  ]),
 ];
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -8,7 +8,7 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { McpServer } from '@agentclientprotocol/sdk';
-import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog, cwdFlag, presetFlag, splitCommand } from '../agent/command.js';
+import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, PROGRAM_RUNNER_FLAGS, programRunnerOptions, runUntilSignal, RUNNER_FLAGS, stderrLog, splitCommand, type ProgramRunnerOptions } from '../agent/command.js';
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig, type RoomMcpServer } from '../agent/mcp-config.js';
 import { requireProgram } from '../agent/program.js';
@@ -22,28 +22,13 @@ import { ACP_PRESETS, type AcpPresetName } from './presets.js';
 import { buildAcpPrompt, newMessages, omittedCount } from './prompt.js';
 import { SessionStore } from './sessions.js';
 
-export interface AcpAgentOptions {
-  url: string;
-  rooms: string[];
-  name?: string;
-  token?: string;
-  introduce?: string;
-  roomPassword?: string;
-  preset: AcpPresetName | null;
-  /** The program and its arguments; empty: the preset's. */
-  command: string[];
+export interface AcpAgentOptions extends ProgramRunnerOptions<AcpPresetName> {
   /** Tool kinds whose permission requests are allowed (`all` for every kind). */
   allow: ReadonlySet<string>;
-  /** Give the agent the room's tools as an MCP server in each session. */
-  mcp: boolean;
   /** Working directory of the program and of its sessions (absolute). */
   cwd: string;
-  marginMs?: number;
   /** How long the program may take to answer `initialize`. */
   startTimeoutMs: number;
-  maxChars: number;
-  stateDir: string;
-  log?: (line: string) => void;
 }
 
 export interface RunningAcpAgent {
@@ -298,36 +283,23 @@ export function parseAcpAgentArgs(argv: string[], env: Record<string, string | u
   const { history: _history, ...runnerFlags } = RUNNER_FLAGS; // the session keeps the history
   const values = parseFlags(own, {
     ...runnerFlags,
-    preset: { type: 'string' },
+    ...PROGRAM_RUNNER_FLAGS,
     allow: { type: 'string', multiple: true },
-    mcp: { type: 'boolean' },
-    cwd: { type: 'string' },
     'start-timeout': { type: 'string' },
   });
   if (values.help) return 'help';
-  const rooms = requiredRooms(values.room);
-  const signIn = signInOptions(values, env);
-  const preset = presetFlag<AcpPresetName>(values.preset, ACP_PRESETS, command);
+  const common = programRunnerOptions(values, command, ACP_PRESETS, { maxChars: ACP_DEFAULTS.maxChars, stateDir: stateDir(env) }, env);
   const allow = new Set<string>();
   for (const kind of (values.allow ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter(Boolean)) {
     if (kind !== 'all' && !(TOOL_KINDS as readonly string[]).includes(kind)) throw new Error(`--allow: "${kind}" is not a tool kind (${TOOL_KINDS.join(', ')}, all)`);
     allow.add(kind);
   }
-  cwdFlag(values.cwd);
-  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
   const startTimeout = numberFlag('start-timeout', values['start-timeout'], 0.1, 600, 'number of seconds') ?? ACP_DEFAULTS.startTimeoutS;
   return {
-    ...signIn,
-    rooms,
-    preset,
-    command,
+    ...common,
     allow,
-    mcp: values.mcp ?? false,
     cwd: path.resolve(values.cwd ?? '.'),
     startTimeoutMs: Math.round(startTimeout * 1000),
-    maxChars: ACP_DEFAULTS.maxChars,
-    stateDir: stateDir(env),
-    ...(marginMs !== undefined ? { marginMs } : {}),
   };
 }
 
@@ -336,9 +308,7 @@ export async function acpAgentCommand(argv: string[] = process.argv.slice(3)): P
   const options = parseOrExit(parseAcpAgentArgs, argv, USAGE);
   if (!options) return;
   const log = stderrLog(options.name ?? options.preset ?? 'acp-agent');
-  if (argv.some((a, i) => (a === '--token' || a.startsWith('--token=')) && (argv.indexOf('--') === -1 || i < argv.indexOf('--')))) {
-    log('warning: --token on a command line can be read by other local users; prefer CHATROOM_TOKEN or the saved state');
-  }
+  // --token was warned about while parsing (signInOptions), as for every runner.
   await runUntilSignal(
     () => runAcpAgent({ ...options, log }),
     (agent, signal) => agent.stop(`agent stopped (${signal})`),

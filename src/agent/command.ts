@@ -158,3 +158,61 @@ export function cwdFlag(value: string | undefined): void {
     throw new Error(`--cwd ${path.resolve(value)} is not a directory`);
   }
 }
+
+/** Flags of the runners of another program (`cli-agent`, `acp-agent`), besides RUNNER_FLAGS. */
+export const PROGRAM_RUNNER_FLAGS = {
+  preset: { type: 'string' },
+  mcp: { type: 'boolean' },
+  cwd: { type: 'string' },
+} as const;
+
+/** What the runners of another program (`cli-agent`, `acp-agent`) share of their options. */
+export interface ProgramRunnerOptions<P extends string> {
+  url: string;
+  rooms: string[];
+  name?: string;
+  token?: string;
+  introduce?: string;
+  roomPassword?: string;
+  preset: P | null;
+  /** The program and its arguments after `--`; empty: the preset's. */
+  command: string[];
+  /** Give the program the room's tools as an MCP server. */
+  mcp: boolean;
+  /** Longest answer posted (characters). */
+  maxChars: number;
+  /** Time kept before a turn's deadline (default: the client's). */
+  marginMs?: number;
+  /** Where a registered token is kept. */
+  stateDir: string;
+  log?: (line: string) => void;
+}
+
+/**
+ * The shared options from the parsed flags of a program runner (RUNNER_FLAGS and
+ * PROGRAM_RUNNER_FLAGS) and the command after `--`; throws on a bad flag (`--cwd` is checked
+ * here, each runner resolves it its own way).
+ */
+export function programRunnerOptions<P extends string>(
+  values: { room?: string[]; url?: string; name?: string; token?: string; introduce?: string; 'room-password'?: string; preset?: string; mcp?: boolean; cwd?: string; 'margin-ms'?: string },
+  command: string[],
+  presets: Record<P, unknown>,
+  defaults: { maxChars: number; stateDir: string },
+  env: Record<string, string | undefined>,
+): Omit<ProgramRunnerOptions<P>, 'log'> {
+  const rooms = requiredRooms(values.room);
+  const signIn = signInOptions(values, env);
+  const preset = presetFlag<P>(values.preset, presets, command);
+  cwdFlag(values.cwd);
+  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
+  return {
+    ...signIn,
+    rooms,
+    preset,
+    command,
+    mcp: values.mcp ?? false,
+    maxChars: defaults.maxChars,
+    stateDir: defaults.stateDir,
+    ...(marginMs !== undefined ? { marginMs } : {}),
+  };
+}

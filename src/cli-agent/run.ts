@@ -5,7 +5,7 @@
 // room so the next turn resumes the same conversation.
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, runUntilSignal, RUNNER_FLAGS, requiredRooms, signInOptions, stderrLog, cwdFlag, presetFlag, splitCommand } from '../agent/command.js';
+import { DEFAULT_SERVER_URL, numberFlag, parseFlags, parseOrExit, PROGRAM_RUNNER_FLAGS, programRunnerOptions, runUntilSignal, RUNNER_FLAGS, stderrLog, splitCommand, type ProgramRunnerOptions } from '../agent/command.js';
 import { agentClient, checkServer, signInAndJoin, StartError, stateDir } from '../agent/connect.js';
 import { writeMcpConfig } from '../agent/mcp-config.js';
 import { requireProgram } from '../agent/program.js';
@@ -18,27 +18,11 @@ import { lastLine, runChild, type ChildResult } from './child.js';
 import { PRESETS, parsePlainOutput, type McpPlan, type Preset, type PresetName } from './presets.js';
 import { buildCliPrompt } from './prompt.js';
 
-export interface CliAgentOptions {
-  url: string;
-  rooms: string[];
-  name?: string;
-  token?: string;
-  introduce?: string;
-  roomPassword?: string;
-  preset: PresetName | null;
-  /** Program and its own arguments (the preset's flags are appended). */
-  command: string[];
-  /** Let the CLI call the room's tools through `agent-chatroom mcp` (claude, codex). */
-  mcp: boolean;
+export interface CliAgentOptions extends ProgramRunnerOptions<PresetName> {
   /** Messages of history quoted in the prompt. */
   history: number;
-  maxChars: number;
   /** Working directory of the CLI (default: the current one). */
   cwd?: string;
-  marginMs?: number;
-  /** Where a registered token is kept (default: stateDir()). */
-  stateDir: string;
-  log?: (line: string) => void;
 }
 
 export interface RunningCliAgent {
@@ -183,30 +167,14 @@ Runs an agent CLI once per turn with the room as its prompt and posts its answer
 
 export function parseCliAgentArgs(argv: string[], env: Record<string, string | undefined> = process.env): CliAgentOptions | 'help' {
   const { own, command } = splitCommand(argv);
-  const values = parseFlags(own, {
-    ...RUNNER_FLAGS,
-    preset: { type: 'string' },
-    mcp: { type: 'boolean' },
-    cwd: { type: 'string' },
-  });
+  const values = parseFlags(own, { ...RUNNER_FLAGS, ...PROGRAM_RUNNER_FLAGS });
   if (values.help) return 'help';
-  const rooms = requiredRooms(values.room);
-  const signIn = signInOptions(values, env);
-  const preset = presetFlag<PresetName>(values.preset, PRESETS, command);
-  if (values.mcp && preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
-  const marginMs = numberFlag('margin-ms', values['margin-ms'], 0, 600_000, 'whole number');
-  cwdFlag(values.cwd);
+  const common = programRunnerOptions(values, command, PRESETS, { maxChars: CLI_DEFAULTS.maxChars, stateDir: stateDir(env) }, env);
+  if (common.mcp && common.preset === 'gemini') throw new Error('--mcp works with --preset claude or codex (add the server to Gemini\'s settings.json instead, see docs/agents.md)');
   return {
-    ...signIn,
-    rooms,
-    preset,
-    command,
-    mcp: values.mcp ?? false,
+    ...common,
     history: numberFlag('history', values.history, 1, 200, 'whole number') ?? CLI_DEFAULTS.history,
-    maxChars: CLI_DEFAULTS.maxChars,
-    stateDir: stateDir(env),
     ...(values.cwd ? { cwd: path.resolve(values.cwd) } : {}),
-    ...(marginMs !== undefined ? { marginMs } : {}),
   };
 }
 

@@ -1,11 +1,17 @@
-// Agents and people: registration, tokens, login. Holds the token and name indexes.
+// Agents and people: registration, login, token issue and rotation, last_active. The indexes
+// (participant-index.ts), the shared-store token checks (token-checks.ts) and the record writes
+// (participant-writes.ts) are their own modules; this class is what the server calls.
 import { v4 as uuidv4 } from 'uuid';
 import { AppError } from '../errors.js';
 import { failureKey, FailureDelay } from '../limits/rate-limits.js';
-import { NameTakenError, ParticipantChangedError, type ParticipantRecord, type Store } from '../storage/store.js';
+import type { ParticipantRecord, Store } from '../storage/store.js';
 import type { Agent, AgentRecord, Caller, Participant, User, UserRecord } from '../types.js';
-import { hashPassword, hashToken, newToken, TokenHashCache, verifyPassword } from './secrets.js';
-import { checkParticipantName, confusableKeys, nameKey } from './names.js';
+import { nameKey } from './names.js';
+import { ParticipantIndex } from './participant-index.js';
+import { participantOf, toPublicAgent, toPublicUser } from './participant-records.js';
+import { asRead, ParticipantWrites } from './participant-writes.js';
+import { hashPassword, hashToken, newToken, verifyPassword } from './secrets.js';
+import { TokenChecks } from './token-checks.js';
 
 export interface RegisterAgentInput {
   name: string;
@@ -29,42 +35,13 @@ export interface ParticipantDefaults {
   timezone: string;
 }
 
-/** Tokens whose hash is remembered (see hashOf). */
-const RECENT_TOKENS = 10_000;
-
-/** With a shared store, a known token is checked there again after this long. */
-const TOKEN_RECHECK_MS = 5000;
-
 /** Live tokens kept per participant; logging in on an 11th browser retires the oldest. */
 const MAX_TOKENS = 10;
-/** Attempts of one read-modify-write that another node keeps changing under it. */
-const MAX_REDOS = 5;
-
-/** A record as read, kept apart from the copy about to be changed (fields are replaced, never mutated). */
-const asRead = (found: ParticipantRecord): ParticipantRecord => ({ kind: found.kind, record: { ...found.record } }) as ParticipantRecord;
-
-/**
- * Stored participants' look-alike keys are indexed in the background, this long after start-up
- * and this many per event-loop turn (see `load`); a registration finishes the rest first.
- */
-const LOOK_ALIKE_DELAY_MS = 1000;
-const LOOK_ALIKES_PER_TURN = 500;
-
 
 type RecordOfKind = { agent: AgentRecord; user: UserRecord };
 
 /** The fields every new participant record starts with. */
 type NewRecordFields = Pick<AgentRecord & UserRecord, 'name' | 'rooms' | 'last_active' | 'created_at' | 'token_hashes'>;
-
-export function toPublicAgent(record: AgentRecord): Agent {
-  const { token_hashes: _tokenHashes, ...agent } = record;
-  return agent;
-}
-
-export function toPublicUser(record: UserRecord): User {
-  const { token_hashes: _tokenHashes, password_hash, ...user } = record;
-  return { ...user, has_password: password_hash !== null };
-}
 
 /**
  * Registration, tokens and login. A change is computed, made durable in the store, and only then
@@ -73,31 +50,10 @@ export function toPublicUser(record: UserRecord): User {
  * (every call of every transport pays it); the store still checks names atomically.
  */
 export class Participants {
-  private readonly byTokenHash = new Map<string, Participant>();
-  private readonly byNameKey = new Map<string, Participant>();
-  /** Names by their confusable skeleton (SPEC §3: look-alike names are `name_taken`). */
-  private readonly byConfusableKey = new Map<string, Participant>();
-  /**
-   * Participants loaded at start whose look-alike keys are not in byConfusableKey yet, in load
-   * order, and how far the background indexing got (`indexLookAlikes`).
-   */
-  private unindexed: Participant[] = [];
-  private unindexedFrom = 0;
-  private lookAlikeTimer: NodeJS.Timeout | undefined;
-  private lookAlikesDone: (() => void) | undefined;
-  private stopped = false;
-  /** Entries written by changes since start: a stored participant indexed later never replaces them. */
-  private readonly indexedByChange = new WeakSet<Participant>();
-  /** Names (and `~`look-alike keys) of registrations in flight. */
-  private readonly claimed = new Set<string>();
+  private readonly index = new ParticipantIndex();
+  private readonly tokens: TokenChecks;
+  private readonly writes: ParticipantWrites;
   private readonly loginFailures: FailureDelay;
-  private readonly recentHashes = new TokenHashCache(RECENT_TOKENS);
-  private readonly tokenRevokedListeners = new Set<(tokenHash: string) => void>();
-
-  /** Shared store (PostgreSQL, several nodes): when each token hash was last checked there. */
-  private readonly checkedAt = new Map<string, number>();
-  /** The last read-modify-write queued per participant id (see oneAtATime). */
-  private readonly updating = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: Store,
@@ -105,23 +61,20 @@ export class Participants {
     loginFailures: FailureDelay = new FailureDelay(),
     /** Other processes write the same store (SPEC §11): `prime` checks tokens there. */
     private readonly shared = false,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
     this.loginFailures = loginFailures;
+    this.tokens = new TokenChecks(store, this.index, shared, now);
+    this.writes = new ParticipantWrites(store, this.index);
   }
 
-  /**
-   * With a shared store, makes `authenticate` right for a token another node issued or revoked:
-   * an unknown token, or one last checked more than TOKEN_RECHECK_MS ago, is looked up in the
-   * store first (so a rotation elsewhere takes effect here within that time). No-op otherwise.
-   */
   get isShared(): boolean {
     return this.shared;
   }
 
-  async prime(token: string | undefined | null): Promise<void> {
-    if (!this.shared || !token) return;
-    await this.recheck(hashToken(token));
+  /** See TokenChecks.prime: with a shared store, looks a token up there first. */
+  prime(token: string | undefined | null): Promise<void> {
+    return this.tokens.prime(token);
   }
 
   /**
@@ -134,58 +87,29 @@ export class Participants {
     return this.authenticate(token);
   }
 
-  /**
-   * With a shared store, whether a token hash an open session authenticated with still works,
-   * checked there at most every TOKEN_RECHECK_MS (a WebSocket's calls: a revocation whose
-   * notification was lost still closes the socket at its next call). Always true otherwise.
-   */
-  async stillValid(tokenHash: string): Promise<boolean> {
-    if (this.shared) await this.recheck(tokenHash);
-    return this.byTokenHash.has(tokenHash);
+  /** See TokenChecks.stillValid. */
+  stillValid(tokenHash: string): Promise<boolean> {
+    return this.tokens.stillValid(tokenHash);
   }
 
-  /**
-   * Tokens revoked by another node (its announcement through the store): they stop working here
-   * at once, and their sockets are closed, as on the node that revoked them.
-   */
+  /** See TokenChecks.revokedElsewhere. */
   revokedElsewhere(tokenHashes: readonly string[]): void {
-    this.retire(tokenHashes.filter((hash) => this.byTokenHash.has(hash)));
+    this.tokens.revokedElsewhere(tokenHashes);
   }
 
-  /**
-   * Announcements may have been missed (the node's listening connection dropped): every known
-   * token is checked in the store again at its next use.
-   */
+  /** See TokenChecks.recheckAll. */
   recheckAll(): void {
-    this.checkedAt.clear();
+    this.tokens.recheckAll();
   }
 
-  private async recheck(tokenHash: string): Promise<void> {
-    const known = this.byTokenHash.get(tokenHash);
-    if (known && this.now() - (this.checkedAt.get(tokenHash) ?? 0) < TOKEN_RECHECK_MS) return;
-    const found = await this.store.findParticipantByTokenHash(tokenHash);
-    if (found) {
-      this.index(found);
-      for (const hash of found.record.token_hashes) this.checkedAt.set(hash, this.now());
-    } else if (known) {
-      this.retire([tokenHash]);
-    }
+  /** See TokenChecks.recheckMany. */
+  recheckMany(tokenHashes: readonly string[]): Promise<void> {
+    return this.tokens.recheckMany(tokenHashes);
   }
 
-  /**
-   * With a shared store, re-checks many token hashes in one read (the open sockets' tokens, every
-   * heartbeat): those no participant holds any more stop working here, their sockets closed.
-   */
-  async recheckMany(tokenHashes: readonly string[]): Promise<void> {
-    if (!this.shared || !this.store.missingTokenHashes || tokenHashes.length === 0) return;
-    this.retire((await this.store.missingTokenHashes(tokenHashes)).filter((hash) => this.byTokenHash.has(hash)));
-  }
-
-  /** The tokens stop working here: out of the index, and their listeners (sockets) told. */
-  private retire(tokenHashes: readonly string[]): void {
-    for (const hash of tokenHashes) this.checkedAt.delete(hash);
-    for (const hash of tokenHashes) this.byTokenHash.delete(hash);
-    for (const hash of tokenHashes) for (const listener of this.tokenRevokedListeners) listener(hash);
+  /** Listeners learn which token hash stopped working (to close sockets that used it). */
+  onTokenRevoked(listener: (tokenHash: string) => void): () => void {
+    return this.tokens.onTokenRevoked(listener);
   }
 
   /** Builds the indexes from the stored participants (start-up: `Store.listParticipants`). */
@@ -193,89 +117,30 @@ export class Participants {
     for (const found of stored) this.loadOne(found);
   }
 
-  /**
-   * Indexes one stored participant at start-up (the record is only read, never kept): its
-   * tokens and name now, its look-alike keys (UTS #39 skeletons, the costly part: ~10 µs a
-   * name) in the background, which a registration completes before checking a name. The
-   * result is the index an eager load builds: stored participants in load order, then every
-   * change since start (see `indexLookAlikes`).
-   */
+  /** See ParticipantIndex.loadOne. */
   loadOne(found: Readonly<ParticipantRecord>): Participant {
-    const participant = participantOf(found);
-    for (const hash of found.record.token_hashes) this.byTokenHash.set(hash, participant);
-    this.byNameKey.set(nameKey(participant.name), participant);
-    this.unindexed.push(participant);
-    this.lookAlikeTimer ??= setTimeout(() => this.indexLookAlikesInTurns(), LOOK_ALIKE_DELAY_MS).unref();
-    return participant;
+    return this.index.loadOne(found);
   }
 
-  /** Indexes the rest in the background now; resolves once every stored participant's look-alike keys are in (benches, tests). */
+  /** See ParticipantIndex.lookAlikesIndexed. */
   lookAlikesIndexed(): Promise<void> {
-    if (this.unindexed.length === 0) return Promise.resolve();
-    if (this.lookAlikeTimer) {
-      clearTimeout(this.lookAlikeTimer);
-      this.indexLookAlikesInTurns();
-      if (this.unindexed.length === 0) return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const before = this.lookAlikesDone;
-      this.lookAlikesDone = () => {
-        before?.();
-        resolve();
-      };
-    });
+    return this.index.lookAlikesIndexed();
   }
 
   /** Stops the background indexing (the index is completed on demand). */
   stop(): void {
-    this.stopped = true;
-    if (this.lookAlikeTimer) clearTimeout(this.lookAlikeTimer);
-  }
-
-  private indexLookAlikesInTurns(): void {
-    this.lookAlikeTimer = undefined;
-    if (this.stopped) return;
-    this.indexLookAlikes(LOOK_ALIKES_PER_TURN);
-    if (this.unindexed.length > 0) setImmediate(() => this.indexLookAlikesInTurns());
-  }
-
-  /** Indexes up to `limit` loaded participants' look-alike keys (all by default), in load order. */
-  private indexLookAlikes(limit = Infinity): void {
-    const list = this.unindexed;
-    const end = Math.min(list.length, this.unindexedFrom + limit);
-    for (let i = this.unindexedFrom; i < end; i++) {
-      const participant = list[i]!;
-      for (const key of confusableKeys(participant.name)) {
-        const holder = this.byConfusableKey.get(key);
-        if (holder === undefined || !this.indexedByChange.has(holder)) this.byConfusableKey.set(key, participant);
-      }
-    }
-    this.unindexedFrom = end;
-    if (end < list.length) return;
-    this.unindexed = [];
-    this.unindexedFrom = 0;
-    const done = this.lookAlikesDone;
-    this.lookAlikesDone = undefined;
-    done?.();
+    this.index.stop();
   }
 
   authenticate(token: string | undefined | null): Caller | undefined {
     if (!token) return undefined;
-    const tokenHash = this.hashOf(token);
-    const participant = this.byTokenHash.get(tokenHash);
+    const tokenHash = this.index.hashOf(token);
+    const participant = this.index.byToken(tokenHash);
     return participant ? { ...participant, tokenHash } : undefined;
   }
 
-  /**
-   * SHA-256 of a token, remembered for recently seen valid tokens only: agents send the same
-   * token on every call, while unknown tokens must cost no memory (SPEC §10).
-   */
-  private hashOf(token: string): string {
-    return this.recentHashes.hash(token, (hash) => this.byTokenHash.has(hash));
-  }
-
   byName(name: string): Participant | undefined {
-    return this.byNameKey.get(nameKey(name));
+    return this.index.byName(name);
   }
 
   async get(who: Pick<Participant, 'id'>): Promise<ParticipantRecord | undefined> {
@@ -318,15 +183,15 @@ export class Participants {
     now: Date,
     build: (common: NewRecordFields) => Promise<RecordOfKind[K]>,
   ): Promise<{ record: RecordOfKind[K]; token: string }> {
-    const name = await this.claimName(rawName);
+    const name = await this.index.claimName(rawName);
     const token = newToken();
     try {
       const at = now.toISOString();
       const record = await build({ name, rooms: [], last_active: at, created_at: at, token_hashes: [hashToken(token)] });
-      await this.put({ kind, record } as ParticipantRecord);
+      await this.writes.put({ kind, record } as ParticipantRecord);
       return { record, token };
     } finally {
-      this.release(name);
+      this.index.release(name);
     }
   }
 
@@ -349,7 +214,7 @@ export class Participants {
     const key = failureKey(nameKey(input.name), address);
     await this.loginFailures.beforeAttempt(key);
     // With a shared store the person may have registered on another node: the store knows.
-    const participant = this.byNameKey.get(nameKey(input.name));
+    const participant = this.index.byName(input.name);
     const found = participant
       ? participant.kind === 'user' ? await this.store.getParticipant(participant.id) : undefined
       : this.shared ? await this.store.findParticipantByNameKey(nameKey(input.name)) : undefined;
@@ -371,23 +236,17 @@ export class Participants {
 
   /** Stores the participant's last_active (presence); failures are the caller's to log. */
   recordLastActive(id: string, lastActive: string): Promise<void> {
-    return this.oneAtATime(id, async () => {
+    return this.writes.oneAtATime(id, async () => {
       const found = await this.store.getParticipant(id);
       if (!found || found.record.last_active >= lastActive) return;
       const expected = asRead(found);
       found.record.last_active = lastActive;
-      await this.put(found, expected);
+      await this.writes.put(found, expected);
     });
   }
 
-  /** Listeners learn which token hash stopped working (to close sockets that used it). */
-  onTokenRevoked(listener: (tokenHash: string) => void): () => void {
-    this.tokenRevokedListeners.add(listener);
-    return () => this.tokenRevokedListeners.delete(listener);
-  }
-
   private issueToken(id: string, replacing: string | null): Promise<string> {
-    return this.oneAtATime(id, () => this.issueTokenNow(id, replacing));
+    return this.writes.oneAtATime(id, () => this.issueTokenNow(id, replacing));
   }
 
   private async issueTokenNow(id: string, replacing: string | null): Promise<string> {
@@ -403,102 +262,11 @@ export class Participants {
       ...kept.slice(0, Math.max(0, kept.length + 1 - MAX_TOKENS)),
     ];
     found.record.token_hashes = [...kept.filter((h) => !retired.includes(h)), tokenHash];
-    await this.put(found, expected);
+    await this.writes.put(found, expected);
     // Only now, with the new token durable, do the retired ones stop working: here, and on the
     // other nodes when they hear of it (a shared store announces it with the write; a node that
     // misses it catches it by its re-checks).
-    this.retire(retired);
+    this.tokens.retire(retired);
     return token;
   }
-
-  /**
-   * Runs a read-modify-write of one participant's record after the ones already running for
-   * that participant. Each reads the record, changes it and puts it back whole; two interleaved
-   * (read A, read B, put B, put A) would put back A's older copy: a rotated-away token would
-   * come back on disk and in the token index, or a new token vanish.
-   */
-  private oneAtATime<T>(id: string, run: () => Promise<T>): Promise<T> {
-    const result = (this.updating.get(id) ?? Promise.resolve()).then(() => this.redoIfChanged(run));
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.updating.set(id, settled);
-    void settled.then(() => {
-      if (this.updating.get(id) === settled) this.updating.delete(id);
-    });
-    return result;
-  }
-
-  /**
-   * Runs a read-modify-write again when another process wrote the record between its read and
-   * its put (a shared store: several nodes, SPEC §11); each attempt reads anew.
-   */
-  private async redoIfChanged<T>(run: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await run();
-      } catch (err) {
-        if (!(err instanceof ParticipantChangedError) || attempt >= MAX_REDOS) throw err;
-      }
-    }
-  }
-
-  /**
-   * Makes the record durable, then indexes it: nothing is visible before the write succeeded.
-   * `expected`: the record as read before it was changed (the store's compare-and-set).
-   */
-  private async put(found: ParticipantRecord, expected?: ParticipantRecord): Promise<void> {
-    try {
-      await this.store.putParticipant(found, nameKey(found.record.name), expected);
-    } catch (err) {
-      if (err instanceof NameTakenError) throw new AppError('name_taken', `The name "${found.record.name}" is taken`);
-      throw err;
-    }
-    this.index(found);
-  }
-
-  private index(found: ParticipantRecord): void {
-    const participant = participantOf(found);
-    for (const hash of found.record.token_hashes) this.byTokenHash.set(hash, participant);
-    this.byNameKey.set(nameKey(participant.name), participant);
-    this.indexedByChange.add(participant);
-    for (const key of confusableKeys(participant.name)) this.byConfusableKey.set(key, participant);
-  }
-
-  /**
-   * The name as stored (NFC); `validation_error` for a bad one, `name_taken` for a taken or
-   * look-alike one. The name (and its look-alike keys) stays claimed until `release`, so two
-   * registrations in flight cannot take look-alike names; a claim is not stored state.
-   */
-  private async claimName(raw: string): Promise<string> {
-    const name = checkParticipantName(raw);
-    // Stored names' look-alike keys still being indexed in the background (the first seconds
-    // after start): wait for it, a few hundred names per event-loop turn, instead of indexing
-    // them all here in one block. The check and the claim below stay in one synchronous step.
-    if (this.stopped) this.indexLookAlikes();
-    else await this.lookAlikesIndexed();
-    const key = nameKey(name);
-    const confusables = confusableKeys(name);
-    const keys = [key, ...confusables.map((k) => `~${k}`)];
-    if (this.byNameKey.has(key) || this.claimed.has(key)) throw new AppError('name_taken', `The name "${name}" is taken`);
-    const lookAlike = confusables.map((k) => this.byConfusableKey.get(k)).find((p) => p !== undefined);
-    if (lookAlike) {
-      throw new AppError('name_taken', `The name "${name}" looks like the existing name "${lookAlike.name}"`, { similar_to: lookAlike.name });
-    }
-    if (keys.slice(1).some((k) => this.claimed.has(k))) throw new AppError('name_taken', `The name "${name}" looks like a name being registered`);
-    for (const key of keys) this.claimed.add(key);
-    return name;
-  }
-
-  private release(name: string): void {
-    this.claimed.delete(nameKey(name));
-    for (const key of confusableKeys(name)) this.claimed.delete(`~${key}`);
-  }
-}
-
-export function participantOf(found: ParticipantRecord): Participant {
-  return found.kind === 'agent'
-    ? { kind: 'agent', id: found.record.agent_id, name: found.record.name, role: 'ai_agent' }
-    : { kind: 'user', id: found.record.user_id, name: found.record.name, role: 'user' };
 }

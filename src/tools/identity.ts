@@ -4,7 +4,7 @@ import { describer } from '../i18n/tool-text.js';
 import type { ToolServices as App } from './services.js';
 import { AppError } from '../errors.js';
 import type { Caller } from '../types.js';
-import { toPublicAgent, toPublicUser } from '../identity/participants.js';
+import { toPublicAgent, toPublicUser } from '../identity/participant-records.js';
 import { defineTool } from './registry.js';
 import { chars, language, participantName, password, timezone } from '../protocol/schemas.js';
 

@@ -2,31 +2,21 @@
 // (test/fixtures/fake-acp-agent.mjs: the official SDK's agent side over stdio, no model) whose
 // behaviour the room's newest message steers. The runner runs as a child process of the
 // compiled CLI (.test-dist), as a user would start it; the fake logs every ACP call it gets.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { alive, loggedCalls as calls, runnerReady as ready, runnerStarter, roomMessages, type RunnerProcess } from '../helpers/runner-process.js';
 import { registerAgent, registerUser, serverAndWorkDirForFile } from '../helpers/server.js';
-import { CLI } from '../helpers/process.js';
 import { TestSocket, wsUrl } from '../helpers/ws.js';
 
 const FAKE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'fake-acp-agent.mjs');
 const shared = serverAndWorkDirForFile('acp-agent-test-');
+const start = runnerStarter(shared, 'acp-agent', 'SIGTERM');
 
-interface RunnerProcess {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running: RunnerProcess[] = [];
 const sockets: TestSocket[] = [];
 afterEach(async () => {
-  for (const runner of running.splice(0)) {
-    if (runner.child.exitCode === null && runner.child.signalCode === null) runner.child.kill('SIGTERM');
-    await runner.exited;
-  }
   for (const socket of sockets.splice(0)) await socket.close();
 });
 
@@ -43,43 +33,10 @@ async function room(turnTimeoutMs: number) {
 }
 
 function startRunner(args: string[], env: Record<string, string>, command: string[] = [FAKE]): RunnerProcess {
-  const child = spawn(process.execPath, [CLI, 'acp-agent', '--url', shared.server.url, ...args, ...(command.length ? ['--', ...command] : [])], {
-    env: { ...process.env, CHATROOM_STATE_DIR: path.join(shared.work, 'state'), ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let out = '';
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const runner = { child, output: () => out, exited };
-  running.push(runner);
-  return runner;
+  return start([...args, ...(command.length ? ['--', ...command] : [])], env);
 }
 
-async function ready(runner: RunnerProcess): Promise<void> {
-  await expect.poll(() => runner.output(), { timeout: 20_000, interval: 50 }).toMatch(/ready: waiting for turns/);
-}
-
-async function messages(roomId: string, token: string): Promise<Array<Record<string, any>>> {
-  return (await shared.server.ok('get_messages', { room_id: roomId, limit: 200 }, token)).messages;
-}
-
-async function calls(file: string): Promise<Array<Record<string, any>>> {
-  const text = await readFile(file, 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
-
-/** Whether a process runs (a zombie, dead but not yet reaped, does not). */
-function alive(pid: number): boolean {
-  try {
-    const stat = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim();
-    return stat !== '' && !stat.startsWith('Z');
-  } catch {
-    return false; // ps exits 1 when there is no such process
-  }
-}
+const messages = (roomId: string, token: string) => roomMessages(shared.server, roomId, token);
 
 /** The n-th (1-based) message of `sender` once it exists. */
 async function nthFrom(roomId: string, token: string, sender: string, n: number): Promise<Record<string, any>> {

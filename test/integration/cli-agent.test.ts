@@ -1,33 +1,22 @@
 // `agent-chatroom cli-agent` against the real server, with fake agent CLIs (test/fixtures/fake-*.mjs)
 // that take each preset's real flags and print that CLI's real output format. The agents run as
 // child processes of the compiled CLI (.test-dist), as a user would start them.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { registerUser, serverAndWorkDirForFile } from '../helpers/server.js';
 import { CLI, closedPort } from '../helpers/process.js';
+import { alive, loggedCalls as calls, runnerReady, runnerStarter, roomMessages, type RunnerProcess } from '../helpers/runner-process.js';
+import { registerUser, serverAndWorkDirForFile } from '../helpers/server.js';
 
 const FIXTURES = path.join(PACKAGE_ROOT, 'test', 'fixtures');
 const fake = (cli: 'claude' | 'codex' | 'gemini') => path.join(FIXTURES, `fake-${cli}.mjs`);
 
 const shared = serverAndWorkDirForFile('cli-agent-test-');
+const start = runnerStarter(shared, 'cli-agent', 'SIGKILL');
 
-interface AgentProcess {
-  child: ChildProcess;
-  name: string;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running: AgentProcess[] = [];
-afterEach(async () => {
-  for (const agent of running.splice(0)) {
-    if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGKILL');
-    await agent.exited;
-  }
-});
+type AgentProcess = RunnerProcess & { name: string };
 
 let counter = 0;
 /** A fresh room with a person (its creator) and a short turn timeout. */
@@ -47,48 +36,19 @@ function startAgent(
   env: Record<string, string>,
   extra: string[] = [],
 ): AgentProcess {
-  const child = spawn(process.execPath, [CLI, 'cli-agent', '--url', shared.server.url, '--room', roomId, '--name', name, '--preset', preset, ...extra, '--', fake(preset)], {
-    env: { ...process.env, CHATROOM_STATE_DIR: path.join(shared.work, 'state'), ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let out = '';
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const agent = { child, name, output: () => out, exited };
-  running.push(agent);
-  return agent;
+  return { ...start(['--room', roomId, '--name', name, '--preset', preset, ...extra, '--', fake(preset)], env), name };
 }
 
 async function waitReady(agents: AgentProcess[]): Promise<void> {
   for (const agent of agents) {
-    await expect.poll(() => agent.output(), { timeout: 20_000, interval: 50 }).toMatch(/ready: waiting for turns/);
+    await runnerReady(agent);
     // What Ctrl-C really does: it stops the process; the agent stays a member (never "leaves").
     expect(agent.output()).toContain('Ctrl-C stops the agent: it stays a member of its rooms');
     expect(agent.output()).not.toMatch(/Ctrl-C leaves/);
   }
 }
 
-async function messages(roomId: string, token: string): Promise<Array<Record<string, any>>> {
-  return (await shared.server.ok('get_messages', { room_id: roomId, limit: 200 }, token)).messages;
-}
-
-async function calls(file: string): Promise<Array<Record<string, any>>> {
-  const text = await readFile(file, 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
-
-/** Whether a process runs (a zombie, dead but not yet reaped by its new parent, does not). */
-function alive(pid: number): boolean {
-  try {
-    const stat = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim();
-    return stat !== '' && !stat.startsWith('Z');
-  } catch {
-    return false; // ps exits 1 when there is no such process
-  }
-}
+const messages = (roomId: string, token: string) => roomMessages(shared.server, roomId, token);
 
 /** Lines of the process table whose command line contains `marker`. */
 function processesWith(marker: string): string[] {
