@@ -619,6 +619,34 @@ export function storeContract(
         expect(await store.lastSeqBySender(roomId, 'u2')).toBe(7);
       });
 
+      it('counts the visible messages between two seqs, following new versions and new messages', async () => {
+        const plan: Partial<Message>[] = [
+          { sender_id: 'u1', role: 'user' }, // 1
+          { sender_id: 'a1', role: 'ai_agent' }, // 2
+          { sender_id: 'u1', role: 'user' }, // 3
+          { sender_id: 'a1', role: 'ai_agent', visible: false, skip_reason: 'skip' }, // 4
+          { sender_id: 'u2', role: 'user', visible: false }, // 5
+          { sender_id: 'sys', role: 'system' }, // 6
+        ];
+        const { roomId, version, messages } = await roomWith(plan.length, {}, (seq) => plan[seq - 1]!);
+        // Bounds are exclusive: seqs 1, 2, 3 and 6 are visible.
+        expect(await store.countVisible(roomId, 0, 7)).toBe(4);
+        expect(await store.countVisible(roomId, 0, 1_000_000)).toBe(4);
+        expect(await store.countVisible(roomId, 1, 4)).toBe(2);
+        expect(await store.countVisible(roomId, 3, 6)).toBe(0);
+        expect(await store.countVisible(roomId, 2, 7)).toBe(2);
+        expect(await store.countVisible(roomId, 5, 5)).toBe(0);
+        expect(await store.countVisible('no-such-room', 0, 10)).toBe(0);
+        // A new version that hides a message, and a new visible message.
+        const v2 = await store.commitRoom(roomId, { messages: [{ ...messages[1]!, visible: false }], expectedVersion: version });
+        expect(await store.countVisible(roomId, 0, 7)).toBe(3);
+        expect(await store.countVisible(roomId, 1, 3)).toBe(0);
+        await store.commitRoom(roomId, { messages: [makeMessage(roomId, 7, { sender_id: 'u2', role: 'user' })], expectedVersion: v2 });
+        expect(await store.countVisible(roomId, 0, 8)).toBe(4);
+        expect(await store.countVisible(roomId, 0, 7)).toBe(3);
+        expect(await store.countVisible(roomId, 6, 8)).toBe(1);
+      });
+
       it('finds a message by sender and client_msg_id', async () => {
         const { roomId, messages } = await roomWith(3, {}, (seq) => ({
           sender_id: seq === 2 ? 'other' : 'u-alice',
