@@ -87,7 +87,7 @@ export class RoomReads {
     // Most messages are visible: the newest `limit` usually suffice (reading PAGE of them cost a
     // get_context ~5 ms of CPU in a big room); only then go back PAGE at a time.
     let size = Math.min(PAGE, limit + 1);
-    let full = recent.length >= limit;
+    let full = limit <= 0;
     walk: while (!full) {
       const page = await this.store.readMessages(roomId, before !== undefined ? { beforeSeq: before, limit: size } : { limit: size });
       for (let i = page.length - 1; i >= 0; i--) {
