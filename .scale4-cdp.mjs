@@ -1,0 +1,12 @@
+import WebSocket from 'ws';
+import { writeFileSync } from 'node:fs';
+const list = await (await fetch('http://127.0.0.1:9229/json')).json();
+const ws = new WebSocket(list[0].webSocketDebuggerUrl);
+await new Promise((r) => ws.once('open', r));
+let id = 0; const pending = new Map();
+ws.on('message', (raw) => { const m = JSON.parse(String(raw)); if (m.id && pending.has(m.id)) { pending.get(m.id)(m.result); pending.delete(m.id); } });
+const send = (method, params = {}) => new Promise((r) => { const i = ++id; pending.set(i, r); ws.send(JSON.stringify({ id: i, method, params })); });
+await send('Profiler.enable'); await send('Profiler.setSamplingInterval', { interval: 500 }); await send('Profiler.start');
+await new Promise((r) => setTimeout(r, Number(process.argv[3] ?? 5000)));
+const { profile } = await send('Profiler.stop');
+writeFileSync(process.argv[2], JSON.stringify(profile)); ws.close(); process.exit(0);
