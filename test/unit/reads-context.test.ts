@@ -38,15 +38,23 @@ async function roomOfAnn(store: MemoryStore): Promise<{ ann: Caller; room_id: st
   return { ann, room_id };
 }
 
+/**
+ * 1,200 messages by someone else; from seq 601 on, two of every three are invisible records
+ * (600 + 200 = 800 visible).
+ */
+async function storeBobsMessages(store: MemoryStore, room_id: string) {
+  const messages = Array.from({ length: 1200 }, (_, i) =>
+    makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
+  );
+  await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
+  return messages;
+}
+
 describe('get_context', () => {
   it('returns the newest visible messages after the caller\'s last one, across invisible records', async () => {
     const store = new MemoryStore();
     const { ann, room_id } = await roomOfAnn(store);
-    // 1,200 messages by someone else; from seq 601 on, two of every three are invisible records.
-    const messages = Array.from({ length: 1200 }, (_, i) =>
-      makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
-    );
-    await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
+    const messages = await storeBobsMessages(store, room_id);
     const reads = new RoomReads(rooms!, store);
     const visibleSeqs = messages.filter((m) => m.visible).map((m) => m.seq);
 
@@ -68,12 +76,7 @@ describe('get_context omitted', () => {
   it('counts the visible unread messages left out without reading them from the store', async () => {
     const store = new MemoryStore();
     const { ann, room_id } = await roomOfAnn(store);
-    // 1,200 messages by someone else; from seq 601 on, two of every three are invisible records:
-    // 600 + 200 = 800 visible.
-    const messages = Array.from({ length: 1200 }, (_, i) =>
-      makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
-    );
-    await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
+    await storeBobsMessages(store, room_id); // 800 visible
     let read = 0;
     const readMessages = store.readMessages.bind(store);
     store.readMessages = async (id, page) => {
