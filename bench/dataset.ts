@@ -2,7 +2,7 @@
 // and one person who is a member of every room, with a known token for the bench to use.
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { link, mkdir, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { hashToken } from '../src/identity/secrets.js';
@@ -54,12 +54,15 @@ function text(i: number): string {
  * Writes `rooms` rooms of `messagesPerRoom` messages each; with `bigRoom`, the first room gets
  * that many messages instead (start-up and cold reads of one large room). With `agents`, that
  * many registered agents, agent i an offline member of room i % rooms (participants at scale).
+ * With `linkLogsFrom`, the logs are hard links to those of a data set written before with the
+ * same room counts (room ids are fixed by the room's number): the same messages under other
+ * state files (the 10M set without its participants, or its big room alone) at no disk cost.
  */
 export async function writeDataset(
   dataDir: string,
   rooms: number,
   messagesPerRoom: number,
-  options: { bigRoom?: number; agents?: number; owners?: boolean } = {},
+  options: { bigRoom?: number; agents?: number; owners?: boolean; linkLogsFrom?: string } = {},
 ): Promise<Dataset> {
   const token = `act_bench_${randomUUID()}`;
   const agentSecret = randomUUID().slice(0, 8);
@@ -150,6 +153,11 @@ export async function writeDataset(
   let n = 0;
   for (const [r, room_id] of roomIds.entries()) {
     const count = r === 0 && options.bigRoom !== undefined ? options.bigRoom : messagesPerRoom;
+    if (options.linkLogsFrom !== undefined) {
+      const file = join('room_messages', `${room_id}.jsonl`);
+      await link(join(options.linkLogsFrom, file), join(dataDir, file));
+      continue;
+    }
     // Written in chunks: a million lines joined at once would pass V8's string limit.
     const out = createWriteStream(join(dataDir, 'room_messages', `${room_id}.jsonl`));
     let lines: string[] = [];

@@ -3,7 +3,9 @@
 // message" for a member who never posted, and RSS after a mixed read load.
 //
 //   npx tsx bench/storage-scale.ts --rooms 1000 --per-room 1000 [--big 1000000] [--agents N] [--owners] [--runs 3] [--dir DIR] [--keep]
-// (--runs 0 only generates the data set, e.g. for bench/server-scale.ts.)
+// (--runs 0 only generates the data set, e.g. for bench/server-scale.ts. --link-logs DIR: the
+// logs are hard links to those of DIR, a data set written with the same --big and --per-room:
+// e.g. the 10M set without participants, or with --rooms 1 its big room alone.)
 //
 // Generates the data set (bench/dataset.ts) once, then measures each run in a fresh child
 // process (so RSS and the message cache start cold; the OS page cache is warm after the first
@@ -114,7 +116,7 @@ try {
   const existing = await readdir(join(dir, 'room_messages')).catch(() => []);
   if (existing.length === 0) {
     const t = performance.now();
-    await writeDataset(dir, rooms, perRoom, { ...(bigArg ? { bigRoom: Number(bigArg) } : {}), agents: Number(arg('agents', '0')), owners: process.argv.includes('--owners') });
+    await writeDataset(dir, rooms, perRoom, { ...(bigArg ? { bigRoom: Number(bigArg) } : {}), agents: Number(arg('agents', '0')), owners: process.argv.includes('--owners'), ...(arg('link-logs') ? { linkLogsFrom: arg('link-logs')! } : {}) });
     let bytes = 0;
     for (const f of await readdir(join(dir, 'room_messages'))) bytes += (await stat(join(dir, 'room_messages', f))).size;
     console.error(`generated ${rooms} rooms (${bigArg ? `first ${bigArg}, others ` : ''}${perRoom} each), ${mb(bytes)} MB of logs in ${ms(t)} ms`);

@@ -965,6 +965,10 @@ export class FileStore implements Store {
     return this.messages.lastPersonSeq(roomId);
   }
 
+  countVisible(roomId: string, afterSeq: number, beforeSeq: number): Promise<number> {
+    return this.messages.countVisible(roomId, afterSeq, beforeSeq);
+  }
+
   async findByClientMsgId(roomId: string, senderId: string, clientMsgId: string): Promise<Message | undefined> {
     const found = await this.messages.findByClientMsgId(roomId, senderId, clientMsgId);
     return found ? copy(found) : undefined;

@@ -153,6 +153,10 @@ export class MemoryStore implements Store {
     return 0;
   }
 
+  async countVisible(roomId: string, afterSeq: number, beforeSeq: number): Promise<number> {
+    return (this.rooms.get(roomId)?.messages ?? []).filter((m) => m.seq > afterSeq && m.seq < beforeSeq && m.visible).length;
+  }
+
   async lastPersonSeq(roomId: string): Promise<number> {
     const all = this.rooms.get(roomId)?.messages ?? [];
     for (let i = all.length - 1; i >= 0; i--) {

@@ -3,6 +3,7 @@
 // it (state, logs, indexes, the journal, uploads, exports); the places that create the data's own
 // directories and files also pass the modes explicitly. A DATA_DIR made by an older version or
 // by hand with looser modes is reported at start, with the command that fixes it.
+import { readdirSync, statSync, type Stats } from 'node:fs';
 import { chmod, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
@@ -20,22 +21,43 @@ export function makeNewFilesPrivate(): void {
 }
 
 /**
- * Paths under DATA_DIR (the directory itself, its entries and theirs, two levels: not every log
- * file of a large store) that the group or others may read, write or enter. Missing: none.
+ * Paths under DATA_DIR (the directory itself, its entries and theirs: two levels) that the group
+ * or others may read, write or enter. Missing: none.
+ *
+ * Synchronous on purpose: it runs once before the server serves anything, and two levels are
+ * every room log and index file (20,000 entries on a store of 10,000 rooms). A promise `stat`
+ * each cost ~0.35 s of CPU there and up to a second of start-up on a loaded machine; `statSync`
+ * ~0.09 s (BENCHMARKS.md, "Start-up and the 3M room, re-measured 2026-11-29").
  */
 export async function looseEntries(dataDir: string): Promise<string[]> {
   const loose: string[] = [];
-  const check = async (p: string, depth: number): Promise<void> => {
-    const info = await stat(p).catch(() => null);
+  const check = (p: string, depth: number): void => {
+    const info = statOrNull(p);
     if (!info) return;
     if ((info.mode & GROUP_OTHER) !== 0) loose.push(p);
     if (!info.isDirectory() || depth === 0) return;
-    for (const name of await readdir(p).catch(() => [] as string[])) await check(path.join(p, name), depth - 1);
+    for (const name of readdirOrEmpty(p)) check(path.join(p, name), depth - 1);
   };
   // A DATA_DIR that is not a directory is refused by the store, with its own one-line error.
   if (!(await stat(dataDir).catch(() => null))?.isDirectory()) return [];
-  await check(dataDir, 2);
+  check(dataDir, 2);
   return loose;
+}
+
+function statOrNull(p: string): Stats | null {
+  try {
+    return statSync(p);
+  } catch {
+    return null; // gone meanwhile, or not ours to see: nothing to report
+  }
+}
+
+function readdirOrEmpty(p: string): string[] {
+  try {
+    return readdirSync(p);
+  } catch {
+    return [];
+  }
 }
 
 /** Logs a warning when DATA_DIR or what it holds is open to other local users. */

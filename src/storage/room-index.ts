@@ -43,6 +43,8 @@ export class RoomIndex {
   private lastPerson = 0;
   private top = 0;
   private present = 0;
+  /** Visible messages in all, counted on first use (`countVisible`), then kept by `add`. -1: not yet. */
+  private visibleTotal = -1;
   /** Changed since it was loaded from (or last written to) its persisted file. */
   dirty = true;
 
@@ -129,6 +131,7 @@ export class RoomIndex {
     this.dirty = true;
     if (seq > this.offsets.length) this.grow(seq);
     const isNew = this.offsets[seq - 1]! < 0;
+    if (this.visibleTotal >= 0) this.visibleTotal += (meta.visible ? 1 : 0) - (this.flags[seq - 1]! & VISIBLE);
     this.offsets[seq - 1] = offset;
     this.lengths[seq - 1] = length;
     this.flags[seq - 1] = (meta.visible ? VISIBLE : 0) | (meta.person ? PERSON : 0);
@@ -167,6 +170,27 @@ export class RoomIndex {
 
   isVisible(seq: number): boolean {
     return this.has(seq) && (this.flags[seq - 1]! & VISIBLE) !== 0;
+  }
+
+  /**
+   * Visible messages with afterSeq < seq < beforeSeq, from the flags alone (get_context's
+   * `omitted`: reading them from the log to count them cost seconds a call in a room of
+   * millions). Scans the shorter side: the range, or what lies outside it taken from the total.
+   */
+  countVisible(afterSeq: number, beforeSeq: number): number {
+    const from = Math.max(0, Math.floor(afterSeq)); // flags[seq - 1]: the first counted is afterSeq + 1
+    const to = Math.min(this.top, Math.ceil(beforeSeq) - 1); // exclusive: the last counted is beforeSeq - 1
+    if (to <= from) return 0;
+    if (to - from <= this.top / 2) return this.visibleIn(from, to);
+    if (this.visibleTotal < 0) this.visibleTotal = this.visibleIn(0, this.top);
+    return this.visibleTotal - this.visibleIn(0, from) - this.visibleIn(to, this.top);
+  }
+
+  private visibleIn(start: number, end: number): number {
+    const flags = this.flags;
+    let n = 0;
+    for (let i = start; i < end; i++) n += flags[i]! & VISIBLE;
+    return n;
   }
 
   /** Seqs that may hold the message id (compare after reading). */

@@ -533,6 +533,11 @@ export class RoomMessages {
     return 0;
   }
 
+  /** Visible messages with afterSeq < seq < beforeSeq (get_context's `omitted`), from the index. */
+  async countVisible(roomId: string, afterSeq: number, beforeSeq: number): Promise<number> {
+    return (await this.ready(roomId))?.countVisible(afterSeq, beforeSeq) ?? 0;
+  }
+
   /**
    * Visible, not deleted messages whose text contains the query (case-insensitive), oldest
    * first, as they were when the search started: streams the log's bytes durable then; only

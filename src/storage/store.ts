@@ -176,6 +176,11 @@ export interface Store {
   searchMessages(roomId: string, query: string, limit: number): Promise<Message[]>;
   /** Highest seq of a visible message by `senderId` in the room, 0 if none (get_context). */
   lastSeqBySender(roomId: string, senderId: string): Promise<number>;
+  /**
+   * How many visible messages have afterSeq < seq < beforeSeq, 0 for a room that does not exist
+   * (get_context's `omitted`: counted without reading the messages, whatever the room's size).
+   */
+  countVisible(roomId: string, afterSeq: number, beforeSeq: number): Promise<number>;
   /** Highest seq of a visible, not deleted message with role `user`, 0 if none (turn engine). */
   lastPersonSeq(roomId: string): Promise<number>;
   /** The message a sender stored with this client_msg_id, if any (idempotent retries). */

@@ -38,15 +38,23 @@ async function roomOfAnn(store: MemoryStore): Promise<{ ann: Caller; room_id: st
   return { ann, room_id };
 }
 
+/**
+ * 1,200 messages by someone else; from seq 601 on, two of every three are invisible records
+ * (600 + 200 = 800 visible).
+ */
+async function storeBobsMessages(store: MemoryStore, room_id: string) {
+  const messages = Array.from({ length: 1200 }, (_, i) =>
+    makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
+  );
+  await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
+  return messages;
+}
+
 describe('get_context', () => {
   it('returns the newest visible messages after the caller\'s last one, across invisible records', async () => {
     const store = new MemoryStore();
     const { ann, room_id } = await roomOfAnn(store);
-    // 1,200 messages by someone else; from seq 601 on, two of every three are invisible records.
-    const messages = Array.from({ length: 1200 }, (_, i) =>
-      makeMessage(room_id, i + 1, { sender_id: 'id-bob', sender: 'Bob', visible: i < 600 || i % 3 === 0 }),
-    );
-    await store.commitRoom(room_id, { messages, expectedVersion: (await store.loadRoom(room_id))!.version });
+    const messages = await storeBobsMessages(store, room_id);
     const reads = new RoomReads(rooms!, store);
     const visibleSeqs = messages.filter((m) => m.visible).map((m) => m.seq);
 
@@ -61,6 +69,38 @@ describe('get_context', () => {
       expectedVersion: (await store.loadRoom(room_id))!.version,
     });
     expect((await reads.context(ann, room_id, 50)).messages.map((m) => m.seq)).toEqual([1202]);
+  });
+});
+
+describe('get_context omitted', () => {
+  it('counts the visible unread messages left out without reading them from the store', async () => {
+    const store = new MemoryStore();
+    const { ann, room_id } = await roomOfAnn(store);
+    await storeBobsMessages(store, room_id); // 800 visible
+    let read = 0;
+    const readMessages = store.readMessages.bind(store);
+    store.readMessages = async (id, page) => {
+      const got = await readMessages(id, page);
+      read += got.length;
+      return got;
+    };
+    const reads = new RoomReads(rooms!, store);
+
+    const newest50 = await reads.context(ann, room_id, 50);
+    expect(newest50.messages).toHaveLength(50);
+    expect(newest50.omitted).toBe(750);
+    // Only the pages holding the 50 returned were read, not the room down to its first message.
+    expect(read).toBeLessThan(1200);
+    expect((await reads.context(ann, room_id, 200)).omitted).toBe(600);
+
+    // Posted at seq 1,201: one message after it, nothing left out.
+    await store.commitRoom(room_id, {
+      messages: [makeMessage(room_id, 1201, { sender_id: ann.id, sender: 'Ann' }), makeMessage(room_id, 1202, { sender_id: 'id-bob', sender: 'Bob' })],
+      expectedVersion: (await store.loadRoom(room_id))!.version,
+    });
+    const after = await reads.context(ann, room_id, 50);
+    expect(after.messages.map((m) => m.seq)).toEqual([1202]);
+    expect(after.omitted).toBe(0);
   });
 });
 

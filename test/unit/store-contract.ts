@@ -46,6 +46,16 @@ const user = (id: string, over: Parameters<typeof makeUser>[1] = {}): Participan
 const keyOf = (p: ParticipantRecord): string => p.record.name.toLowerCase();
 const idOf = (p: ParticipantRecord): string => (p.kind === 'agent' ? p.record.agent_id : p.record.user_id);
 
+/** Six messages of several senders, seqs 4 and 5 invisible (the last-seq and visible-count tests). */
+const SENDERS_PLAN: Partial<Message>[] = [
+  { sender_id: 'u1', role: 'user' }, // 1
+  { sender_id: 'a1', role: 'ai_agent' }, // 2
+  { sender_id: 'u1', role: 'user' }, // 3
+  { sender_id: 'a1', role: 'ai_agent', visible: false, skip_reason: 'skip' }, // 4
+  { sender_id: 'u2', role: 'user', visible: false }, // 5
+  { sender_id: 'sys', role: 'system' }, // 6
+];
+
 /** A unique room id that is also a safe file name. */
 export const newRoomId = (): string => `room-${randomUUID().slice(0, 8)}`;
 
@@ -587,15 +597,7 @@ export function storeContract(
       });
 
       it('knows the last seq by sender (visible only) and the last person seq (visible, not deleted)', async () => {
-        const plan: Partial<Message>[] = [
-          { sender_id: 'u1', role: 'user' }, // 1
-          { sender_id: 'a1', role: 'ai_agent' }, // 2
-          { sender_id: 'u1', role: 'user' }, // 3
-          { sender_id: 'a1', role: 'ai_agent', visible: false, skip_reason: 'skip' }, // 4
-          { sender_id: 'u2', role: 'user', visible: false }, // 5
-          { sender_id: 'sys', role: 'system' }, // 6
-        ];
-        const { roomId, version, messages } = await roomWith(plan.length, {}, (seq) => plan[seq - 1]!);
+        const { roomId, version, messages } = await roomWith(SENDERS_PLAN.length, {}, (seq) => SENDERS_PLAN[seq - 1]!);
         expect(await store.lastSeqBySender(roomId, 'u1')).toBe(3);
         expect(await store.lastSeqBySender(roomId, 'a1')).toBe(2);
         expect(await store.lastSeqBySender(roomId, 'u2')).toBe(0);
@@ -617,6 +619,26 @@ export function storeContract(
         });
         expect(await store.lastPersonSeq(roomId)).toBe(7);
         expect(await store.lastSeqBySender(roomId, 'u2')).toBe(7);
+      });
+
+      it('counts the visible messages between two seqs, following new versions and new messages', async () => {
+        const { roomId, version, messages } = await roomWith(SENDERS_PLAN.length, {}, (seq) => SENDERS_PLAN[seq - 1]!);
+        // Bounds are exclusive: seqs 1, 2, 3 and 6 are visible.
+        expect(await store.countVisible(roomId, 0, 7)).toBe(4);
+        expect(await store.countVisible(roomId, 0, 1_000_000)).toBe(4);
+        expect(await store.countVisible(roomId, 1, 4)).toBe(2);
+        expect(await store.countVisible(roomId, 3, 6)).toBe(0);
+        expect(await store.countVisible(roomId, 2, 7)).toBe(2);
+        expect(await store.countVisible(roomId, 5, 5)).toBe(0);
+        expect(await store.countVisible('no-such-room', 0, 10)).toBe(0);
+        // A new version that hides a message, and a new visible message.
+        const v2 = await store.commitRoom(roomId, { messages: [{ ...messages[1]!, visible: false }], expectedVersion: version });
+        expect(await store.countVisible(roomId, 0, 7)).toBe(3);
+        expect(await store.countVisible(roomId, 1, 3)).toBe(0);
+        await store.commitRoom(roomId, { messages: [makeMessage(roomId, 7, { sender_id: 'u2', role: 'user' })], expectedVersion: v2 });
+        expect(await store.countVisible(roomId, 0, 8)).toBe(4);
+        expect(await store.countVisible(roomId, 0, 7)).toBe(3);
+        expect(await store.countVisible(roomId, 6, 8)).toBe(1);
       });
 
       it('finds a message by sender and client_msg_id', async () => {

@@ -592,6 +592,14 @@ export class PgStore implements Store {
     return rows[0] ? Number(rows[0].seq) : 0;
   }
 
+  async countVisible(roomId: string, afterSeq: number, beforeSeq: number): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM messages WHERE room_id = $1 AND seq > $2 AND seq < $3 AND visible',
+      [roomId, afterSeq, beforeSeq],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
   async lastPersonSeq(roomId: string): Promise<number> {
     const { rows } = await this.pool.query<{ seq: string }>(
       `SELECT seq FROM messages WHERE room_id = $1 AND role = 'user' AND visible AND NOT deleted
