@@ -47,13 +47,14 @@ import { statSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
+import { TimeSlices } from '../time-slices.js';
 import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { makeDirectory, newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
 import { IndexFiles, MANIFEST_FILE, type ManifestEntry } from './index-files.js';
 import { CorruptLogError, metaOf, scanRoomLog } from './log-reader.js';
-import type { RoomIndex } from './room-index.js';
+import { RoomIndex, type LineMeta } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
@@ -783,7 +784,7 @@ export class FileStore implements Store {
     this.creating.add(roomId);
     try {
       const record = cloneRoom(room);
-      const append = this.appendMessages(roomId, messages);
+      const append = await this.appendMessages(roomId, messages, true);
       await this.writeStateAfter(append, record, () => {
         append.apply();
         this.versions.set(roomId, 1);
@@ -839,7 +840,7 @@ export class FileStore implements Store {
     }
     const room = commit.room ? cloneRoom(commit.room) : undefined;
     const next = version + 1;
-    const append = this.appendMessages(roomId, commit.messages);
+    const append = await this.appendMessages(roomId, commit.messages);
     // Once everything is durable: make it visible, all in one synchronous step.
     const apply = (): void => {
       append.apply();
@@ -857,39 +858,31 @@ export class FileStore implements Store {
 
   /**
    * Starts appending messages to the room's log. The copies are serialised before anything is
-   * written (what is stored is what was committed); `apply` puts them in the indexes once the
-   * append is durable; `undo` takes a durable append back off the log.
+   * written (what is stored is what was committed), in time slices: an import brings thousands
+   * of messages (SPEC §10: no import holds the event loop over 100 ms). The room's commit queue
+   * (or, for a room being created, `creating`) keeps any other write to its log out meanwhile.
+   * `apply` puts the lines in the indexes once the append is durable; `undo` takes a durable
+   * append back off the log. A new room's index (`fresh`) is built off to the side, also in
+   * slices, once the lines are durable and before `written` resolves, so `apply` only installs it.
    */
-  private appendMessages(roomId: string, messages: readonly Message[]): MessageAppend {
-    // No messages, nothing to write. The lists below are built by push, so they are packed
-    // whatever kind of array the commit brought: optimised code meeting another elements kind
-    // (an empty array, a holey one) deoptimised and was compiled again (see clone.ts).
+  private async appendMessages(roomId: string, messages: readonly Message[], fresh = false): Promise<MessageAppend> {
     if (messages.length === 0) return NO_APPEND;
-    const added: Message[] = [];
-    // One string, encoded once: a buffer per line joined afterwards copied every byte twice.
-    let text = '';
-    const lengths: number[] = []; // bytes of each line without its newline
-    for (const m of messages) {
-      const stored = copy(m);
-      added.push(stored);
-      const line = JSON.stringify(stored);
-      lengths.push(Buffer.byteLength(line, 'utf8'));
-      text += line + '\n';
-    }
-    const offsets: number[] = [];
+    const lines = await serialiseLines(messages);
+    let offsets: number[] = [];
+    let prepared: RoomIndex | undefined;
     const sizeBefore = this.logs.sizeOf(roomId);
     let logged = false;
-    const written = this.logs.append(roomId, Buffer.from(text, 'utf8')).then(({ start }) => {
-      let at = start;
-      for (const length of lengths) {
-        offsets.push(at);
-        at += length + 1;
-      }
+    const written = this.logs.append(roomId, lines.bytes).then(async ({ start }) => {
+      offsets = offsetsOf(start, lines.lengths);
       logged = true;
+      if (fresh) prepared = await buildIndex(lines.metas, offsets, lines.lengths);
     });
     return {
       written,
-      apply: () => this.messages.apply(roomId, added, offsets, lengths, added.map(metaOf)),
+      apply: () =>
+        prepared
+          ? this.messages.install(roomId, prepared, lines.added, offsets, lines.lengths, lines.metas)
+          : this.messages.apply(roomId, lines.added, offsets, lines.lengths, lines.metas),
       undo: async () => {
         // The state write may fail while the append still runs beside it: let it finish first.
         await written.catch(() => undefined);
@@ -1003,6 +996,68 @@ interface MessageAppend {
   written: Promise<void>;
   apply(): void;
   undo(): Promise<void>;
+}
+
+/** Messages as log lines: the stored copies, each line's bytes and index entry, the text to append. */
+interface SerialisedLines {
+  added: Message[];
+  /** Bytes of each line without its newline. */
+  lengths: number[];
+  metas: LineMeta[];
+  bytes: Buffer;
+}
+
+/**
+ * Copies and serialises messages as JSON Lines, yielding the event loop between slices of about
+ * 10 ms (a commit of one message never yields). Each slice's text is encoded once: a buffer per
+ * line joined afterwards copied every byte twice. The lists are built by push, so they are packed
+ * whatever kind of array the commit brought: optimised code meeting another elements kind (an
+ * empty array, a holey one) deoptimised and was compiled again (see clone.ts).
+ */
+async function serialiseLines(messages: readonly Message[]): Promise<SerialisedLines> {
+  const slices = new TimeSlices();
+  const added: Message[] = [];
+  const lengths: number[] = [];
+  const metas: LineMeta[] = [];
+  const pieces: Buffer[] = [];
+  let text = '';
+  for (const m of messages) {
+    const stored = copy(m);
+    added.push(stored);
+    metas.push(metaOf(stored));
+    const line = JSON.stringify(stored);
+    lengths.push(Buffer.byteLength(line, 'utf8'));
+    text += line + '\n';
+    if (slices.due()) {
+      pieces.push(Buffer.from(text, 'utf8'));
+      text = '';
+      await slices.pause();
+    }
+  }
+  pieces.push(Buffer.from(text, 'utf8'));
+  return { added, lengths, metas, bytes: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces) };
+}
+
+/** Where each line starts, the first at `start`. */
+function offsetsOf(start: number, lengths: readonly number[]): number[] {
+  const offsets: number[] = [];
+  let at = start;
+  for (const length of lengths) {
+    offsets.push(at);
+    at += length + 1;
+  }
+  return offsets;
+}
+
+/** A new room's index of durable lines, built in time slices before it is installed (RoomMessages.install). */
+async function buildIndex(metas: readonly LineMeta[], offsets: readonly number[], lengths: readonly number[]): Promise<RoomIndex> {
+  const slices = new TimeSlices();
+  const index = new RoomIndex();
+  for (let i = 0; i < metas.length; i++) {
+    index.add(metas[i]!, offsets[i]!, lengths[i]!);
+    if (i % 256 === 255) await slices.pause();
+  }
+  return index;
 }
 
 /** The append of a commit without messages. */

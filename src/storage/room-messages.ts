@@ -15,11 +15,13 @@ import { corruptAt, parseLine, readAt } from './log-reader.js';
 import { candidateLines, forEachBlock, rawSafe } from './log-search.js';
 import { MessageCache } from './message-cache.js';
 import { MessageIdDirectory } from './id-directory.js';
-import { RoomIndex } from './room-index.js';
+import { RoomIndex, type LineMeta } from './room-index.js';
 import { hash32 } from './seq-table.js';
 
 /** Reads spanning at most this many bytes are done in one positional read. */
 const SPAN_BYTES = 256 * 1024;
+/** A new room's newest messages put in the cache when it is installed with its history (an import). */
+const CACHED_ON_INSTALL = 1000;
 /** The warm-up works this long, then rests as long (see loadAll). */
 const WARM_UP_BUSY_MS = 5;
 
@@ -354,7 +356,7 @@ export class RoomMessages {
   }
 
   /** Makes committed, durable lines visible: index, id directory and cache, in one synchronous step. */
-  apply(roomId: string, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: Parameters<RoomIndex['add']>[0][]): void {
+  apply(roomId: string, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: LineMeta[]): void {
     if (messages.length === 0) return;
     const index = this.index(roomId);
     const searches = this.searching.get(roomId);
@@ -369,6 +371,22 @@ export class RoomMessages {
       this.cache.set(m);
     });
     this.recount(roomId, index);
+  }
+
+  /**
+   * Makes a new room's durable lines visible: its index, built off to the side (file-store's
+   * `buildIndex`, in time slices), is installed with its ids in the directory, in one synchronous
+   * step. Only the newest CACHED_ON_INSTALL messages go into the cache (an import of thousands
+   * would push out every room's recent messages; older ones are read from the log when asked).
+   * A room that has an index already (an empty log left by a create that never finished) gets
+   * the lines added to it by `apply` instead.
+   */
+  install(roomId: string, index: RoomIndex, messages: readonly Message[], offsets: readonly number[], lengths: readonly number[], metas: LineMeta[]): void {
+    if (this.indexes.has(roomId) || this.lazy.has(roomId)) return this.apply(roomId, messages, offsets, lengths, metas);
+    this.indexes.set(roomId, index);
+    this.recount(roomId, index);
+    this.learn(roomId, index);
+    for (let i = Math.max(0, messages.length - CACHED_ON_INSTALL); i < messages.length; i++) this.cache.set(messages[i]!);
   }
 
   /** Brings the running total of loaded index bytes up to date for one room (loaded or grown). */
