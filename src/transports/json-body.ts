@@ -21,23 +21,27 @@ export const SLICED_PARSE_BYTES = 256 * 1024;
 const PIECE_BYTES = 64 * 1024;
 
 /**
- * The body's JSON value. Throws JSON.parse's SyntaxError on malformed JSON, and
+ * The body's JSON value (`sizes`: tests parse small bodies in small pieces). Throws JSON.parse's SyntaxError on malformed JSON, and
  * `MergedProtoKeyError` for a large body whose objects had a "__proto__" key merged.
  */
-export async function parseJsonBody(raw: Buffer): Promise<unknown> {
-  if (raw.length < SLICED_PARSE_BYTES) return JSON.parse(raw.toString('utf8'));
+export async function parseJsonBody(raw: Buffer, sizes: { slicedFrom?: number; pieceBytes?: number } = {}): Promise<unknown> {
+  if (raw.length < (sizes.slicedFrom ?? SLICED_PARSE_BYTES)) return JSON.parse(raw.toString('utf8'));
   const slices = new TimeSlices();
-  const value: unknown = await parseChunked(pieces(raw, slices));
-  await refuseMergedProto(value, slices);
-  return value;
+  // The value counts once its root closed: parseChunked (1.1.0) returns an unclosed root such as
+  // `[` or `{"a":[1]` as if it were closed, where JSON.parse refuses it.
+  let root: { value: unknown } | undefined;
+  await parseChunked(pieces(raw, sizes.pieceBytes ?? PIECE_BYTES, slices), { onRootValue: (value) => (root = { value }) });
+  if (!root) throw new SyntaxError('Unexpected end of JSON input');
+  await refuseMergedProto(root.value, slices);
+  return root.value;
 }
 
 /** The body as text, a piece at a time (a character split between pieces is kept whole). */
-async function* pieces(raw: Buffer, slices: TimeSlices): AsyncGenerator<string> {
+async function* pieces(raw: Buffer, pieceBytes: number, slices: TimeSlices): AsyncGenerator<string> {
   // StringDecoder decodes as Buffer#toString does (a byte-order mark stays, as JSON.parse wants).
   const decoder = new StringDecoder('utf8');
-  for (let at = 0; at < raw.length; at += PIECE_BYTES) {
-    yield decoder.write(raw.subarray(at, at + PIECE_BYTES));
+  for (let at = 0; at < raw.length; at += pieceBytes) {
+    yield decoder.write(raw.subarray(at, at + pieceBytes));
     await slices.pause();
   }
   const rest = decoder.end();

@@ -106,6 +106,32 @@ describe('imports and exports yield the event loop', () => {
     expect(stall.heldMs).toBeLessThan(100);
   });
 
+  it('a large body parsed in slices keeps the answers of a small one: malformed is validation_error, too large payload_too_large', async () => {
+    const importer = await registerUser(server, 'SliceChecker');
+    const post = async (body: Buffer) => {
+      const res = await fetch(`${server.url}/api/v1/tools/import_chat_history`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${importer.token}` },
+        body,
+      });
+      const answer = (await res.json()) as any;
+      return { status: res.status, code: answer.ok ? 'ok' : answer.error.code };
+    };
+    const whole = JSON.stringify({ data: roomFile(600, 1000), room_name: 'Sliced' });
+    expect(Buffer.byteLength(whole)).toBeGreaterThan(512 * 1024);
+    // Cut short (the closing braces missing), or cut in the middle of a message: malformed JSON.
+    expect(await post(Buffer.from(whole.slice(0, -2)))).toEqual({ status: 400, code: 'validation_error' });
+    expect(await post(Buffer.from(whole.slice(0, whole.length >> 1)))).toEqual({ status: 400, code: 'validation_error' });
+    expect(await post(Buffer.from(`${whole} {}`))).toEqual({ status: 400, code: 'validation_error' });
+    // A key "__proto__" deep in a large body: refused, never a prototype.
+    const hostile = whole.replace('"room_description":"large"', '"room_description":"large","__proto__":{"has_password":true}');
+    expect(await post(Buffer.from(hostile))).toEqual({ status: 400, code: 'validation_error' });
+    // Over the server's body limit (16 MiB here): refused unread, as before.
+    expect(await post(Buffer.alloc(16 * 1024 * 1024 + 1, 0x20))).toEqual({ status: 413, code: 'payload_too_large' });
+    // And the whole body imports.
+    expect(await post(Buffer.from(whole))).toEqual({ status: 200, code: 'ok' });
+  }, 120_000);
+
   it('runs at most 2 imports at once; another member is served while 4 large imports run', async () => {
     const importer = await registerUser(server, 'BulkImporter');
     const other = await registerUser(server, 'Bystander');
