@@ -65,102 +65,12 @@ import { JOURNAL_DIR, StateJournal, type LogMark, type StateEntry } from './stat
 import { DirectStateWriter } from './state-writer.js';
 import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
+import { CACHE_JSON_BELOW_BYTES, INDEXES_DIR, LOG_SUFFIX, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
+import { appendMessages, lastAppended, type MessageAppend } from './message-append.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
-export interface FileStoreOptions {
-  dataDir: string;
-  logger: Logger;
-  /** Replaces file operations on the write paths; tests use it to inject failures. */
-  fsOps?: Partial<FsOps>;
-  /** Room log descriptors kept open at once; idle ones beyond are closed LRU. Default 256. */
-  maxOpenLogs?: number;
-  /** Room logs scanned at once at open. Default 4. */
-  loadConcurrency?: number;
-  /**
-   * Compact the state journal into the snapshots once it holds this many bytes, or the size of
-   * the snapshots if that is larger (so a change costs at most about twice its own size,
-   * however many records exist). Default 8 MiB.
-   */
-  compactBytes?: number;
-  /**
-   * Compact at least this often while the journal holds changes — as long as that costs little:
-   * once the snapshots are larger than `compactBytes`, only when the journal holds at least an
-   * eighth of their size (rewriting 80 MB of snapshots every minute for a trickle of changes
-   * was most of the server's CPU with 100,000 participants). Default 60 s; 0 = never (tests).
-   */
-  compactEveryMs?: number;
-  /**
-   * While the snapshots together are smaller than this, a change is made durable by rewriting
-   * the snapshot files it touches; larger state goes through the journal. Default 0: every
-   * change goes through the journal and the snapshots are its checkpoints (SPEC §5, see
-   * `checkpointMs`). Rewriting the snapshots with each change cost a hand-off two more fsyncs
-   * and a serialisation of every room (BENCHMARKS.md).
-   */
-  syncSnapshotBytes?: number;
-  /**
-   * The snapshots trail the journal by at most about this long: the first change after a
-   * checkpoint schedules the next one this much later (SPEC §5: "at most about a second").
-   * Snapshots larger than `compactBytes` follow the amortised rule of `compactEveryMs` instead
-   * (rewriting tens of MB each second would be most of the server's work). Default 1000 ms;
-   * 0 = none, and so is the default when `compactEveryMs` is 0 (tests that compact by hand).
-   */
-  checkpointMs?: number;
-  /**
-   * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
-   * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
-   */
-  cacheMessages?: number;
-  /**
-   * The name uniqueness key of a participant loaded from disk (the records do not store the
-   * key the services passed to putParticipant). Must be the function the services use; it is
-   * passed in because names are a domain rule above the storage layer. Default: NFC and
-   * lower case (enough for stores opened by storage tests).
-   */
-  nameKeyOf?: (name: string) => string;
-  /**
-   * After open, load the indexes of the rooms start-up registered lazily, one at a time in the
-   * background (so a `getMessage` by id never waits for them all). Default true.
-   */
-  warmIndexes?: boolean;
-  /**
-   * How long after open the warm-up starts (default 0). The server waits 2 s: until then the
-   * start itself (participants, presence) and its first requests have the disk and the CPU.
-   */
-  warmUpDelayMs?: number;
-  /**
-   * Bytes of per-room message indexes kept loaded (least recently used dropped first; the one
-   * in use, and indexes changed since start, always stay). Default 128 MiB (INDEX_CACHE_BYTES).
-   */
-  indexCacheBytes?: number;
-}
-
-export interface FileStoreStats extends IoStats {
-  openLogFiles: number;
-  messages: number;
-  /** Messages in the cache. */
-  cachedMessages: number;
-  cacheHits: number;
-  cacheMisses: number;
-  /** Bytes of the per-room message indexes loaded. */
-  indexBytes: number;
-  /** Bytes of the message id → room directory (get_full_message). */
-  idDirectoryBytes: number;
-  /** Rooms whose message ids the directory holds (all of them once the warm-up is done). */
-  idDirectoryRooms: number;
-}
-
-export const ROOM_MESSAGES_DIR = 'room_messages';
-/**
- * The persisted message indexes (`index-files.ts`): a cache beside the logs, in a folder of its
- * own so that room_messages/ holds only the JSON Lines logs (SPEC §5: human-readable JSON).
- */
-export const INDEXES_DIR = 'indexes';
-const LOG_SUFFIX = '.jsonl';
-// Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
-const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
-
-/** Below this total size of the snapshots, each record's JSON is kept for the next rewrite. */
-const CACHE_JSON_BELOW_BYTES = 256 * 1024;
+export type { FileStoreOptions, FileStoreStats } from './file-store-options.js';
+export { INDEXES_DIR, ROOM_MESSAGES_DIR } from './file-store-options.js';
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
@@ -784,7 +694,7 @@ export class FileStore implements Store {
     this.creating.add(roomId);
     try {
       const record = cloneRoom(room);
-      const append = await this.appendMessages(roomId, messages, true);
+      const append = await appendMessages(this.logs, this.messages, roomId, messages, true);
       await this.writeStateAfter(append, record, () => {
         append.apply();
         this.versions.set(roomId, 1);
@@ -840,7 +750,7 @@ export class FileStore implements Store {
     }
     const room = commit.room ? cloneRoom(commit.room) : undefined;
     const next = version + 1;
-    const append = await this.appendMessages(roomId, commit.messages);
+    const append = await appendMessages(this.logs, this.messages, roomId, commit.messages);
     // Once everything is durable: make it visible, all in one synchronous step.
     const apply = (): void => {
       append.apply();
@@ -854,41 +764,6 @@ export class FileStore implements Store {
     }
     await this.writeStateAfter(append, room, apply, lastAppended(commit.messages, lastSeq));
     return next;
-  }
-
-  /**
-   * Starts appending messages to the room's log. The copies are serialised before anything is
-   * written (what is stored is what was committed), in time slices: an import brings thousands
-   * of messages (SPEC §10: no import holds the event loop over 100 ms). The room's commit queue
-   * (or, for a room being created, `creating`) keeps any other write to its log out meanwhile.
-   * `apply` puts the lines in the indexes once the append is durable; `undo` takes a durable
-   * append back off the log. A new room's index (`fresh`) is built off to the side, also in
-   * slices, once the lines are durable and before `written` resolves, so `apply` only installs it.
-   */
-  private async appendMessages(roomId: string, messages: readonly Message[], fresh = false): Promise<MessageAppend> {
-    if (messages.length === 0) return NO_APPEND;
-    const lines = await serialiseLines(messages);
-    let offsets: number[] = [];
-    let prepared: RoomIndex | undefined;
-    const sizeBefore = this.logs.sizeOf(roomId);
-    let logged = false;
-    const written = this.logs.append(roomId, lines.bytes).then(async ({ start }) => {
-      offsets = offsetsOf(start, lines.lengths);
-      logged = true;
-      if (fresh) prepared = await buildIndex(lines.metas, offsets, lines.lengths);
-    });
-    return {
-      written,
-      apply: () =>
-        prepared
-          ? this.messages.install(roomId, prepared, lines.added, offsets, lines.lengths, lines.metas)
-          : this.messages.apply(roomId, lines.added, offsets, lines.lengths, lines.metas),
-      undo: async () => {
-        // The state write may fail while the append still runs beside it: let it finish first.
-        await written.catch(() => undefined);
-        if (logged) await this.logs.cutBack(roomId, sizeBefore);
-      },
-    };
   }
 
   /**
@@ -982,86 +857,6 @@ function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<stri
   for (const token of tokens) index.idByToken.set(token, id);
   index.tokensById.set(id, tokens);
 }
-
-/** The commit's message with the highest new seq (past `lastSeq`), or undefined if it adds none. */
-function lastAppended(messages: readonly Message[], lastSeq: number): LogMark | undefined {
-  let top: Message | undefined;
-  for (const m of messages) if (m.seq > lastSeq && (!top || m.seq >= top.seq)) top = m;
-  return top && { seq: top.seq, id: top.message_id };
-}
-
-/** Messages on their way into a room log (FileStore.appendMessages). */
-interface MessageAppend {
-  /** Resolves once the append is durable. */
-  written: Promise<void>;
-  apply(): void;
-  undo(): Promise<void>;
-}
-
-/** Messages as log lines: the stored copies, each line's bytes and index entry, the text to append. */
-interface SerialisedLines {
-  added: Message[];
-  /** Bytes of each line without its newline. */
-  lengths: number[];
-  metas: LineMeta[];
-  bytes: Buffer;
-}
-
-/**
- * Copies and serialises messages as JSON Lines, yielding the event loop between slices of about
- * 10 ms (a commit of one message never yields). Each slice's text is encoded once: a buffer per
- * line joined afterwards copied every byte twice. The lists are built by push, so they are packed
- * whatever kind of array the commit brought: optimised code meeting another elements kind (an
- * empty array, a holey one) deoptimised and was compiled again (see clone.ts).
- */
-async function serialiseLines(messages: readonly Message[]): Promise<SerialisedLines> {
-  const slices = new TimeSlices();
-  const added: Message[] = [];
-  const lengths: number[] = [];
-  const metas: LineMeta[] = [];
-  const pieces: Buffer[] = [];
-  let text = '';
-  for (const m of messages) {
-    const stored = copy(m);
-    added.push(stored);
-    metas.push(metaOf(stored));
-    const line = JSON.stringify(stored);
-    lengths.push(Buffer.byteLength(line, 'utf8'));
-    text += line + '\n';
-    if (slices.due()) {
-      pieces.push(Buffer.from(text, 'utf8'));
-      text = '';
-      await slices.pause();
-    }
-  }
-  pieces.push(Buffer.from(text, 'utf8'));
-  return { added, lengths, metas, bytes: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces) };
-}
-
-/** Where each line starts, the first at `start`. */
-function offsetsOf(start: number, lengths: readonly number[]): number[] {
-  const offsets: number[] = [];
-  let at = start;
-  for (const length of lengths) {
-    offsets.push(at);
-    at += length + 1;
-  }
-  return offsets;
-}
-
-/** A new room's index of durable lines, built in time slices before it is installed (RoomMessages.install). */
-async function buildIndex(metas: readonly LineMeta[], offsets: readonly number[], lengths: readonly number[]): Promise<RoomIndex> {
-  const slices = new TimeSlices();
-  const index = new RoomIndex();
-  for (let i = 0; i < metas.length; i++) {
-    index.add(metas[i]!, offsets[i]!, lengths[i]!);
-    if (i % 256 === 255) await slices.pause();
-  }
-  return index;
-}
-
-/** The append of a commit without messages. */
-const NO_APPEND: MessageAppend = { written: Promise.resolve(), apply: () => undefined, undo: () => Promise.resolve() };
 
 /**
  * A DATA_DIR of an older version kept its persisted indexes beside the logs (`names`, the log

@@ -82,7 +82,7 @@ describe('imports and exports yield the event loop', () => {
     const importer = await registerUser(server, `LoopImporter${++attempt}`);
     // Encoded before the measure: the client runs in this process too, and encoding a string
     // body of some MB is its work, not the server's.
-    const bodies = Array.from({ length: 4 }, () => Buffer.from(JSON.stringify({ data: roomFile(2750, 1000), room_name: 'Imported Big' })));
+    const bodies = Array.from({ length: 4 }, () => new TextEncoder().encode(JSON.stringify({ data: roomFile(2750, 1000), room_name: 'Imported Big' })));
     expect(bodies[0]!.length).toBeGreaterThan(3_000_000);
     const { result, stall } = await measureLoopStall(() =>
       Promise.all(
@@ -112,7 +112,7 @@ describe('imports and exports yield the event loop', () => {
       const res = await fetch(`${server.url}/api/v1/tools/import_chat_history`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${importer.token}` },
-        body,
+        body: new Uint8Array(body),
       });
       const answer = (await res.json()) as any;
       return { status: res.status, code: answer.ok ? 'ok' : answer.error.code };
