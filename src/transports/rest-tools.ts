@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
 import { wireErrorIn } from '../i18n/errors.js';
 import { callerLang } from '../i18n/language.js';
 import { bearerToken, hostAllowed, hostRefused } from './http-util.js';
-import { MergedProtoKeyError, parseJsonBody } from './json-body.js';
+import { parseJsonBody } from './json-body.js';
 
 export const TOOLS_PREFIX = '/api/v1/tools/';
 
@@ -75,8 +75,8 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
     if (raw.length > 0) {
       try {
         args = await parseJsonBody(raw); // a large body in slices (SPEC §10)
-      } catch (err) {
-        throw new AppError('validation_error', err instanceof MergedProtoKeyError ? err.message : 'Malformed JSON body');
+      } catch {
+        throw new AppError('validation_error', 'Malformed JSON body');
       }
     }
     // The name is matched undecoded: tool names are plain a-z and _, so a name that needs
