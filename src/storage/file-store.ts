@@ -47,25 +47,22 @@ import { statSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import { TimeSlices } from '../time-slices.js';
 import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
-import { makeDirectory, newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
+import { makeDirectory, newIoStats, resolveFsOps, type FsOps } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
 import { IndexFiles, MANIFEST_FILE, type ManifestEntry } from './index-files.js';
-import { CorruptLogError, metaOf, scanRoomLog } from './log-reader.js';
-import { RoomIndex, type LineMeta } from './room-index.js';
+import { CorruptLogError, scanRoomLog } from './log-reader.js';
+import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
 import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
-import { roomJsonWriter } from './room-json.js';
-import { SharedValues } from './shared-values.js';
-import { SnapshotFile } from './snapshot.js';
-import { JOURNAL_DIR, StateJournal, type LogMark, type StateEntry } from './state-journal.js';
-import { DirectStateWriter } from './state-writer.js';
+import type { SnapshotFile } from './snapshot.js';
+import { JOURNAL_DIR, type LogMark, type StateEntry } from './state-journal.js';
+import { StateFiles } from './state-files.js';
 import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
-import { CACHE_JSON_BELOW_BYTES, INDEXES_DIR, LOG_SUFFIX, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
+import { INDEXES_DIR, LOG_SUFFIX, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
 import { appendMessages, lastAppended, type MessageAppend } from './message-append.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
@@ -82,27 +79,13 @@ export class FileStore implements Store {
   private readonly fsOps: FsOps;
   private readonly io = newIoStats();
   private readonly nameKeyOf: (name: string) => string;
+  /** The snapshots, the journal and how changes become durable (state-files.ts). */
+  private readonly stateFiles: StateFiles;
   private readonly agents: SnapshotFile<AgentRecord>;
   private readonly users: SnapshotFile<UserRecord>;
   private readonly rooms: SnapshotFile<RoomRecord>;
   private readonly logs: MessageLogs;
-  private readonly journal: StateJournal;
   private readonly loadConcurrency: number;
-  private readonly compactBytes: number;
-  private readonly compactEveryMs: number;
-  private readonly syncSnapshotBytes: number;
-  private compactTimer: NodeJS.Timeout | undefined;
-  private readonly checkpointMs: number;
-  private checkpointTimer: NodeJS.Timeout | undefined;
-  private compacting: Promise<void> | undefined;
-  /** Snapshots with changes in the journal that their file does not have yet. */
-  private readonly dirty = new Set<SnapshotFile<object>>();
-  /** Rewrites small snapshots with each change (state-writer.ts). */
-  private readonly direct: DirectStateWriter;
-  /** Journal appends decided and not yet settled (they keep changes out of the direct writer). */
-  private journalWrites = 0;
-  /** Bytes of the snapshots at their last write (the compaction threshold follows it). */
-  private snapshotBytes = 0;
 
   // Participant indexes, over durable records only.
   /**
@@ -122,8 +105,6 @@ export class FileStore implements Store {
   /** The rooms of each member: one room id (most participants, 110,000 Sets cost ~13 MB) or a Set. */
   private readonly roomsByMember = new Map<string, string | Set<string>>();
   private readonly creating = new Set<string>();
-  /** Journal appends in flight (close waits for them). */
-  private readonly pendingWrites = new Set<Promise<void>>();
   /** The tail of each room's commit queue (one writer per room, in order). */
   private readonly roomQueues = new Map<string, Promise<unknown>>();
 
@@ -146,44 +127,20 @@ export class FileStore implements Store {
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
     this.loadConcurrency = options.loadConcurrency ?? 4;
-    this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
-    this.compactEveryMs = options.compactEveryMs ?? 60_000;
-    this.syncSnapshotBytes = options.syncSnapshotBytes ?? 0;
-    this.checkpointMs = options.checkpointMs ?? (this.compactEveryMs === 0 ? 0 : 1000);
+    const compactEveryMs = options.compactEveryMs ?? 60_000;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
-    const snapshot = <T extends object>(
-      file: string,
-      key: (r: T) => unknown,
-      toJson?: (r: T, previous: T | undefined) => string,
-      holding?: { share: (r: T) => T; cacheJsonBelowBytes?: number },
-    ) =>
-      new SnapshotFile<T>({
-        path: join(this.dataDir, file),
-        dir: this.dataDir,
-        key,
-        fsOps: this.fsOps,
-        stats: this.io,
-        logger: this.logger,
-        toJson,
-        ...holding,
-      });
-    // Participant records share their repeated values (shared-values.ts), and their JSON is
-    // not kept once the files are past the direct-write size.
-    const shared = new SharedValues();
-    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES) };
-    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
-    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
-    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), {
-      share: (r) => shared.shareMembers(r),
-      cacheJsonBelowBytes: Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES),
-    });
-    this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
-    this.journal = new StateJournal({
-      dir: join(this.dataDir, JOURNAL_DIR),
+    this.stateFiles = new StateFiles({
+      dataDir: this.dataDir,
       fsOps: this.fsOps,
       stats: this.io,
       logger: this.logger,
+      compactBytes: options.compactBytes ?? 8 * 1024 * 1024,
+      compactEveryMs,
+      syncSnapshotBytes: options.syncSnapshotBytes ?? 0,
+      checkpointMs: options.checkpointMs ?? (compactEveryMs === 0 ? 0 : 1000),
+      isOpen: () => this.state === 'open',
     });
+    ({ agents: this.agents, users: this.users, rooms: this.rooms } = this.stateFiles);
     this.logs = new MessageLogs({
       dir: join(this.dataDir, ROOM_MESSAGES_DIR),
       fsOps: this.fsOps,
@@ -218,20 +175,7 @@ export class FileStore implements Store {
           this.warmUpTimer = setTimeout(() => void this.messages.loadAll(), this.warmUpDelayMs);
           this.warmUpTimer.unref();
         }
-        if (this.compactEveryMs > 0) {
-          this.compactTimer = setInterval(() => {
-            const worth = this.snapshotBytes <= this.compactBytes || this.journal.size * 8 >= this.snapshotBytes;
-            if (this.journal.pending && worth) void this.compact();
-          }, this.compactEveryMs);
-          this.compactTimer.unref();
-        }
-        // Changes found in the journal at start go into the snapshots: small ones before open
-        // resolves (after a crash the files are current again before the first call), large
-        // ones soon, off the start path.
-        if (this.journal.pending) {
-          if (this.snapshotBytes < Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES)) await this.compact();
-          else void this.compact();
-        }
+        await this.stateFiles.started();
       },
       async (err: unknown) => {
         this.state = 'closed';
@@ -262,17 +206,17 @@ export class FileStore implements Store {
     for (const [i, snap] of snapshots.entries()) if (!found[i]) await snap.write();
     // Room lines written beside their log append wait until the logs are registered (`settleMarked`).
     const marked = new Map<string, Array<{ room: RoomRecord; after: LogMark }>>();
-    const journaled = await this.journal.replay((entry) => {
+    const journaled = await this.stateFiles.journal.replay((entry) => {
       if (entry.t === 'room') {
         const roomId = entry.r.room_id;
         if (entry.after) {
-          this.dirty.add(this.rooms as SnapshotFile<object>);
+          this.stateFiles.snapshotOf(entry); // the rooms snapshot lacks it
           marked.set(roomId, [...(marked.get(roomId) ?? []), { room: entry.r, after: entry.after }]);
           return;
         }
         marked.delete(roomId); // a later whole record replaces them
       }
-      this.snapshotOf(entry).set(entry.r);
+      this.stateFiles.snapshotOf(entry).set(entry.r);
     });
 
     const names = await readdir(logDir);
@@ -307,7 +251,7 @@ export class FileStore implements Store {
       this.logs.registerExisting(roomId, size);
     });
     await this.settleMarked(marked);
-    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
+    this.stateFiles.measure();
     for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
     for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
     for (const room of this.rooms.records.values()) {
@@ -376,15 +320,11 @@ export class FileStore implements Store {
     this.state = 'closing';
     // Let every write in flight finish (each settles its own caller), then always release fds
     // and the lock: a server shutting down must not leave the directory locked.
-    if (this.compactTimer) clearInterval(this.compactTimer);
-    clearTimeout(this.checkpointTimer);
+    this.stateFiles.stopTimers();
     clearTimeout(this.warmUpTimer);
-    await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
-    await this.direct.repair(); // a snapshot a failed write left holding a refused change
+    await Promise.allSettled([...this.roomQueues.values(), ...this.stateFiles.pendingWrites]);
     // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
-    await this.compacting;
-    if (this.journal.pending) await this.compact();
-    await this.journal.close();
+    await this.stateFiles.close();
     await this.messages.stopLoading();
     await this.persistIndexes();
     await this.logs.closeAll();
@@ -392,50 +332,9 @@ export class FileStore implements Store {
     this.state = 'closed';
   }
 
-  /**
-   * Folds the state journal into the snapshot files: starts a new journal file, waits for the
-   * appends to the old ones, writes the snapshots that changed, then deletes the old files.
-   * If a write fails the old journal files stay (they are replayed at start) and the next
-   * compaction tries again. Resolves when done; never rejects (failures are logged).
-   */
+  /** Folds the state journal into the snapshot files now (state-files.ts); never rejects. */
   compact(): Promise<void> {
-    this.compacting ??= this.doCompact().finally(() => {
-      this.compacting = undefined;
-      // Changes journaled while this compaction ran went to the new journal file.
-      if (this.journal.size > 0) this.scheduleCheckpoint();
-    });
-    return this.compacting;
-  }
-
-  /**
-   * A checkpoint `checkpointMs` after the first change the snapshots lack (SPEC §5: they trail
-   * the journal by at most about a second). Large snapshots follow the amortised rule instead.
-   */
-  private scheduleCheckpoint(): void {
-    if (this.checkpointTimer || this.checkpointMs <= 0 || this.state !== 'open') return;
-    if (this.snapshotBytes > this.compactBytes) return;
-    this.checkpointTimer = setTimeout(() => {
-      this.checkpointTimer = undefined;
-      if (this.state === 'open' && this.journal.pending) void this.compact();
-    }, this.checkpointMs);
-    this.checkpointTimer.unref();
-  }
-
-  private async doCompact(): Promise<void> {
-    await this.direct.idle();
-    const started = Date.now();
-    const gens = await this.journal.rotate();
-    const files = [...this.dirty];
-    this.dirty.clear();
-    try {
-      for (const file of files) await file.write();
-      if (!(await this.journal.release(gens))) this.logger.info('a backup is running; compacted journal files are kept until it ends');
-      this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-      this.logger.debug({ files: files.map((f) => f.path), journals: gens.length, ms: Date.now() - started }, 'state journal compacted');
-    } catch (err) {
-      for (const file of files) this.dirty.add(file);
-      this.logger.error({ err }, 'compacting the state journal failed; it is kept and replayed at start');
-    }
+    return this.stateFiles.compact();
   }
 
   // ── persisted message indexes (index-files.ts) ──
@@ -480,73 +379,6 @@ export class FileStore implements Store {
   /** The log's mtime if it has the size given (-1 otherwise: left out of the manifest). */
   private logMtime(roomId: string, size: number): Promise<number> {
     return stat(this.messages.fileOf(roomId)).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
-  }
-
-  private fileOf(entry: StateEntry): SnapshotFile<object> {
-    return (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
-  }
-
-  /** The snapshot file of a journaled change, marked for the next compaction. */
-  private snapshotOf(entry: StateEntry): SnapshotFile<object> {
-    const file = this.fileOf(entry);
-    this.dirty.add(file);
-    return file;
-  }
-
-  /**
-   * Makes state changes durable once `gate` (a write they depend on) resolved, then runs `apply`
-   * with the records in memory, then resolves. Two ways, chosen per change:
-   * - small snapshots (below `syncSnapshotBytes`), nothing in the journal: the snapshot files
-   *   are rewritten with the change (state-writer.ts), so agents.json, users.json and rooms.json
-   *   read by a person or a tool show every acknowledged change;
-   * - otherwise a journal line (the cost of the change is its own size), the snapshots follow by
-   *   compaction. Once the journal holds anything, every change goes there until a compaction
-   *   has folded it in: a journal line must never be older than the snapshot beside it.
-   */
-  private stateWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown> = Promise.resolve(), after?: LogMark): Promise<void> {
-    const direct =
-      this.snapshotBytes < this.syncSnapshotBytes && this.journalWrites === 0 && !this.journal.pending && !this.compacting;
-    const write = direct ? this.directWrite(entries, apply, gate) : this.journalWrite(entries, apply, gate, after);
-    this.pendingWrites.add(write);
-    const forget = (): void => void this.pendingWrites.delete(write);
-    write.then(forget, forget);
-    return write;
-  }
-
-  private async directWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
-    await this.direct.write(entries, gate, apply);
-    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-  }
-
-  /**
-   * A journal line. Behind `gate` (the log append of a room commit) when the commit appended no
-   * new seq; beside it otherwise, marked with the commit's last message (`after`): the two
-   * writes then cost one fsync wait, not two in a row, and a line whose messages never became
-   * durable (a kill between the two, or a failed log append) is voided at start, because the
-   * log does not hold its mark (`settleMarked`).
-   */
-  private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>, after?: LogMark): Promise<void> {
-    this.journalWrites++;
-    // Awaited only after the journal line: until then a failure of the log append must not count as unhandled.
-    if (after) gate.catch(() => undefined);
-    try {
-      if (!after) await gate;
-      // A direct rewrite in flight may carry an older version of these records.
-      await this.direct.idle();
-      const lines = after ? entries.map((e) => (e.t === 'room' ? { ...e, after } : e)) : entries;
-      await this.journal.append(
-        lines,
-        () => {
-          for (const e of entries) this.snapshotOf(e).set(e.r);
-          apply();
-        },
-        after ? gate : undefined,
-      );
-    } finally {
-      this.journalWrites--;
-    }
-    if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
-    else this.scheduleCheckpoint();
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
@@ -616,7 +448,7 @@ export class FileStore implements Store {
     try {
       const record = copy(participant.record);
       const entry = { t: participant.kind, r: record } as StateEntry;
-      await this.stateWrite([entry], () => this.indexParticipant(id, key, record.token_hashes, true));
+      await this.stateFiles.write([entry], () => this.indexParticipant(id, key, record.token_hashes, true));
     } finally {
       if (--reservation.count === 0) this.reservedKeys.delete(key);
     }
@@ -774,7 +606,7 @@ export class FileStore implements Store {
    */
   private async writeStateAfter(append: MessageAppend, room: RoomRecord, apply: () => void, after?: LogMark): Promise<void> {
     try {
-      await this.stateWrite([{ t: 'room', r: room }], apply, append.written, after);
+      await this.stateFiles.write([{ t: 'room', r: room }], apply, append.written, after);
     } catch (err) {
       await append.undo();
       throw err;
