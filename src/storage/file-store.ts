@@ -62,6 +62,7 @@ import { JOURNAL_DIR, type LogMark, type StateEntry } from './state-journal.js';
 import { StateFiles } from './state-files.js';
 import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
+import { ParticipantIndex } from './participant-index.js';
 import { INDEXES_DIR, LOG_SUFFIX, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
 import { appendMessages, lastAppended, type MessageAppend } from './message-append.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
@@ -86,19 +87,8 @@ export class FileStore implements Store {
   private readonly rooms: SnapshotFile<RoomRecord>;
   private readonly logs: MessageLogs;
   private readonly loadConcurrency: number;
-
-  // Participant indexes, over durable records only.
-  /**
-   * Token hash → id, built on first use from the durable records, then kept up to date: only
-   * `findParticipantByTokenHash` needs it, which a server on this store never calls (the
-   * identity service has its own index), and building it for 110,000 participants at open
-   * was ~0.1 s and two more maps of that size.
-   */
-  private tokenIndex: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> } | undefined;
-  private readonly idByKey = new Map<string, string>();
-  private readonly keyById = new Map<string, string>();
-  /** Name keys of puts in flight, so two concurrent puts cannot both take one name. */
-  private readonly reservedKeys = new Map<string, { id: string; count: number }>();
+  /** Name and token indexes over the durable participant records (participant-index.ts). */
+  private readonly participantIndex: ParticipantIndex;
 
   // Rooms.
   private readonly versions = new Map<string, number>();
@@ -141,6 +131,7 @@ export class FileStore implements Store {
       isOpen: () => this.state === 'open',
     });
     ({ agents: this.agents, users: this.users, rooms: this.rooms } = this.stateFiles);
+    this.participantIndex = new ParticipantIndex(this.nameKeyOf, this.logger, () => this.allTokens());
     this.logs = new MessageLogs({
       dir: join(this.dataDir, ROOM_MESSAGES_DIR),
       fsOps: this.fsOps,
@@ -252,8 +243,8 @@ export class FileStore implements Store {
     });
     await this.settleMarked(marked);
     this.stateFiles.measure();
-    for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
-    for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
+    for (const a of this.agents.records.values()) this.participantIndex.set(a.agent_id, a.name, a.token_hashes);
+    for (const u of this.users.records.values()) this.participantIndex.set(u.user_id, u.name, u.token_hashes);
     for (const room of this.rooms.records.values()) {
       this.versions.set(room.room_id, 1);
       this.indexMembers(undefined, room);
@@ -405,12 +396,12 @@ export class FileStore implements Store {
   }
 
   findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined> {
-    const id = this.tokens().idByToken.get(tokenHash);
+    const id = this.participantIndex.idOfToken(tokenHash);
     return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
 
   findParticipantByNameKey(key: string): Promise<ParticipantRecord | undefined> {
-    const id = this.idByKey.get(key);
+    const id = this.participantIndex.idOfKey(key);
     return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
 
@@ -437,49 +428,20 @@ export class FileStore implements Store {
       const current = own && ({ kind: participant.kind, record: own } as ParticipantRecord);
       if (!sameRecord(current, expected) && !sameRecord(current, participant)) throw new ParticipantChangedError(id);
     }
-    const holder = this.idByKey.get(key);
-    const reserved = this.reservedKeys.get(key);
-    if ((holder !== undefined && holder !== id) || (reserved !== undefined && reserved.id !== id)) {
-      throw new NameTakenError(participant.record.name);
-    }
-    const reservation = reserved ?? { id, count: 0 };
-    reservation.count++;
-    this.reservedKeys.set(key, reservation);
+    if (!this.participantIndex.reserve(key, id)) throw new NameTakenError(participant.record.name);
     try {
       const record = copy(participant.record);
       const entry = { t: participant.kind, r: record } as StateEntry;
-      await this.stateFiles.write([entry], () => this.indexParticipant(id, key, record.token_hashes, true));
+      await this.stateFiles.write([entry], () => this.participantIndex.set(id, key, record.token_hashes, true));
     } finally {
-      if (--reservation.count === 0) this.reservedKeys.delete(key);
+      this.participantIndex.release(key);
     }
   }
 
-  /**
-   * Points the token and name indexes at a participant's durable record (its old entries go).
-   * `tokens` is the stored record's own array (records are never changed in place).
-   */
-  private indexParticipant(id: string, nameOrKey: string, tokens: readonly string[], isKey = false): void {
-    if (this.tokenIndex) setTokens(this.tokenIndex, id, tokens);
-    const key = isKey ? nameOrKey : this.nameKeyOf(nameOrKey);
-    const oldKey = this.keyById.get(id);
-    if (oldKey !== undefined && oldKey !== key && this.idByKey.get(oldKey) === id) this.idByKey.delete(oldKey);
-    const holder = this.idByKey.get(key);
-    if (holder !== undefined && holder !== id) {
-      this.logger.warn({ participant_id: id, holder, name_key: key }, 'two stored participants share a name; the first keeps it');
-      return;
-    }
-    this.idByKey.set(key, id);
-    this.keyById.set(id, key);
-  }
-
-  private tokens(): NonNullable<FileStore['tokenIndex']> {
-    if (!this.tokenIndex) {
-      const index = { idByToken: new Map<string, string>(), tokensById: new Map<string, readonly string[]>() };
-      for (const a of this.agents.records.values()) setTokens(index, a.agent_id, a.token_hashes);
-      for (const u of this.users.records.values()) setTokens(index, u.user_id, u.token_hashes);
-      this.tokenIndex = index;
-    }
-    return this.tokenIndex;
+  /** Every stored participant's token hashes (the token index is built from them on first use). */
+  private *allTokens(): Iterable<[id: string, tokens: readonly string[]]> {
+    for (const a of this.agents.records.values()) yield [a.agent_id, a.token_hashes];
+    for (const u of this.users.records.values()) yield [u.user_id, u.token_hashes];
   }
 
   // ── rooms ──
@@ -681,13 +643,6 @@ export class FileStore implements Store {
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
   }
-}
-
-/** Points a token index at a participant's current tokens (its old ones go). */
-function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> }, id: string, tokens: readonly string[]): void {
-  for (const token of index.tokensById.get(id) ?? []) if (index.idByToken.get(token) === id) index.idByToken.delete(token);
-  for (const token of tokens) index.idByToken.set(token, id);
-  index.tokensById.set(id, tokens);
 }
 
 /**
