@@ -1,6 +1,11 @@
 // The embedded file store (SPEC §5) behind the Store seam (store.ts). docs/storage.md has the
 // full story; in short:
 //
+// Here: opening and recovery, rooms and their commit queues, participants, reads. Beside it:
+// state-files.ts (snapshots, journal, durable state writes, checkpoints), message-append.ts
+// (messages into a log, in slices), participant-index.ts, room-messages.ts and room-indexes.ts
+// (the messages: reads over per-room indexes), file-store-options.ts.
+//
 // Layout under dataDir:
 //   agents.json users.json rooms.json   snapshots (created as `[]` at first start): checkpoints
 //                                       of the journal, at most about a second behind it while
