@@ -2,9 +2,10 @@
 // full story; in short:
 //
 // Here: opening and recovery, rooms and their commit queues, participants, reads. Beside it:
-// state-files.ts (snapshots, journal, durable state writes, checkpoints), message-append.ts
-// (messages into a log, in slices), participant-index.ts, room-messages.ts and room-indexes.ts
-// (the messages: reads over per-room indexes), file-store-options.ts.
+// state-files.ts (snapshots, journal, durable state writes, checkpoints), log-registry.ts (the
+// logs registered at start, indexes persisted at close), message-append.ts (messages into a
+// log, in slices), participant-index.ts, room-messages.ts and room-indexes.ts (the messages:
+// reads over per-room indexes), file-store-options.ts.
 //
 // Layout under dataDir:
 //   agents.json users.json rooms.json   snapshots (created as `[]` at first start): checkpoints
@@ -48,27 +49,26 @@
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
 // (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
 // passed the cheap checks is reported when read (file and byte); the rest keeps working.
-import { statSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
 import { makeDirectory, newIoStats, resolveFsOps, type FsOps } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { IndexFiles, MANIFEST_FILE, type ManifestEntry } from './index-files.js';
+import { IndexFiles } from './index-files.js';
 import { CorruptLogError, scanRoomLog } from './log-reader.js';
 import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
-import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
 import type { SnapshotFile } from './snapshot.js';
 import { JOURNAL_DIR, type LogMark, type StateEntry } from './state-journal.js';
 import { StateFiles } from './state-files.js';
 import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
+import { persistIndexes, registerLogs, type LogParts } from './log-registry.js';
 import { ParticipantIndex } from './participant-index.js';
-import { INDEXES_DIR, LOG_SUFFIX, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
+import { INDEXES_DIR, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
 import { appendMessages, lastAppended, type MessageAppend } from './message-append.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
@@ -215,37 +215,7 @@ export class FileStore implements Store {
       this.stateFiles.snapshotOf(entry).set(entry.r);
     });
 
-    const names = await readdir(logDir);
-    await moveIndexFiles(logDir, names, join(this.dataDir, INDEXES_DIR));
-    const files = names.filter((f) => f.endsWith(LOG_SUFFIX));
-    const manifest = await this.indexFiles.readManifest();
-    let indexed = 0;
-    let lazy = 0;
-    // Logs the manifest vouches for are checked with synchronous stats: nothing is served yet,
-    // and 10,000 promise stats cost ~0.25 s of CPU where these cost ~0.05 s.
-    const toScan: Array<{ file: string; fileSize: number }> = [];
-    for (const file of files) {
-      const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const known = manifest.get(roomId);
-      const { size: fileSize, mtimeMs } = statSync(join(logDir, file));
-      if (known && known.size === fileSize && known.mtimeMs === mtimeMs) {
-        // Untouched since the clean shutdown that wrote the manifest: no torn tail, last seq
-        // known. Its index is loaded on first use (index-files.ts).
-        this.messages.registerLazy(roomId, known.lastSeq, known.count, known.lastPersonSeq);
-        this.lazyMtimes.set(roomId, mtimeMs);
-        this.logs.registerExisting(roomId, fileSize);
-        lazy++;
-      } else toScan.push({ file, fileSize });
-    }
-    await forEachConcurrent(toScan, this.loadConcurrency, async ({ file, fileSize }) => {
-      const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const path = join(logDir, file);
-      const resume = await this.indexFiles.load(roomId, path, fileSize);
-      if (resume) indexed++;
-      const { index, size } = await scanRoomLog(path, roomId, this.logger, fileSize, resume);
-      this.messages.register(roomId, index);
-      this.logs.registerExisting(roomId, size);
-    });
+    const registered = await registerLogs(this.logParts());
     await this.settleMarked(marked);
     this.stateFiles.measure();
     for (const a of this.agents.records.values()) this.participantIndex.set(a.agent_id, a.name, a.token_hashes);
@@ -261,9 +231,9 @@ export class FileStore implements Store {
         agents: this.agents.records.size,
         users: this.users.records.size,
         rooms: this.rooms.records.size,
-        room_logs: files.length,
-        persisted_indexes_used: indexed,
-        indexes_loaded_on_use: lazy,
+        room_logs: registered.files,
+        persisted_indexes_used: registered.indexed,
+        indexes_loaded_on_use: registered.lazy,
         journal_entries: journaled,
         messages,
         ms: Date.now() - started,
@@ -322,7 +292,7 @@ export class FileStore implements Store {
     // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
     await this.stateFiles.close();
     await this.messages.stopLoading();
-    await this.persistIndexes();
+    await persistIndexes(this.logParts());
     await this.logs.closeAll();
     await this.lock?.release();
     this.state = 'closed';
@@ -343,38 +313,10 @@ export class FileStore implements Store {
     return (await scanRoomLog(path, roomId, this.logger, size, resume)).index;
   }
 
-  /**
-   * Clean shutdown: the `.idx` of each room whose index changed, then the manifest (every room
-   * log's size, mtime, last seq and count), so the next start need not read them.
-   */
-  private async persistIndexes(): Promise<void> {
-    const started = Date.now();
-    let written = 0;
-    const manifest = new Map<string, ManifestEntry>();
-    for (const [roomId, entry] of this.messages.lazyEntries()) {
-      // A room scanned at start whose clean index was dropped since has no mtime recorded.
-      const mtimeMs = this.lazyMtimes.get(roomId) ?? (await this.logMtime(roomId, this.logs.sizeOf(roomId)));
-      manifest.set(roomId, { ...entry, size: this.logs.sizeOf(roomId), mtimeMs });
-    }
-    for (const [roomId, index] of this.messages.entries()) {
-      if (index.count === 0) continue;
-      const path = this.messages.fileOf(roomId);
-      const size = this.logs.sizeOf(roomId);
-      if (index.dirty) {
-        if (!(await this.indexFiles.write(roomId, index, path, size))) continue;
-        index.dirty = false;
-        written++;
-      }
-      manifest.set(roomId, { size, mtimeMs: await this.logMtime(roomId, size), lastSeq: index.lastSeq, count: index.count, lastPersonSeq: index.lastPersonSeq() });
-    }
-    for (const [roomId, e] of manifest) if (e.mtimeMs < 0) manifest.delete(roomId);
-    await this.indexFiles.writeManifest(manifest);
-    this.logger.info({ rooms: written, manifest: manifest.size, ms: Date.now() - started }, 'message indexes persisted');
-  }
-
-  /** The log's mtime if it has the size given (-1 otherwise: left out of the manifest). */
-  private logMtime(roomId: string, size: number): Promise<number> {
-    return stat(this.messages.fileOf(roomId)).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
+  /** What the log registry works on (log-registry.ts). */
+  private logParts(): LogParts {
+    const { logs, messages, indexFiles, logger, loadConcurrency, lazyMtimes } = this;
+    return { logDir: join(this.dataDir, ROOM_MESSAGES_DIR), indexDir: join(this.dataDir, INDEXES_DIR), logs, messages, indexFiles, logger, loadConcurrency, lazyMtimes };
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
@@ -647,19 +589,5 @@ export class FileStore implements Store {
 
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
-  }
-}
-
-/**
- * A DATA_DIR of an older version kept its persisted indexes beside the logs (`names`, the log
- * folder's listing, which start-up reads anyway): they move to their own folder (a rename each),
- * so the first start after the upgrade still uses them instead of scanning every log, and a start
- * that stopped half-way through the move finishes it. They are a cache: one that fails to move
- * is deleted.
- */
-async function moveIndexFiles(logDir: string, names: readonly string[], indexDir: string): Promise<void> {
-  for (const name of names) {
-    if (!name.endsWith('.idx') && name !== MANIFEST_FILE) continue;
-    await rename(join(logDir, name), join(indexDir, name)).catch(() => rm(join(logDir, name), { force: true }));
   }
 }
