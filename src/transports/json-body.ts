@@ -11,6 +11,7 @@
 // each other), and keeps a key "__proto__" as an own property, as JSON.parse does.
 // (@discoveryjs/json-ext's parseChunked, tried first, hands fragments to JSON.parse and mends
 // them at the cuts: it accepted `[1,` + `]`, `1` + ` 2` as 12, and an unclosed `[`.)
+import { isUtf8 } from 'node:buffer';
 import { StringDecoder } from 'node:string_decoder';
 import { JSONParser } from '@streamparser/json';
 import { TimeSlices } from '../time-slices.js';
@@ -43,14 +44,17 @@ export async function parseJsonBody(raw: Buffer, sizes: { slicedFrom?: number; p
     if (stack.length === 0) root = { value };
   };
   parser.onError = (err) => (failure ??= err);
-  // Text goes in, decoded as Buffer#toString decodes (invalid bytes become U+FFFD; the
-  // tokenizer's own decoding refuses them) with a character cut between pieces kept whole.
-  const decoder = new StringDecoder('utf8');
+  // Valid UTF-8 (every real body) goes in as bytes: the tokenizer decodes it as JSON.parse's
+  // text would read, a character cut between pieces included, and decoding it to a string first
+  // doubled the garbage (it encodes strings back to bytes). Invalid UTF-8 goes in as text decoded
+  // as Buffer#toString decodes it (invalid bytes become U+FFFD; the tokenizer would refuse them).
+  const decoder = isUtf8(raw) ? undefined : new StringDecoder('utf8');
   for (let at = 0; at < raw.length && failure === undefined; at += pieceBytes) {
-    write(parser, decoder.write(raw.subarray(at, at + pieceBytes)));
+    const piece = raw.subarray(at, at + pieceBytes);
+    write(parser, decoder ? decoder.write(piece) : piece);
     await slices.pause();
   }
-  if (failure === undefined) write(parser, decoder.end());
+  if (decoder && failure === undefined) write(parser, decoder.end());
   if (failure === undefined && !parser.isEnded) parser.end(); // reports a value cut short
   if (failure !== undefined || root === undefined) throw new SyntaxError(`Malformed JSON: ${failure instanceof Error ? failure.message : 'no value'}`);
   return root.value;
@@ -78,8 +82,9 @@ async function decodeInSlices(raw: Buffer, pieceBytes: number, slices: TimeSlice
 }
 
 /** Text after the root value ended is refused, as JSON.parse refuses it, unless it is white space. */
-function write(parser: JSONParser, text: string): void {
-  if (text === '') return;
-  if (!parser.isEnded) return parser.write(text);
-  if (text.replace(/[ \t\n\r]/g, '') !== '') throw new SyntaxError('Malformed JSON: text after the value');
+function write(parser: JSONParser, piece: string | Buffer): void {
+  if (piece.length === 0) return;
+  if (!parser.isEnded) return parser.write(piece);
+  const rest = typeof piece === 'string' ? piece : piece.toString('latin1');
+  if (rest.replace(/[ \t\n\r]/g, '') !== '') throw new SyntaxError('Malformed JSON: text after the value');
 }
