@@ -2,7 +2,7 @@
 // large one (import_chat_history carries a room's whole history: megabytes) is decoded and
 // parsed a piece at a time, yielding the event loop between pieces, so that no parse holds it
 // for long (SPEC §10: neither an import nor an export blocks the loop for more than 100 ms).
-// Decoding alone (UTF-8 to a string) cost as much as JSON.parse: it is sliced too.
+// Decoding alone (UTF-8 to a string) cost as much as JSON.parse: the parser decodes piece by piece.
 //
 // The sliced parse is @streamparser/json's JSONParser, a tokenizer and parser driven byte by
 // byte, so a piece may end anywhere (inside a string, a number, an escape). It is
