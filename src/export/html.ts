@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Marked, type Token, type Tokens, type TokensList } from 'marked';
 import sanitizeHtml from 'sanitize-html';
-import { TimeSlices } from './slices.js';
+import { TimeSlices } from '../time-slices.js';
 import { PUBLIC_DIR } from '../paths.js';
 import type { Message, Room } from '../types.js';
 import { cleanText, ExportWords, type ExportInput } from './format.js';

@@ -9,7 +9,7 @@ import { PARTICIPANT_NAME, nameKey } from '../identity/names.js';
 import type { Member, Message, RoomRecord } from '../types.js';
 import { language, roomDescription, roomName, timezone } from '../protocol/schemas.js';
 import { ROOM_FORMAT, ROOM_FORMAT_VERSION } from './json.js';
-import { TimeSlices } from './slices.js';
+import { TimeSlices } from '../time-slices.js';
 
 /** At most this many messages in one import (a room's log is moved whole, in one request). */
 export const MAX_IMPORT_MESSAGES = 20_000;

@@ -1,6 +1,12 @@
 // The embedded file store (SPEC §5) behind the Store seam (store.ts). docs/storage.md has the
 // full story; in short:
 //
+// Here: opening and recovery, rooms and their commit queues, participants, reads. Beside it:
+// state-files.ts (snapshots, journal, durable state writes, checkpoints), log-registry.ts (the
+// logs registered at start, indexes persisted at close), message-append.ts (messages into a
+// log, in slices), participant-index.ts, room-messages.ts and room-indexes.ts (the messages:
+// reads over per-room indexes), file-store-options.ts.
+//
 // Layout under dataDir:
 //   agents.json users.json rooms.json   snapshots (created as `[]` at first start): checkpoints
 //                                       of the journal, at most about a second behind it while
@@ -43,123 +49,31 @@
 // (log-reader.ts: torn tail cut, index built), or only its tail when a persisted index
 // (`{room_id}.idx`, written on a clean shutdown) still matches the log. A corrupt line that
 // passed the cheap checks is reported when read (file and byte); the rest keeps working.
-import { statSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { cloneJson, cloneRoom } from '../clone.js';
 import type { AgentRecord, Message, PublicRoomSummary, RoomRecord, UserRecord } from '../types.js';
-import { makeDirectory, newIoStats, resolveFsOps, type FsOps, type IoStats } from './fs-ops.js';
+import { makeDirectory, newIoStats, resolveFsOps, type FsOps } from './fs-ops.js';
 import { DataDirLock } from './lock.js';
-import { IndexFiles, MANIFEST_FILE, type ManifestEntry } from './index-files.js';
-import { CorruptLogError, metaOf, scanRoomLog } from './log-reader.js';
+import { IndexFiles } from './index-files.js';
+import { CorruptLogError, scanRoomLog } from './log-reader.js';
 import type { RoomIndex } from './room-index.js';
 import { MessageLogs } from './message-logs.js';
-import { forEachConcurrent } from './pool.js';
 import { RoomMessages } from './room-messages.js';
-import { roomJsonWriter } from './room-json.js';
-import { SharedValues } from './shared-values.js';
-import { SnapshotFile } from './snapshot.js';
-import { JOURNAL_DIR, StateJournal, type LogMark, type StateEntry } from './state-journal.js';
-import { DirectStateWriter } from './state-writer.js';
+import type { SnapshotFile } from './snapshot.js';
+import { JOURNAL_DIR, type LogMark, type StateEntry } from './state-journal.js';
+import { StateFiles } from './state-files.js';
 import { checkCommitSeqs, participantIdOf, sameRecord, summarise } from './store-util.js';
 import { NameTakenError, ParticipantChangedError, StaleRoomError } from './store.js';
+import { persistIndexes, registerLogs, type LogParts } from './log-registry.js';
+import { ParticipantIndex } from './participant-index.js';
+import { INDEXES_DIR, ROOM_MESSAGES_DIR, SAFE_ROOM_ID, type FileStoreOptions, type FileStoreStats } from './file-store-options.js';
+import { appendMessages, lastAppended, type MessageAppend } from './message-append.js';
 import type { LoadedRoom, MessagePage, ParticipantRecord, RoomCommit, Store } from './store.js';
 
-export interface FileStoreOptions {
-  dataDir: string;
-  logger: Logger;
-  /** Replaces file operations on the write paths; tests use it to inject failures. */
-  fsOps?: Partial<FsOps>;
-  /** Room log descriptors kept open at once; idle ones beyond are closed LRU. Default 256. */
-  maxOpenLogs?: number;
-  /** Room logs scanned at once at open. Default 4. */
-  loadConcurrency?: number;
-  /**
-   * Compact the state journal into the snapshots once it holds this many bytes, or the size of
-   * the snapshots if that is larger (so a change costs at most about twice its own size,
-   * however many records exist). Default 8 MiB.
-   */
-  compactBytes?: number;
-  /**
-   * Compact at least this often while the journal holds changes — as long as that costs little:
-   * once the snapshots are larger than `compactBytes`, only when the journal holds at least an
-   * eighth of their size (rewriting 80 MB of snapshots every minute for a trickle of changes
-   * was most of the server's CPU with 100,000 participants). Default 60 s; 0 = never (tests).
-   */
-  compactEveryMs?: number;
-  /**
-   * While the snapshots together are smaller than this, a change is made durable by rewriting
-   * the snapshot files it touches; larger state goes through the journal. Default 0: every
-   * change goes through the journal and the snapshots are its checkpoints (SPEC §5, see
-   * `checkpointMs`). Rewriting the snapshots with each change cost a hand-off two more fsyncs
-   * and a serialisation of every room (BENCHMARKS.md).
-   */
-  syncSnapshotBytes?: number;
-  /**
-   * The snapshots trail the journal by at most about this long: the first change after a
-   * checkpoint schedules the next one this much later (SPEC §5: "at most about a second").
-   * Snapshots larger than `compactBytes` follow the amortised rule of `compactEveryMs` instead
-   * (rewriting tens of MB each second would be most of the server's work). Default 1000 ms;
-   * 0 = none, and so is the default when `compactEveryMs` is 0 (tests that compact by hand).
-   */
-  checkpointMs?: number;
-  /**
-   * Messages kept in memory over all rooms (an LRU cache of recent and recently read ones;
-   * everything else is read from the logs). Default 50,000 (CACHE_MESSAGES).
-   */
-  cacheMessages?: number;
-  /**
-   * The name uniqueness key of a participant loaded from disk (the records do not store the
-   * key the services passed to putParticipant). Must be the function the services use; it is
-   * passed in because names are a domain rule above the storage layer. Default: NFC and
-   * lower case (enough for stores opened by storage tests).
-   */
-  nameKeyOf?: (name: string) => string;
-  /**
-   * After open, load the indexes of the rooms start-up registered lazily, one at a time in the
-   * background (so a `getMessage` by id never waits for them all). Default true.
-   */
-  warmIndexes?: boolean;
-  /**
-   * How long after open the warm-up starts (default 0). The server waits 2 s: until then the
-   * start itself (participants, presence) and its first requests have the disk and the CPU.
-   */
-  warmUpDelayMs?: number;
-  /**
-   * Bytes of per-room message indexes kept loaded (least recently used dropped first; the one
-   * in use, and indexes changed since start, always stay). Default 128 MiB (INDEX_CACHE_BYTES).
-   */
-  indexCacheBytes?: number;
-}
-
-export interface FileStoreStats extends IoStats {
-  openLogFiles: number;
-  messages: number;
-  /** Messages in the cache. */
-  cachedMessages: number;
-  cacheHits: number;
-  cacheMisses: number;
-  /** Bytes of the per-room message indexes loaded. */
-  indexBytes: number;
-  /** Bytes of the message id → room directory (get_full_message). */
-  idDirectoryBytes: number;
-  /** Rooms whose message ids the directory holds (all of them once the warm-up is done). */
-  idDirectoryRooms: number;
-}
-
-export const ROOM_MESSAGES_DIR = 'room_messages';
-/**
- * The persisted message indexes (`index-files.ts`): a cache beside the logs, in a folder of its
- * own so that room_messages/ holds only the JSON Lines logs (SPEC §5: human-readable JSON).
- */
-export const INDEXES_DIR = 'indexes';
-const LOG_SUFFIX = '.jsonl';
-// Room ids become file names: no separators, no leading dot, nothing a shell or Windows chokes on.
-const SAFE_ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
-
-/** Below this total size of the snapshots, each record's JSON is kept for the next rewrite. */
-const CACHE_JSON_BELOW_BYTES = 256 * 1024;
+export type { FileStoreOptions, FileStoreStats } from './file-store-options.js';
+export { INDEXES_DIR, ROOM_MESSAGES_DIR } from './file-store-options.js';
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
@@ -171,48 +85,21 @@ export class FileStore implements Store {
   private readonly fsOps: FsOps;
   private readonly io = newIoStats();
   private readonly nameKeyOf: (name: string) => string;
+  /** The snapshots, the journal and how changes become durable (state-files.ts). */
+  private readonly stateFiles: StateFiles;
   private readonly agents: SnapshotFile<AgentRecord>;
   private readonly users: SnapshotFile<UserRecord>;
   private readonly rooms: SnapshotFile<RoomRecord>;
   private readonly logs: MessageLogs;
-  private readonly journal: StateJournal;
   private readonly loadConcurrency: number;
-  private readonly compactBytes: number;
-  private readonly compactEveryMs: number;
-  private readonly syncSnapshotBytes: number;
-  private compactTimer: NodeJS.Timeout | undefined;
-  private readonly checkpointMs: number;
-  private checkpointTimer: NodeJS.Timeout | undefined;
-  private compacting: Promise<void> | undefined;
-  /** Snapshots with changes in the journal that their file does not have yet. */
-  private readonly dirty = new Set<SnapshotFile<object>>();
-  /** Rewrites small snapshots with each change (state-writer.ts). */
-  private readonly direct: DirectStateWriter;
-  /** Journal appends decided and not yet settled (they keep changes out of the direct writer). */
-  private journalWrites = 0;
-  /** Bytes of the snapshots at their last write (the compaction threshold follows it). */
-  private snapshotBytes = 0;
-
-  // Participant indexes, over durable records only.
-  /**
-   * Token hash → id, built on first use from the durable records, then kept up to date: only
-   * `findParticipantByTokenHash` needs it, which a server on this store never calls (the
-   * identity service has its own index), and building it for 110,000 participants at open
-   * was ~0.1 s and two more maps of that size.
-   */
-  private tokenIndex: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> } | undefined;
-  private readonly idByKey = new Map<string, string>();
-  private readonly keyById = new Map<string, string>();
-  /** Name keys of puts in flight, so two concurrent puts cannot both take one name. */
-  private readonly reservedKeys = new Map<string, { id: string; count: number }>();
+  /** Name and token indexes over the durable participant records (participant-index.ts). */
+  private readonly participantIndex: ParticipantIndex;
 
   // Rooms.
   private readonly versions = new Map<string, number>();
   /** The rooms of each member: one room id (most participants, 110,000 Sets cost ~13 MB) or a Set. */
   private readonly roomsByMember = new Map<string, string | Set<string>>();
   private readonly creating = new Set<string>();
-  /** Journal appends in flight (close waits for them). */
-  private readonly pendingWrites = new Set<Promise<void>>();
   /** The tail of each room's commit queue (one writer per room, in order). */
   private readonly roomQueues = new Map<string, Promise<unknown>>();
 
@@ -235,44 +122,21 @@ export class FileStore implements Store {
     this.logger = options.logger;
     this.fsOps = resolveFsOps(options.fsOps);
     this.loadConcurrency = options.loadConcurrency ?? 4;
-    this.compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
-    this.compactEveryMs = options.compactEveryMs ?? 60_000;
-    this.syncSnapshotBytes = options.syncSnapshotBytes ?? 0;
-    this.checkpointMs = options.checkpointMs ?? (this.compactEveryMs === 0 ? 0 : 1000);
+    const compactEveryMs = options.compactEveryMs ?? 60_000;
     this.nameKeyOf = options.nameKeyOf ?? ((name) => name.normalize('NFC').toLowerCase());
-    const snapshot = <T extends object>(
-      file: string,
-      key: (r: T) => unknown,
-      toJson?: (r: T, previous: T | undefined) => string,
-      holding?: { share: (r: T) => T; cacheJsonBelowBytes?: number },
-    ) =>
-      new SnapshotFile<T>({
-        path: join(this.dataDir, file),
-        dir: this.dataDir,
-        key,
-        fsOps: this.fsOps,
-        stats: this.io,
-        logger: this.logger,
-        toJson,
-        ...holding,
-      });
-    // Participant records share their repeated values (shared-values.ts), and their JSON is
-    // not kept once the files are past the direct-write size.
-    const shared = new SharedValues();
-    const participants = { share: <T extends object>(r: T): T => shared.share(r), cacheJsonBelowBytes: Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES) };
-    this.agents = snapshot<AgentRecord>('agents.json', (a) => a.agent_id, undefined, participants);
-    this.users = snapshot<UserRecord>('users.json', (u) => u.user_id, undefined, participants);
-    this.rooms = snapshot<RoomRecord>('rooms.json', (r) => r.room_id, roomJsonWriter<RoomRecord>(), {
-      share: (r) => shared.shareMembers(r),
-      cacheJsonBelowBytes: Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES),
-    });
-    this.direct = new DirectStateWriter((entry) => this.fileOf(entry), this.logger);
-    this.journal = new StateJournal({
-      dir: join(this.dataDir, JOURNAL_DIR),
+    this.stateFiles = new StateFiles({
+      dataDir: this.dataDir,
       fsOps: this.fsOps,
       stats: this.io,
       logger: this.logger,
+      compactBytes: options.compactBytes ?? 8 * 1024 * 1024,
+      compactEveryMs,
+      syncSnapshotBytes: options.syncSnapshotBytes ?? 0,
+      checkpointMs: options.checkpointMs ?? (compactEveryMs === 0 ? 0 : 1000),
+      isOpen: () => this.state === 'open',
     });
+    ({ agents: this.agents, users: this.users, rooms: this.rooms } = this.stateFiles);
+    this.participantIndex = new ParticipantIndex(this.nameKeyOf, this.logger, () => this.allTokens());
     this.logs = new MessageLogs({
       dir: join(this.dataDir, ROOM_MESSAGES_DIR),
       fsOps: this.fsOps,
@@ -307,20 +171,7 @@ export class FileStore implements Store {
           this.warmUpTimer = setTimeout(() => void this.messages.loadAll(), this.warmUpDelayMs);
           this.warmUpTimer.unref();
         }
-        if (this.compactEveryMs > 0) {
-          this.compactTimer = setInterval(() => {
-            const worth = this.snapshotBytes <= this.compactBytes || this.journal.size * 8 >= this.snapshotBytes;
-            if (this.journal.pending && worth) void this.compact();
-          }, this.compactEveryMs);
-          this.compactTimer.unref();
-        }
-        // Changes found in the journal at start go into the snapshots: small ones before open
-        // resolves (after a crash the files are current again before the first call), large
-        // ones soon, off the start path.
-        if (this.journal.pending) {
-          if (this.snapshotBytes < Math.max(this.syncSnapshotBytes, CACHE_JSON_BELOW_BYTES)) await this.compact();
-          else void this.compact();
-        }
+        await this.stateFiles.started();
       },
       async (err: unknown) => {
         this.state = 'closed';
@@ -351,54 +202,24 @@ export class FileStore implements Store {
     for (const [i, snap] of snapshots.entries()) if (!found[i]) await snap.write();
     // Room lines written beside their log append wait until the logs are registered (`settleMarked`).
     const marked = new Map<string, Array<{ room: RoomRecord; after: LogMark }>>();
-    const journaled = await this.journal.replay((entry) => {
+    const journaled = await this.stateFiles.journal.replay((entry) => {
       if (entry.t === 'room') {
         const roomId = entry.r.room_id;
         if (entry.after) {
-          this.dirty.add(this.rooms as SnapshotFile<object>);
+          this.stateFiles.snapshotOf(entry); // the rooms snapshot lacks it
           marked.set(roomId, [...(marked.get(roomId) ?? []), { room: entry.r, after: entry.after }]);
           return;
         }
         marked.delete(roomId); // a later whole record replaces them
       }
-      this.snapshotOf(entry).set(entry.r);
+      this.stateFiles.snapshotOf(entry).set(entry.r);
     });
 
-    const names = await readdir(logDir);
-    await moveIndexFiles(logDir, names, join(this.dataDir, INDEXES_DIR));
-    const files = names.filter((f) => f.endsWith(LOG_SUFFIX));
-    const manifest = await this.indexFiles.readManifest();
-    let indexed = 0;
-    let lazy = 0;
-    // Logs the manifest vouches for are checked with synchronous stats: nothing is served yet,
-    // and 10,000 promise stats cost ~0.25 s of CPU where these cost ~0.05 s.
-    const toScan: Array<{ file: string; fileSize: number }> = [];
-    for (const file of files) {
-      const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const known = manifest.get(roomId);
-      const { size: fileSize, mtimeMs } = statSync(join(logDir, file));
-      if (known && known.size === fileSize && known.mtimeMs === mtimeMs) {
-        // Untouched since the clean shutdown that wrote the manifest: no torn tail, last seq
-        // known. Its index is loaded on first use (index-files.ts).
-        this.messages.registerLazy(roomId, known.lastSeq, known.count, known.lastPersonSeq);
-        this.lazyMtimes.set(roomId, mtimeMs);
-        this.logs.registerExisting(roomId, fileSize);
-        lazy++;
-      } else toScan.push({ file, fileSize });
-    }
-    await forEachConcurrent(toScan, this.loadConcurrency, async ({ file, fileSize }) => {
-      const roomId = file.slice(0, -LOG_SUFFIX.length);
-      const path = join(logDir, file);
-      const resume = await this.indexFiles.load(roomId, path, fileSize);
-      if (resume) indexed++;
-      const { index, size } = await scanRoomLog(path, roomId, this.logger, fileSize, resume);
-      this.messages.register(roomId, index);
-      this.logs.registerExisting(roomId, size);
-    });
+    const registered = await registerLogs(this.logParts());
     await this.settleMarked(marked);
-    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-    for (const a of this.agents.records.values()) this.indexParticipant(a.agent_id, a.name, a.token_hashes);
-    for (const u of this.users.records.values()) this.indexParticipant(u.user_id, u.name, u.token_hashes);
+    this.stateFiles.measure();
+    for (const a of this.agents.records.values()) this.participantIndex.set(a.agent_id, a.name, a.token_hashes);
+    for (const u of this.users.records.values()) this.participantIndex.set(u.user_id, u.name, u.token_hashes);
     for (const room of this.rooms.records.values()) {
       this.versions.set(room.room_id, 1);
       this.indexMembers(undefined, room);
@@ -410,9 +231,9 @@ export class FileStore implements Store {
         agents: this.agents.records.size,
         users: this.users.records.size,
         rooms: this.rooms.records.size,
-        room_logs: files.length,
-        persisted_indexes_used: indexed,
-        indexes_loaded_on_use: lazy,
+        room_logs: registered.files,
+        persisted_indexes_used: registered.indexed,
+        indexes_loaded_on_use: registered.lazy,
         journal_entries: journaled,
         messages,
         ms: Date.now() - started,
@@ -465,66 +286,21 @@ export class FileStore implements Store {
     this.state = 'closing';
     // Let every write in flight finish (each settles its own caller), then always release fds
     // and the lock: a server shutting down must not leave the directory locked.
-    if (this.compactTimer) clearInterval(this.compactTimer);
-    clearTimeout(this.checkpointTimer);
+    this.stateFiles.stopTimers();
     clearTimeout(this.warmUpTimer);
-    await Promise.allSettled([...this.roomQueues.values(), ...this.pendingWrites]);
-    await this.direct.repair(); // a snapshot a failed write left holding a refused change
+    await Promise.allSettled([...this.roomQueues.values(), ...this.stateFiles.pendingWrites]);
     // Leave the snapshots up to date on a clean shutdown (the journal stays if this fails).
-    await this.compacting;
-    if (this.journal.pending) await this.compact();
-    await this.journal.close();
+    await this.stateFiles.close();
     await this.messages.stopLoading();
-    await this.persistIndexes();
+    await persistIndexes(this.logParts());
     await this.logs.closeAll();
     await this.lock?.release();
     this.state = 'closed';
   }
 
-  /**
-   * Folds the state journal into the snapshot files: starts a new journal file, waits for the
-   * appends to the old ones, writes the snapshots that changed, then deletes the old files.
-   * If a write fails the old journal files stay (they are replayed at start) and the next
-   * compaction tries again. Resolves when done; never rejects (failures are logged).
-   */
+  /** Folds the state journal into the snapshot files now (state-files.ts); never rejects. */
   compact(): Promise<void> {
-    this.compacting ??= this.doCompact().finally(() => {
-      this.compacting = undefined;
-      // Changes journaled while this compaction ran went to the new journal file.
-      if (this.journal.size > 0) this.scheduleCheckpoint();
-    });
-    return this.compacting;
-  }
-
-  /**
-   * A checkpoint `checkpointMs` after the first change the snapshots lack (SPEC §5: they trail
-   * the journal by at most about a second). Large snapshots follow the amortised rule instead.
-   */
-  private scheduleCheckpoint(): void {
-    if (this.checkpointTimer || this.checkpointMs <= 0 || this.state !== 'open') return;
-    if (this.snapshotBytes > this.compactBytes) return;
-    this.checkpointTimer = setTimeout(() => {
-      this.checkpointTimer = undefined;
-      if (this.state === 'open' && this.journal.pending) void this.compact();
-    }, this.checkpointMs);
-    this.checkpointTimer.unref();
-  }
-
-  private async doCompact(): Promise<void> {
-    await this.direct.idle();
-    const started = Date.now();
-    const gens = await this.journal.rotate();
-    const files = [...this.dirty];
-    this.dirty.clear();
-    try {
-      for (const file of files) await file.write();
-      if (!(await this.journal.release(gens))) this.logger.info('a backup is running; compacted journal files are kept until it ends');
-      this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-      this.logger.debug({ files: files.map((f) => f.path), journals: gens.length, ms: Date.now() - started }, 'state journal compacted');
-    } catch (err) {
-      for (const file of files) this.dirty.add(file);
-      this.logger.error({ err }, 'compacting the state journal failed; it is kept and replayed at start');
-    }
+    return this.stateFiles.compact();
   }
 
   // ── persisted message indexes (index-files.ts) ──
@@ -537,105 +313,10 @@ export class FileStore implements Store {
     return (await scanRoomLog(path, roomId, this.logger, size, resume)).index;
   }
 
-  /**
-   * Clean shutdown: the `.idx` of each room whose index changed, then the manifest (every room
-   * log's size, mtime, last seq and count), so the next start need not read them.
-   */
-  private async persistIndexes(): Promise<void> {
-    const started = Date.now();
-    let written = 0;
-    const manifest = new Map<string, ManifestEntry>();
-    for (const [roomId, entry] of this.messages.lazyEntries()) {
-      // A room scanned at start whose clean index was dropped since has no mtime recorded.
-      const mtimeMs = this.lazyMtimes.get(roomId) ?? (await this.logMtime(roomId, this.logs.sizeOf(roomId)));
-      manifest.set(roomId, { ...entry, size: this.logs.sizeOf(roomId), mtimeMs });
-    }
-    for (const [roomId, index] of this.messages.entries()) {
-      if (index.count === 0) continue;
-      const path = this.messages.fileOf(roomId);
-      const size = this.logs.sizeOf(roomId);
-      if (index.dirty) {
-        if (!(await this.indexFiles.write(roomId, index, path, size))) continue;
-        index.dirty = false;
-        written++;
-      }
-      manifest.set(roomId, { size, mtimeMs: await this.logMtime(roomId, size), lastSeq: index.lastSeq, count: index.count, lastPersonSeq: index.lastPersonSeq() });
-    }
-    for (const [roomId, e] of manifest) if (e.mtimeMs < 0) manifest.delete(roomId);
-    await this.indexFiles.writeManifest(manifest);
-    this.logger.info({ rooms: written, manifest: manifest.size, ms: Date.now() - started }, 'message indexes persisted');
-  }
-
-  /** The log's mtime if it has the size given (-1 otherwise: left out of the manifest). */
-  private logMtime(roomId: string, size: number): Promise<number> {
-    return stat(this.messages.fileOf(roomId)).then((s) => (s.size === size ? s.mtimeMs : -1), () => -1);
-  }
-
-  private fileOf(entry: StateEntry): SnapshotFile<object> {
-    return (entry.t === 'room' ? this.rooms : entry.t === 'agent' ? this.agents : this.users) as SnapshotFile<object>;
-  }
-
-  /** The snapshot file of a journaled change, marked for the next compaction. */
-  private snapshotOf(entry: StateEntry): SnapshotFile<object> {
-    const file = this.fileOf(entry);
-    this.dirty.add(file);
-    return file;
-  }
-
-  /**
-   * Makes state changes durable once `gate` (a write they depend on) resolved, then runs `apply`
-   * with the records in memory, then resolves. Two ways, chosen per change:
-   * - small snapshots (below `syncSnapshotBytes`), nothing in the journal: the snapshot files
-   *   are rewritten with the change (state-writer.ts), so agents.json, users.json and rooms.json
-   *   read by a person or a tool show every acknowledged change;
-   * - otherwise a journal line (the cost of the change is its own size), the snapshots follow by
-   *   compaction. Once the journal holds anything, every change goes there until a compaction
-   *   has folded it in: a journal line must never be older than the snapshot beside it.
-   */
-  private stateWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown> = Promise.resolve(), after?: LogMark): Promise<void> {
-    const direct =
-      this.snapshotBytes < this.syncSnapshotBytes && this.journalWrites === 0 && !this.journal.pending && !this.compacting;
-    const write = direct ? this.directWrite(entries, apply, gate) : this.journalWrite(entries, apply, gate, after);
-    this.pendingWrites.add(write);
-    const forget = (): void => void this.pendingWrites.delete(write);
-    write.then(forget, forget);
-    return write;
-  }
-
-  private async directWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>): Promise<void> {
-    await this.direct.write(entries, gate, apply);
-    this.snapshotBytes = this.agents.bytes + this.users.bytes + this.rooms.bytes;
-  }
-
-  /**
-   * A journal line. Behind `gate` (the log append of a room commit) when the commit appended no
-   * new seq; beside it otherwise, marked with the commit's last message (`after`): the two
-   * writes then cost one fsync wait, not two in a row, and a line whose messages never became
-   * durable (a kill between the two, or a failed log append) is voided at start, because the
-   * log does not hold its mark (`settleMarked`).
-   */
-  private async journalWrite(entries: StateEntry[], apply: () => void, gate: Promise<unknown>, after?: LogMark): Promise<void> {
-    this.journalWrites++;
-    // Awaited only after the journal line: until then a failure of the log append must not count as unhandled.
-    if (after) gate.catch(() => undefined);
-    try {
-      if (!after) await gate;
-      // A direct rewrite in flight may carry an older version of these records.
-      await this.direct.idle();
-      const lines = after ? entries.map((e) => (e.t === 'room' ? { ...e, after } : e)) : entries;
-      await this.journal.append(
-        lines,
-        () => {
-          for (const e of entries) this.snapshotOf(e).set(e.r);
-          apply();
-        },
-        after ? gate : undefined,
-      );
-    } finally {
-      this.journalWrites--;
-    }
-    if (this.journal.size > Math.max(this.compactBytes, this.snapshotBytes)) void this.compact();
-    else this.scheduleCheckpoint();
+  /** What the log registry works on (log-registry.ts). */
+  private logParts(): LogParts {
+    const { logs, messages, indexFiles, logger, loadConcurrency, lazyMtimes } = this;
+    return { logDir: join(this.dataDir, ROOM_MESSAGES_DIR), indexDir: join(this.dataDir, INDEXES_DIR), logs, messages, indexFiles, logger, loadConcurrency, lazyMtimes };
   }
 
   /** I/O counters (writes, fsyncs) and sizes, for tests and metrics. */
@@ -662,12 +343,12 @@ export class FileStore implements Store {
   }
 
   findParticipantByTokenHash(tokenHash: string): Promise<ParticipantRecord | undefined> {
-    const id = this.tokens().idByToken.get(tokenHash);
+    const id = this.participantIndex.idOfToken(tokenHash);
     return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
 
   findParticipantByNameKey(key: string): Promise<ParticipantRecord | undefined> {
-    const id = this.idByKey.get(key);
+    const id = this.participantIndex.idOfKey(key);
     return id === undefined ? Promise.resolve(undefined) : this.getParticipant(id);
   }
 
@@ -694,49 +375,20 @@ export class FileStore implements Store {
       const current = own && ({ kind: participant.kind, record: own } as ParticipantRecord);
       if (!sameRecord(current, expected) && !sameRecord(current, participant)) throw new ParticipantChangedError(id);
     }
-    const holder = this.idByKey.get(key);
-    const reserved = this.reservedKeys.get(key);
-    if ((holder !== undefined && holder !== id) || (reserved !== undefined && reserved.id !== id)) {
-      throw new NameTakenError(participant.record.name);
-    }
-    const reservation = reserved ?? { id, count: 0 };
-    reservation.count++;
-    this.reservedKeys.set(key, reservation);
+    if (!this.participantIndex.reserve(key, id)) throw new NameTakenError(participant.record.name);
     try {
       const record = copy(participant.record);
       const entry = { t: participant.kind, r: record } as StateEntry;
-      await this.stateWrite([entry], () => this.indexParticipant(id, key, record.token_hashes, true));
+      await this.stateFiles.write([entry], () => this.participantIndex.set(id, key, record.token_hashes, true));
     } finally {
-      if (--reservation.count === 0) this.reservedKeys.delete(key);
+      this.participantIndex.release(key);
     }
   }
 
-  /**
-   * Points the token and name indexes at a participant's durable record (its old entries go).
-   * `tokens` is the stored record's own array (records are never changed in place).
-   */
-  private indexParticipant(id: string, nameOrKey: string, tokens: readonly string[], isKey = false): void {
-    if (this.tokenIndex) setTokens(this.tokenIndex, id, tokens);
-    const key = isKey ? nameOrKey : this.nameKeyOf(nameOrKey);
-    const oldKey = this.keyById.get(id);
-    if (oldKey !== undefined && oldKey !== key && this.idByKey.get(oldKey) === id) this.idByKey.delete(oldKey);
-    const holder = this.idByKey.get(key);
-    if (holder !== undefined && holder !== id) {
-      this.logger.warn({ participant_id: id, holder, name_key: key }, 'two stored participants share a name; the first keeps it');
-      return;
-    }
-    this.idByKey.set(key, id);
-    this.keyById.set(id, key);
-  }
-
-  private tokens(): NonNullable<FileStore['tokenIndex']> {
-    if (!this.tokenIndex) {
-      const index = { idByToken: new Map<string, string>(), tokensById: new Map<string, readonly string[]>() };
-      for (const a of this.agents.records.values()) setTokens(index, a.agent_id, a.token_hashes);
-      for (const u of this.users.records.values()) setTokens(index, u.user_id, u.token_hashes);
-      this.tokenIndex = index;
-    }
-    return this.tokenIndex;
+  /** Every stored participant's token hashes (the token index is built from them on first use). */
+  private *allTokens(): Iterable<[id: string, tokens: readonly string[]]> {
+    for (const a of this.agents.records.values()) yield [a.agent_id, a.token_hashes];
+    for (const u of this.users.records.values()) yield [u.user_id, u.token_hashes];
   }
 
   // ── rooms ──
@@ -783,7 +435,7 @@ export class FileStore implements Store {
     this.creating.add(roomId);
     try {
       const record = cloneRoom(room);
-      const append = this.appendMessages(roomId, messages);
+      const append = await appendMessages(this.logs, this.messages, roomId, messages, true);
       await this.writeStateAfter(append, record, () => {
         append.apply();
         this.versions.set(roomId, 1);
@@ -839,7 +491,7 @@ export class FileStore implements Store {
     }
     const room = commit.room ? cloneRoom(commit.room) : undefined;
     const next = version + 1;
-    const append = this.appendMessages(roomId, commit.messages);
+    const append = await appendMessages(this.logs, this.messages, roomId, commit.messages);
     // Once everything is durable: make it visible, all in one synchronous step.
     const apply = (): void => {
       append.apply();
@@ -856,49 +508,6 @@ export class FileStore implements Store {
   }
 
   /**
-   * Starts appending messages to the room's log. The copies are serialised before anything is
-   * written (what is stored is what was committed); `apply` puts them in the indexes once the
-   * append is durable; `undo` takes a durable append back off the log.
-   */
-  private appendMessages(roomId: string, messages: readonly Message[]): MessageAppend {
-    // No messages, nothing to write. The lists below are built by push, so they are packed
-    // whatever kind of array the commit brought: optimised code meeting another elements kind
-    // (an empty array, a holey one) deoptimised and was compiled again (see clone.ts).
-    if (messages.length === 0) return NO_APPEND;
-    const added: Message[] = [];
-    // One string, encoded once: a buffer per line joined afterwards copied every byte twice.
-    let text = '';
-    const lengths: number[] = []; // bytes of each line without its newline
-    for (const m of messages) {
-      const stored = copy(m);
-      added.push(stored);
-      const line = JSON.stringify(stored);
-      lengths.push(Buffer.byteLength(line, 'utf8'));
-      text += line + '\n';
-    }
-    const offsets: number[] = [];
-    const sizeBefore = this.logs.sizeOf(roomId);
-    let logged = false;
-    const written = this.logs.append(roomId, Buffer.from(text, 'utf8')).then(({ start }) => {
-      let at = start;
-      for (const length of lengths) {
-        offsets.push(at);
-        at += length + 1;
-      }
-      logged = true;
-    });
-    return {
-      written,
-      apply: () => this.messages.apply(roomId, added, offsets, lengths, added.map(metaOf)),
-      undo: async () => {
-        // The state write may fail while the append still runs beside it: let it finish first.
-        await written.catch(() => undefined);
-        if (logged) await this.logs.cutBack(roomId, sizeBefore);
-      },
-    };
-  }
-
-  /**
    * Writes a room's state so that it becomes durable only after the messages' append: the
    * state is written while the log append runs and made visible after it (the direct writer
    * renames the snapshot once the log is durable; the journal waits for it). If the state write
@@ -906,7 +515,7 @@ export class FileStore implements Store {
    */
   private async writeStateAfter(append: MessageAppend, room: RoomRecord, apply: () => void, after?: LogMark): Promise<void> {
     try {
-      await this.stateWrite([{ t: 'room', r: room }], apply, append.written, after);
+      await this.stateFiles.write([{ t: 'room', r: room }], apply, append.written, after);
     } catch (err) {
       await append.undo();
       throw err;
@@ -984,44 +593,5 @@ export class FileStore implements Store {
 
   private assertOpen(): void {
     if (this.state !== 'open') throw new Error(`store is ${this.state}, not open`);
-  }
-}
-
-/** Points a token index at a participant's current tokens (its old ones go). */
-function setTokens(index: { idByToken: Map<string, string>; tokensById: Map<string, readonly string[]> }, id: string, tokens: readonly string[]): void {
-  for (const token of index.tokensById.get(id) ?? []) if (index.idByToken.get(token) === id) index.idByToken.delete(token);
-  for (const token of tokens) index.idByToken.set(token, id);
-  index.tokensById.set(id, tokens);
-}
-
-/** The commit's message with the highest new seq (past `lastSeq`), or undefined if it adds none. */
-function lastAppended(messages: readonly Message[], lastSeq: number): LogMark | undefined {
-  let top: Message | undefined;
-  for (const m of messages) if (m.seq > lastSeq && (!top || m.seq >= top.seq)) top = m;
-  return top && { seq: top.seq, id: top.message_id };
-}
-
-/** Messages on their way into a room log (FileStore.appendMessages). */
-interface MessageAppend {
-  /** Resolves once the append is durable. */
-  written: Promise<void>;
-  apply(): void;
-  undo(): Promise<void>;
-}
-
-/** The append of a commit without messages. */
-const NO_APPEND: MessageAppend = { written: Promise.resolve(), apply: () => undefined, undo: () => Promise.resolve() };
-
-/**
- * A DATA_DIR of an older version kept its persisted indexes beside the logs (`names`, the log
- * folder's listing, which start-up reads anyway): they move to their own folder (a rename each),
- * so the first start after the upgrade still uses them instead of scanning every log, and a start
- * that stopped half-way through the move finishes it. They are a cache: one that fails to move
- * is deleted.
- */
-async function moveIndexFiles(logDir: string, names: readonly string[], indexDir: string): Promise<void> {
-  for (const name of names) {
-    if (!name.endsWith('.idx') && name !== MANIFEST_FILE) continue;
-    await rename(join(logDir, name), join(indexDir, name)).catch(() => rm(join(logDir, name), { force: true }));
   }
 }

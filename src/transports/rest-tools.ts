@@ -9,6 +9,7 @@ import { AppError } from '../errors.js';
 import { wireErrorIn } from '../i18n/errors.js';
 import { callerLang } from '../i18n/language.js';
 import { bearerToken, hostAllowed, hostRefused } from './http-util.js';
+import { parseJsonBody } from './json-body.js';
 
 export const TOOLS_PREFIX = '/api/v1/tools/';
 
@@ -53,6 +54,21 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * The call's arguments: the body's JSON (a large body parsed in slices, SPEC §10), `{}` for an
+ * empty one. Apart from the caller so that the raw body is garbage as soon as it is parsed (an
+ * import's body is megabytes, and the import runs on for seconds).
+ */
+async function readArgs(req: IncomingMessage, bodyLimit: number): Promise<unknown> {
+  const raw = await readBody(req, bodyLimit);
+  if (raw.length === 0) return {};
+  try {
+    return await parseJsonBody(raw);
+  } catch {
+    throw new AppError('validation_error', 'Malformed JSON body');
+  }
+}
+
 /** Never rejects: every failure becomes an error answer (the caller does not await it). */
 export async function serveToolCall(app: App, req: IncomingMessage, res: ServerResponse, bodyLimit: number): Promise<void> {
   const incoming = req.headers['x-request-id'];
@@ -69,15 +85,7 @@ export async function serveToolCall(app: App, req: IncomingMessage, res: ServerR
   try {
     // DNS-rebinding defence, the same rule as the page and /mcp (SPEC §10).
     if (!hostAllowed(app, req.headers.host)) throw hostRefused(app, req.headers.host);
-    const raw = await readBody(req, bodyLimit);
-    let args: unknown = {};
-    if (raw.length > 0) {
-      try {
-        args = JSON.parse(raw.toString('utf8'));
-      } catch {
-        throw new AppError('validation_error', 'Malformed JSON body');
-      }
-    }
+    const args = await readArgs(req, bodyLimit);
     // The name is matched undecoded: tool names are plain a-z and _, so a name that needs
     // percent-decoding is no tool at all (and decoding a malformed escape such as %E0 would
     // throw). The registry answers unknown_tool after counting the call against the address.

@@ -182,6 +182,56 @@ describe('a commit whose state write fails after its messages are durable', () =
   });
 });
 
+describe('a room created with a long history (an import): written and indexed in slices', () => {
+  const isLog = (path: string) => path.includes('room_messages');
+  /** Enough messages and text that serialising and indexing them spans several slices. */
+  const history = (roomId: string) => Array.from({ length: 3000 }, (_, i) => makeMessage(roomId, i + 1, { text_content: `${'长消息 long message '.repeat(60)}${i}` }));
+
+  it.each([
+    ['log append', isLog, 'write'],
+    ['log fsync', isLog, 'fsync'],
+    ['journal append', isJournal, 'write'],
+    ['journal fsync', isJournal, 'fsync'],
+  ] as const)('a failing %s leaves no trace; the retry lands whole', async (_, target, kind) => {
+    const faults = targetedFaults(target);
+    const s = await openStore({ fsOps: faults.ops });
+    await s.createRoom(makeRoom('other'), [makeMessage('other', 1)]);
+    const before = await dumpStore(s);
+    const messages = history('big');
+    faults.set(kind);
+    await expect(s.createRoom(makeRoom('big'), messages)).rejects.toThrow(/injected/);
+    faults.set(null);
+    // Nothing of it is served: not the room, not a message by id, not a page of its log.
+    expect(await s.loadRoom('big')).toBeUndefined();
+    expect(await s.getMessage(messages[0]!.message_id)).toBeUndefined();
+    expect(await s.getMessage(messages[2999]!.message_id)).toBeUndefined();
+    expect(await s.readMessages('big', { afterSeq: 0, limit: 10 })).toEqual([]);
+    expect(await dumpStore(s)).toEqual(before);
+    expect(['', '<none>']).toContain(await readLog('big'));
+
+    await s.createRoom(makeRoom('big'), messages);
+    expect(await s.readMessages('big', { afterSeq: 2990, limit: 20 })).toEqual(messages.slice(2990));
+    expect(await s.readMessages('big', { afterSeq: 0, limit: 5 })).toEqual(messages.slice(0, 5));
+    expect(await s.getMessage(messages[7]!.message_id)).toEqual(messages[7]);
+    expect((await s.loadRoom('big'))!.lastSeq).toBe(3000);
+    const after = await dumpStore(s);
+    expect(await freshDump(s)).toEqual(after);
+  });
+
+  it('a commit to the room while it is being created is refused, and leaves the log to the history', async () => {
+    const s = await openStore();
+    const messages = history('big');
+    const creating = s.createRoom(makeRoom('big'), messages);
+    await expect(s.commitRoom('big', { messages: [makeMessage('big', 1)], expectedVersion: 1 })).rejects.toThrow(/does not exist/);
+    await expect(s.createRoom(makeRoom('big'), [makeMessage('big', 1)])).rejects.toThrow(/exists/);
+    const version = await creating;
+    const log = (await readLog('big')).split('\n').filter(Boolean);
+    expect(log.map((line) => JSON.parse(line).message_id)).toEqual(messages.map((m) => m.message_id));
+    await s.commitRoom('big', { messages: [makeMessage('big', 3001)], expectedVersion: version });
+    expect((await s.loadRoom('big'))!.lastSeq).toBe(3001);
+  });
+});
+
 describe('participant write failures', () => {
   it.each(['open', 'write', 'enospc', 'fsync', 'fsyncDir'] as const)(
     'a put failing by %s leaves the journal and users.json byte for byte as they were',
