@@ -10,13 +10,16 @@
 //    --from-source: each server run from its TypeScript through tsx instead of dist/;
 //    --one-person: the 64 senders all speak for one person, the old --cpu bench's shape;
 //    --phases sends,handoff,delivery: only these phases, sends being http,ws,one; BENCH_SERVER_NODE_ARGS: node flags of
-//    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
+//    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"; BENCH_SERVER_STDOUT=FILE: the server's
+//    stdout (its log, --trace-gc lines) appended there instead of /dev/null)
 //
 // DIR is a checkout with a built server (`DIR/dist/src/cli.js`; default: this checkout's). Each
 // build runs as its own process on a fresh DATA_DIR, log level info to /dev/null, rate limits
 // and connection caps off; the same client code drives every build. Server CPU is the server
 // process's user + system time from /proc over the phase, divided by the acknowledged ops: it
-// counts the server's own work only, so it holds on a machine shared with the client.
+// counts the server's own work only, so it holds on a machine shared with the client. Each phase
+// starts once the server is quiet after its set-up (`settle`), so work a build defers from the
+// set-up (snapshot checkpoints, presence writes) is not counted as the phase's.
 //
 // Why not bench/server-scale.ts --cpu: that bench sent 30-character messages, and over
 // WebSocket its senders (members of the room) stayed subscribed, so each message was also
@@ -78,7 +81,7 @@ async function startServer(build: string): Promise<Server> {
       MAX_CONNECTIONS: '1000000',
       MAX_SOCKETS_PER_TOKEN: '100000', // --one-person: 64 sockets of one token
     },
-    stdio: ['ignore', openSync('/dev/null', 'w'), 'inherit'],
+    stdio: ['ignore', openSync(process.env.BENCH_SERVER_STDOUT ?? '/dev/null', 'a'), 'inherit'],
   });
   let exited = false;
   child.once('exit', () => (exited = true));
@@ -182,8 +185,25 @@ class Socket {
 
 type Figures = Record<string, number>;
 
+/**
+ * Waits until the server is done with what the set-up left it (a build that checkpoints its
+ * snapshots a second after a change, or stores presence changes a moment later, is still busy
+ * with the 100 joins when the phase starts): two 250 ms windows in a row without a CPU tick, at
+ * most 5 s. The phase's figure then counts the phase's own work for every build alike; without
+ * the wait, work a build does a moment after the set-up fell into the next phase's figure.
+ */
+async function settle(pid: number): Promise<void> {
+  let quiet = 0;
+  for (let i = 0; i < 20 && quiet < 2; i++) {
+    const before = cpuMs(pid);
+    await new Promise((r) => setTimeout(r, 250));
+    quiet = cpuMs(pid) === before ? quiet + 1 : 0;
+  }
+}
+
 /** 64 closed-loop senders for SECONDS: acknowledged messages, per second, server CPU per message. */
 async function closedLoop(pid: number, senders: ((n: number) => Promise<any>)[]): Promise<{ acked: number; perSecond: number; cpuUs: number }> {
+  await settle(pid);
   let acked = 0;
   const end = performance.now() + SECONDS * 1000;
   const cpu0 = cpuMs(pid);
@@ -258,6 +278,7 @@ async function handoffs(server: Server, out: Figures): Promise<void> {
   const times: number[] = [];
   let cpu0 = 0;
   const pid = server.child.pid!;
+  await settle(pid);
   await new Promise<void>((done) => {
     let sentAt = 0;
     let sent = 0;
@@ -311,6 +332,7 @@ async function delivery(server: Server, out: Figures): Promise<void> {
   }
   const rate = 10;
   const total = rate * DELIVERY_SECONDS;
+  await settle(server.child.pid!);
   const t0 = performance.now() + 500;
   const pending: Promise<unknown>[] = [];
   const cpu0 = cpuMs(server.child.pid!);
