@@ -10,13 +10,16 @@
 //    --from-source: each server run from its TypeScript through tsx instead of dist/;
 //    --one-person: the 64 senders all speak for one person, the old --cpu bench's shape;
 //    --phases sends,handoff,delivery: only these phases, sends being http,ws,one; BENCH_SERVER_NODE_ARGS: node flags of
-//    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
+//    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"; BENCH_SERVER_STDOUT=FILE: the server's
+//    stdout (its log, --trace-gc lines) appended there instead of /dev/null)
 //
 // DIR is a checkout with a built server (`DIR/dist/src/cli.js`; default: this checkout's). Each
 // build runs as its own process on a fresh DATA_DIR, log level info to /dev/null, rate limits
 // and connection caps off; the same client code drives every build. Server CPU is the server
 // process's user + system time from /proc over the phase, divided by the acknowledged ops: it
-// counts the server's own work only, so it holds on a machine shared with the client.
+// counts the server's own work only, so it holds on a machine shared with the client. Each phase
+// starts once the server is quiet after its set-up (`settle`), so work a build defers from the
+// set-up (snapshot checkpoints, presence writes) is not counted as the phase's.
 //
 // Why not bench/server-scale.ts --cpu: that bench sent 30-character messages, and over
 // WebSocket its senders (members of the room) stayed subscribed, so each message was also
@@ -107,6 +110,28 @@ async function ok(http: Http, tool: string, args: unknown, token?: string): Prom
 
 type Figures = Record<string, number>;
 
+/**
+ * Waits until the server is done with what the set-up left it (a build that checkpoints its
+ * snapshots a second after a change, or stores presence changes a moment later, is still busy
+ * with the 100 joins when the phase starts): two 250 ms windows in a row without a CPU tick, at
+ * most 5 s. The phase's figure then counts the phase's own work for every build alike; without
+ * the wait, work a build does a moment after the set-up fell into the next phase's figure.
+ */
+async function settle(pid: number): Promise<void> {
+  let quiet = 0;
+  for (let i = 0; i < 20 && quiet < 2; i++) {
+    const before = cpuMs(pid);
+    await new Promise((r) => setTimeout(r, 250));
+    quiet = cpuMs(pid) === before ? quiet + 1 : 0;
+  }
+}
+
+/** `closedLoop` once the server is quiet after the set-up. */
+async function settledLoop(pid: number, senders: ((n: number) => Promise<any>)[]): ReturnType<typeof closedLoop> {
+  await settle(pid);
+  return closedLoop(pid, SECONDS, senders);
+}
+
 async function sends(server: Server, out: Figures): Promise<void> {
   const pid = server.child.pid!;
   const admin = new Http(server.url);
@@ -127,7 +152,7 @@ async function sends(server: Server, out: Figures): Promise<void> {
 
   const only = (name: string) => PHASES.has('sends') || PHASES.has(name);
   if (only('http')) {
-    const http = await closedLoop(pid, SECONDS, users.map((u, i) => (n: number) => u.http.call('send_message', args(n, i), u.token)));
+    const http = await settledLoop(pid, users.map((u, i) => (n: number) => u.http.call('send_message', args(n, i), u.token)));
     out.http_cpu_us_per_msg = http.cpuUs;
     out.http_msgs_per_s = http.perSecond;
   }
@@ -136,13 +161,13 @@ async function sends(server: Server, out: Figures): Promise<void> {
     const sockets = await Promise.all(users.map((u) => Socket.open(server.url, u.token)));
     // Unsubscribed: each sender gets only its own answers (auth_ok subscribed it to the room).
     await Promise.all(sockets.map((s) => s.send({ type: 'unsubscribe', room_id: room.room_id }, 'unsubscribed')));
-    const ws = await closedLoop(pid, SECONDS, sockets.map((s, i) => (n: number) => s.call('send_message', args(n, i))));
+    const ws = await settledLoop(pid, sockets.map((s, i) => (n: number) => s.call('send_message', args(n, i))));
     out.ws_cpu_us_per_msg = ws.cpuUs;
     out.ws_msgs_per_s = ws.perSecond;
     for (const s of sockets) s.close();
   }
   if (only('one')) {
-    const one = await closedLoop(pid, SECONDS, [(n: number) => users[0]!.http.call('send_message', args(n, 0), users[0]!.token)]);
+    const one = await settledLoop(pid, [(n: number) => users[0]!.http.call('send_message', args(n, 0), users[0]!.token)]);
     out.one_sender_http_msgs_per_s = one.perSecond;
   }
   await Promise.all([admin, ...users.map((u) => u.http)].map((h) => h.close()));
@@ -164,6 +189,7 @@ async function handoffs(server: Server, out: Figures): Promise<void> {
   const times: number[] = [];
   let cpu0 = 0;
   const pid = server.child.pid!;
+  await settle(pid);
   await new Promise<void>((done) => {
     let sentAt = 0;
     let sent = 0;
@@ -217,6 +243,7 @@ async function delivery(server: Server, out: Figures): Promise<void> {
   }
   const rate = 10;
   const total = rate * DELIVERY_SECONDS;
+  await settle(server.child.pid!);
   const t0 = performance.now() + 500;
   const pending: Promise<unknown>[] = [];
   const cpu0 = cpuMs(server.child.pid!);

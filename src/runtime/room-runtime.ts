@@ -357,7 +357,9 @@ export class RoomRuntime {
     const refused: Refused[] = [];
     for (const pending of batch) {
       try {
-        const { draft, result } = await inDraft(base, (d) => handle(d, pending.cmd!, this.env(), reads));
+        // Most commands run synchronously (commands.ts `handle`): awaited only when they read.
+        const step = inDraft(base, (d) => handle(d, pending.cmd!, this.env(), reads));
+        const { draft, result } = step instanceof Promise ? await step : step;
         base = draft;
         done.push({ pending, answer: result });
       } catch (err) {
@@ -511,17 +513,27 @@ function commitOf(base: Draft, expectedVersion: number): RoomCommit {
  * Runs one command of a batch on its own copy of the room: one that throws leaves the batch as
  * it was. The lists (messages, events, access, turns) are shared, not copied — that cost grew
  * with the batch (64 sends copied them 64 times) — and commands only append to them, so a
- * failed command's entries are cut off again.
+ * failed command's entries are cut off again. Synchronous when `run` is (no promise per command).
  */
-export async function inDraft<T>(base: Draft, run: (draft: Draft) => Promise<T>): Promise<{ draft: Draft; result: T }> {
+export function inDraft<T>(base: Draft, run: (draft: Draft) => T | Promise<T>): InDraft<T> | Promise<InDraft<T>> {
   const draft: Draft = { ...base, room: draftOf(base.room) };
   const lengths = [base.messages.length, base.events.length, base.access.length, base.turnsIssued.length] as const;
-  try {
-    return { draft, result: await run(draft) };
-  } catch (err) {
+  const undo = (err: unknown): never => {
     [base.messages.length, base.events.length, base.access.length, base.turnsIssued.length] = lengths;
     throw err;
+  };
+  let result: T | Promise<T>;
+  try {
+    result = run(draft);
+  } catch (err) {
+    return undo(err);
   }
+  return result instanceof Promise ? result.then((r) => ({ draft, result: r }), undo) : { draft, result };
+}
+
+export interface InDraft<T> {
+  draft: Draft;
+  result: T;
 }
 
 /**

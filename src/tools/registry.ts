@@ -201,18 +201,13 @@ export class ToolRegistry {
       if (error.code === 'validation_error') error.texts = schemaTexts(tool.input, rawArgs ?? {}, parsed.error);
       throw error;
     }
-    const handle = () => (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
-    const run = async () => {
-      const answer = await handle();
+    if (caller) this.hooks.touched(caller);
+    try {
+      const answer = await (tool.public ? tool.handler(parsed.data, ctx) : tool.handler(parsed.data, ctx as AuthedContext));
       this.hooks.succeeded?.(name, parsed.data, answer, ctx);
       return answer;
-    };
-    if (!caller) return run();
-    this.hooks.touched(caller);
-    try {
-      return await run();
     } finally {
-      this.hooks.settled?.(caller);
+      if (caller) this.hooks.settled?.(caller);
     }
   }
 }

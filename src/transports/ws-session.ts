@@ -37,6 +37,24 @@ export type SessionState = 'awaiting_auth' | 'open' | 'revoked' | 'closed';
 
 let nextSessionId = 1;
 
+/** Sessions corked in this tick (coalesceWrites), in the order they were first written. */
+let corkedThisTick: Session[] = [];
+
+function uncorkAll(): void {
+  const sessions = corkedThisTick;
+  corkedThisTick = [];
+  for (const session of sessions) {
+    try {
+      session.uncork();
+    } catch (err) {
+      // As uncaught as it was in its own callback, without leaving the other sockets corked.
+      queueMicrotask(() => {
+        throw err;
+      });
+    }
+  }
+}
+
 export class Session {
   readonly id = nextSessionId++;
   state: SessionState = 'awaiting_auth';
@@ -162,15 +180,19 @@ export class Session {
   private coalesceWrites(): void {
     if (this.corked) return;
     this.corked = true;
-    const socket = this.socket;
-    socket.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      socket.uncork();
-      // Judged once the tick's frames went to the kernel: what is still buffered now is the
-      // reader's backlog, not a burst of this tick waiting behind the cork.
-      this.dropIfBehind();
-    });
+    this.socket.cork();
+    // One callback at the end of the tick uncorks every socket written in it (a fan-out to 100
+    // sockets queued 100 callbacks before).
+    if (corkedThisTick.push(this) === 1) process.nextTick(uncorkAll);
+  }
+
+  /** The end of the tick: this tick's frames leave in one write. */
+  uncork(): void {
+    this.corked = false;
+    this.socket.uncork();
+    // Judged once the tick's frames went to the kernel: what is still buffered now is the
+    // reader's backlog, not a burst of this tick waiting behind the cork.
+    this.dropIfBehind();
   }
 
   /** A socket whose unsent bytes pass the limit must not slow the others: it is cut. */
