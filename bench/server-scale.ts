@@ -9,6 +9,9 @@
 //    --phases cold,context,handoff,join,mixed: only these phases; --first-run N: see below;
 //    --no-settle: the join phase without waiting for the server to fall idle first;
 //    --settle-handoff: the hand-off phase after the server has fallen idle;
+//    --handoff-at-ms N: the hand-off phase N ms after the server first answered (a fixed point
+//    in the start-up's background work, the same for two builds compared);
+//    --server-build DIR: the server of another checkout (built), e.g. an older commit;
 //    --online-callers: the join phase's callers are online already, see there;
 //    --dump FILE: the join phase's latency of every op, in op order;
 //    --floor: the join phase's callers at the same rate calling get_room (no write), measured
@@ -49,6 +52,8 @@ const phase = (name: string): boolean => PHASES.has(name);
 const FLOOR = process.argv.includes('--floor');
 const ONLINE_CALLERS = FLOOR || process.argv.includes('--online-callers');
 
+/** `--server-build DIR`: the server of that checkout (its dist/), the bench of this one. */
+const SERVER_BUILD = arg('server-build') ? { dir: arg('server-build') } : {};
 const LIMITS_OFF = { RATE_LIMIT_PER_TOKEN: '0', RATE_LIMIT_PER_ADDRESS: '0' };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -125,7 +130,7 @@ async function fixedRate(rate: number, total: number, op: (i: number) => Promise
 
 async function startAndTime(dir: string): Promise<{ server: BenchServer; ms: number }> {
   const t0 = performance.now();
-  const server = await startBenchServer({ DATA_DIR: dir, ...LIMITS_OFF });
+  const server = await startBenchServer({ DATA_DIR: dir, ...LIMITS_OFF }, SERVER_BUILD);
   return { server, ms: Math.round(performance.now() - t0) };
 }
 
@@ -142,7 +147,7 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
   // Baseline: the same hand-off on a server with one room.
   if (!bigRoomOnly) {
     const empty = await mkdtemp(join(tmpdir(), 'scale-baseline-'));
-    const base = await startBenchServer({ DATA_DIR: empty, ...LIMITS_OFF });
+    const base = await startBenchServer({ DATA_DIR: empty, ...LIMITS_OFF }, SERVER_BUILD);
     try {
       const person = await ok(base.url, 'register_user', { name: 'host' });
       const h = await handoff(base, person.token, handoffs);
@@ -154,6 +159,7 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
   }
 
   const { server, ms } = await startAndTime(dir);
+  const servedAt = performance.now();
   const pid = server.child.pid!;
   result.startup_ms = ms;
   result.rss_after_start_mb = rssMb(pid);
@@ -201,6 +207,11 @@ async function scaleRun(dir: string, data: Dataset, run: number): Promise<Record
     // warm-up, as in the runs BENCHMARKS.md's figure came from.
     if (phase('handoff')) {
       if (process.argv.includes('--settle-handoff')) result.handoff_settled_after_ms = await settle(pid);
+      const at = arg('handoff-at-ms');
+      if (at !== undefined) {
+        await new Promise((r) => setTimeout(r, Math.max(0, servedAt + Number(at) - performance.now())));
+        result.handoff_started_after_ms = Math.round(performance.now() - servedAt);
+      }
       result.handoff_many_rooms = await handoff(server, data.token, handoffs);
     }
 
