@@ -29,6 +29,18 @@ const setStatus = (url: string, roomId: string, status: 'paused' | 'active', tok
  * (`[node url, agent name]`), then paused: a message sent into it waits, so its task stays
  * working until the room is resumed (docs/a2a.md).
  */
+/** ListTasks of a room's context: the first 10, artifacts included. */
+const listRequest = (roomId: string) => ({
+  tenant: '',
+  contextId: roomId,
+  status: 0,
+  pageSize: 10,
+  pageToken: '',
+  historyLength: undefined,
+  statusTimestampAfter: undefined,
+  includeArtifacts: true,
+});
+
 async function pausedRoom(url: string, personName: string, roomName: string, agentsOn: Array<[string, string]>) {
   const person = await ok(url, 'register_user', { name: personName });
   const { room } = await ok(url, 'create_room', { room_name: roomName, language: 'en' }, person.token);
@@ -107,9 +119,9 @@ describe.skipIf(!enabled)('a room as an A2A agent on several nodes', () => {
       { name: 'Nu', text: 'Nu heard: what do you think?' },
     ]);
     // ListTasks on B shows the owner's task, and no one else's.
-    const listed = await onB.listTasks({ tenant: '', contextId: roomId, status: 0, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true }, bearer(person.token));
+    const listed = await onB.listTasks(listRequest(roomId), bearer(person.token));
     expect(listed.tasks.map((t) => t.id)).toEqual([started.id]);
-    const others = await onB.listTasks({ tenant: '', contextId: roomId, status: 0, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true }, bearer(first.token));
+    const others = await onB.listTasks(listRequest(roomId), bearer(first.token));
     expect(others.tasks).toEqual([]);
   });
 
