@@ -126,6 +126,8 @@ describe('timeouts and caps', () => {
 
   it('refuses hook input over the cap without reading it all', async () => {
     const child = spawn(process.execPath, [CLI, 'hook', 'claude-stop'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, CHATROOM_STATE_DIR: path.join(shared.work, 'state') } });
+    // Listened for at once: the hook may exit while the input is still being written.
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.stdin.on('error', () => undefined);
@@ -134,7 +136,7 @@ describe('timeouts and caps', () => {
       if (!child.stdin.write(chunk)) await new Promise((r) => child.stdin.once('drain', r).once('close', r));
     }
     child.stdin.end();
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await exited;
     expect(code).toBe(1);
     expect(stderr).toMatch(/larger than \d+ bytes/);
   }, 30_000);
