@@ -9,6 +9,8 @@
 //   (--data-root DIR: where the fresh DATA_DIRs are made, e.g. /dev/shm to take the disk out;
 //    --from-source: each server run from its TypeScript through tsx instead of dist/;
 //    --one-person: the 64 senders all speak for one person, the old --cpu bench's shape;
+//    --together: with --vs, the delivery phase of both builds in the same seconds (see deliveryTogether);
+//    --subscribers N: the delivery phase's listeners (default 100);
 //    --phases sends,handoff,delivery: only these phases, sends being http,ws,one; BENCH_SERVER_NODE_ARGS: node flags of
 //    the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"; BENCH_SERVER_STDOUT=FILE: the server's
 //    stdout (its log, --trace-gc lines) appended there instead of /dev/null)
@@ -45,8 +47,11 @@ const PHASES = new Set(arg('phases', 'sends,handoff,delivery').split(','));
 /** --one-person: the 64 connections all speak for the room's owner (the old --cpu bench's shape). */
 const ONE_PERSON = process.argv.includes('--one-person');
 const FROM_SOURCE = process.argv.includes('--from-source');
+/** --together (with --vs): the delivery phase only, both builds at the same time (deliveryTogether). */
+const TOGETHER = process.argv.includes('--together');
 const SENDERS = 64;
-const SUBSCRIBERS = 100;
+/** --subscribers N: the delivery phase's listeners (100 in issue 40's figure; 0 leaves the sender's own path). */
+const SUBSCRIBERS = Number(arg('subscribers', '100'));
 
 /** ~500 characters, different each time (the server never sees one text twice). */
 function text(n: number, who: number): string {
@@ -222,48 +227,89 @@ async function handoffs(server: Server, out: Figures): Promise<void> {
   await http.close();
 }
 
-/** 10 msg/s for DELIVERY_SECONDS to SUBSCRIBERS subscribed users: delivery latency from the scheduled send. */
-async function delivery(server: Server, out: Figures): Promise<void> {
+/** A room with SUBSCRIBERS subscribed listeners and its speaker, ready for `deliver`. */
+interface DeliveryRoom {
+  server: Server;
+  http: Http;
+  token: string;
+  roomId: string;
+  sockets: Socket[];
+  /** When each tick was due to be sent (by its text's first 15 characters). */
+  scheduled: Map<string, number>;
+  latencies: number[];
+}
+
+async function deliveryRoom(server: Server): Promise<DeliveryRoom> {
   const http = new Http(server.url);
   const owner = await ok(http, 'register_user', { name: 'speaker' });
   const room = (await ok(http, 'create_room', { room_name: 'Delivery' }, owner.token)).room;
-  const scheduled = new Map<string, number>();
-  const latencies: number[] = [];
-  const sockets: Socket[] = [];
+  const d: DeliveryRoom = { server, http, token: owner.token, roomId: room.room_id, sockets: [], scheduled: new Map(), latencies: [] };
   for (let i = 0; i < SUBSCRIBERS; i++) {
     const u = await ok(http, 'register_user', { name: `listener-${i}` });
     await ok(http, 'join_room', { room_id: room.room_id }, u.token);
     const socket = await Socket.open(server.url, u.token);
     socket.onEvent = (frame, at) => {
       if (frame.event !== 'message_new') return;
-      const due = scheduled.get(frame.data.message.text_content.slice(0, 15));
-      if (due !== undefined) latencies.push(at - due);
+      const due = d.scheduled.get(frame.data.message.text_content.slice(0, 15));
+      if (due !== undefined) d.latencies.push(at - due);
     };
-    sockets.push(socket);
+    d.sockets.push(socket);
   }
+  return d;
+}
+
+/** 10 msg/s for DELIVERY_SECONDS from `t0` (performance.now()): CPU per message, latency from the scheduled send. */
+async function deliver(d: DeliveryRoom, t0: number, out: Figures): Promise<void> {
   const rate = 10;
   const total = rate * DELIVERY_SECONDS;
-  await settle(server.child.pid!);
-  const t0 = performance.now() + 500;
+  const pid = d.server.child.pid!;
   const pending: Promise<unknown>[] = [];
-  const cpu0 = cpuMs(server.child.pid!);
+  const cpu0 = cpuMs(pid);
   for (let i = 0; i < total; i++) {
     const due = t0 + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const key = `tick ${String(i).padStart(10, '0')}`;
-    scheduled.set(key, due);
-    pending.push(http.call('send_message', { room_id: room.room_id, text_content: `${key} ${text(i, -1)}` }, owner.token));
+    d.scheduled.set(key, due);
+    pending.push(d.http.call('send_message', { room_id: d.roomId, text_content: `${key} ${text(i, -1)}` }, d.token));
   }
   await Promise.all(pending);
   const expected = total * SUBSCRIBERS;
-  for (let i = 0; i < 200 && latencies.length < expected; i++) await new Promise((r) => setTimeout(r, 25));
-  out.delivery_cpu_us_per_msg = Math.round(((cpuMs(server.child.pid!) - cpu0) * 1000) / total);
-  out.delivery_p50_ms = percentile(latencies, 50);
-  out.delivery_p99_ms = percentile(latencies, 99);
-  out.delivery_lost = expected - latencies.length;
-  for (const s of sockets) s.close();
-  await http.close();
+  for (let i = 0; i < 200 && d.latencies.length < expected; i++) await new Promise((r) => setTimeout(r, 25));
+  out.delivery_cpu_us_per_msg = Math.round(((cpuMs(pid) - cpu0) * 1000) / total);
+  out.delivery_p50_ms = percentile(d.latencies, 50);
+  out.delivery_p99_ms = percentile(d.latencies, 99);
+  out.delivery_lost = expected - d.latencies.length;
+  for (const s of d.sockets) s.close();
+  await d.http.close();
+}
+
+/** 10 msg/s for DELIVERY_SECONDS to SUBSCRIBERS subscribed users: delivery latency from the scheduled send. */
+async function delivery(server: Server, out: Figures): Promise<void> {
+  const d = await deliveryRoom(server);
+  await settle(server.child.pid!);
+  await deliver(d, performance.now() + 500, out);
+}
+
+/**
+ * --together: the delivery phase of two builds in the same seconds, each on its own fresh server,
+ * the sends of B 50 ms after those of A. At 10 messages a second each server is idle most of
+ * the time, so the two hardly compete, and whatever else the machine does in those seconds
+ * falls on both alike: the ratio is paired far more tightly than by alternating runs.
+ */
+async function deliveryTogether(a: string, b: string): Promise<{ a: Figures; b: Figures }> {
+  const [sa, sb] = [await startServer(a), await startServer(b)];
+  try {
+    const [da, db] = [await deliveryRoom(sa), await deliveryRoom(sb)];
+    await Promise.all([settle(sa.child.pid!), settle(sb.child.pid!)]);
+    const t0 = performance.now() + 500;
+    const fa: Figures = {};
+    const fb: Figures = {};
+    await Promise.all([deliver(da, t0, fa), deliver(db, t0 + 50, fb)]);
+    return { a: fa, b: fb };
+  } finally {
+    await Promise.all([sa.stop(), sb.stop()]);
+  }
 }
 
 /** One build, one fresh server: every phase. */
@@ -291,7 +337,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const b = resolve(vs);
     const rounds = Number(arg('rounds', '3'));
     const pairs: { a: Figures; b: Figures }[] = [];
-    for (let r = 0; r < rounds; r++) {
+    for (let r = 0; r < rounds && TOGETHER; r++) {
+      const pair = await deliveryTogether(a, b);
+      console.log(JSON.stringify({ round: r, together: true, a: pair.a, b: pair.b }));
+      pairs.push(pair);
+    }
+    for (let r = 0; r < rounds && !TOGETHER; r++) {
       // Alternate which build goes first, so a drift of the machine falls on both.
       const first = r % 2 === 0 ? a : b;
       const second = first === a ? b : a;

@@ -37,10 +37,23 @@ export type SessionState = 'awaiting_auth' | 'open' | 'revoked' | 'closed';
 
 let nextSessionId = 1;
 
-/** Sessions corked in this tick (coalesceWrites), in the order they were first written. */
+/** Counts the ticks in which room events were written (see sendEvent). */
+let eventTick = 0;
+let eventTickEnding = false;
+/** Sessions corked in this tick (coalesceWrites), in the order they were first corked. */
 let corkedThisTick: Session[] = [];
 
-function uncorkAll(): void {
+/** Called once when a tick writes its first room event: the tick's end is then marked. */
+function eventTickStarted(): void {
+  if (eventTickEnding) return;
+  eventTickEnding = true;
+  process.nextTick(endEventTick);
+}
+
+/** The end of a tick that wrote room events: the next event starts a new tick; corked sockets are written. */
+function endEventTick(): void {
+  eventTick++;
+  eventTickEnding = false;
   const sessions = corkedThisTick;
   corkedThisTick = [];
   for (const session of sessions) {
@@ -83,6 +96,8 @@ export class Session {
   rateLimitStrikes = 0;
   /** The TCP socket is corked until the end of the current tick (see coalesceWrites). */
   private corked = false;
+  /** The tick (eventTick) of the last room event written to this socket. */
+  private lastEventTick = -1;
 
   /** The upgrade request's Accept-Language header: the language of this socket's error messages (SPEC §7). */
   acceptLanguage: string | null = null;
@@ -111,13 +126,24 @@ export class Session {
   }
 
   /**
-   * Writes one room event, coalesced with the other events of this tick (see coalesceWrites).
+   * Writes one room event; after the first of a tick, coalesced with the others of the tick (see coalesceWrites).
    * The frame was built once for all recipients and goes straight to the TCP socket: `ws` writes
    * every frame synchronously (the hub neither compresses nor sends blobs, so its sender never
    * queues), so frames cannot interleave, and `ws.bufferedAmount` still counts these bytes.
    */
   private sendEvent(wire: EventWire): void {
     if (!this.isOpen) return;
+    if (this.lastEventTick !== eventTick) {
+      // The socket's first event of this tick is written at once: most ticks carry one event
+      // (a room gets a message at a time), and corking it only to uncork it at the end of the
+      // tick cost a buffered write and an uncork per socket. Further events of the tick (a
+      // group commit publishes several) are corked and leave together (coalesceWrites).
+      this.lastEventTick = eventTick;
+      eventTickStarted();
+      this.socket.write(wire.frame);
+      this.dropIfBehind();
+      return;
+    }
     this.coalesceWrites();
     this.socket.write(wire.frame);
   }
@@ -170,10 +196,10 @@ export class Session {
   }
 
   /**
-   * Room events written to this socket in the same tick leave in one write. A group commit
-   * answers several messages at once and their events are published together: without this,
-   * N messages to 1,000 sockets were N × 1,000 write syscalls in one go, blocking the event
-   * loop for hundreds of milliseconds; corked, they are 1,000. (Node counts corks, so ws's own
+   * Room events written to this socket in the same tick after its first leave in one write. A
+   * group commit answers several messages at once and their events are published together:
+   * without this, N messages to 1,000 sockets were N × 1,000 write syscalls in one go, blocking
+   * the event loop for hundreds of milliseconds; now they are at most 2,000. (Node counts corks, so ws's own
    * cork/uncork around each frame nests inside this one.) Replies are not corked: a client
    * that floods calls gets its answers as they are made, as before.
    */
@@ -181,9 +207,9 @@ export class Session {
     if (this.corked) return;
     this.corked = true;
     this.socket.cork();
-    // One callback at the end of the tick uncorks every socket written in it (a fan-out to 100
-    // sockets queued 100 callbacks before).
-    if (corkedThisTick.push(this) === 1) process.nextTick(uncorkAll);
+    // One callback at the end of the tick (endEventTick) uncorks every socket corked in it (a
+    // fan-out to 100 sockets queued 100 callbacks before).
+    corkedThisTick.push(this);
   }
 
   /** The end of the tick: this tick's frames leave in one write. */
