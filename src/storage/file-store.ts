@@ -78,6 +78,8 @@ export { INDEXES_DIR, ROOM_MESSAGES_DIR } from './file-store-options.js';
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
 const copy = cloneJson;
+/** A commit that updates no stored message reads no ids. */
+const NO_IDS: ReadonlyMap<number, string> = new Map();
 
 export class FileStore implements Store {
   readonly dataDir: string;
@@ -475,16 +477,19 @@ export class FileStore implements Store {
     // written. A commit of state alone (a join, a status, presence) needs no index: a cold room's
     // is not read for it (its last seq is known without it).
     const hasMessages = commit.messages.length > 0;
-    if (hasMessages) await this.messages.readyWithTables(roomId);
+    // In memory already (the usual case), the index is used without an await: a one-message
+    // send took three async lookups of it here (issue 40).
+    const index = hasMessages ? (this.messages.withTablesNow(roomId) ?? (await this.messages.readyWithTables(roomId))) : undefined;
     const lastSeq = this.messages.lastSeq(roomId);
     // Updates name stored messages: read their ids (cache or disk) for the seq check.
     const updated = commit.messages.filter((m) => m.seq <= lastSeq).map((m) => m.seq);
-    const stored = hasMessages ? await this.messages.idsAt(roomId, [...new Set(updated)]) : new Map<number, string>();
+    const stored = updated.length > 0 ? await this.messages.idsAt(roomId, [...new Set(updated)]) : NO_IDS;
     checkCommitSeqs(roomId, lastSeq, (seq) => stored.get(seq), commit.messages);
     // A new message must not reuse the id of one stored in this room. (Ids are UUIDs made by
-    // the server; other rooms are not searched, which would cost a probe per room.)
+    // the server; other rooms are not searched, which would cost a probe per room.) An id the
+    // index has never seen needs no read.
     for (const m of commit.messages) {
-      if (m.seq > lastSeq) {
+      if (m.seq > lastSeq && (!index || index.seqsOfId(m.message_id).length > 0)) {
         const at = await this.messages.hasId(roomId, m.message_id);
         if (at !== undefined) throw new Error(`message ${m.message_id} is stored at seq ${at}, not ${m.seq}`);
       }

@@ -1,7 +1,7 @@
 // How the hub writes room events to one socket (src/transports/ws-session.ts): the first event
 // of a tick goes to the TCP socket at once; the others of the same tick (a group commit publishes
 // several) are corked and leave in one write at the end of the tick; order is kept throughout.
-import { Writable } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
 import type { RoomEvent } from '../../src/events/bus.js';
@@ -25,7 +25,7 @@ function openSession(): { session: Session; socket: RecordingSocket } {
   const socket = new RecordingSocket();
   // The parts of a `ws` socket the event path reads: open, and nothing buffered.
   const ws = { readyState: 1, bufferedAmount: 0, terminate() {} } as unknown as WebSocket;
-  const session = new Session(ws, { maxBufferedBytes: 1_000_000, maxQueuedEvents: 100 }, null, socket);
+  const session = new Session(ws, { maxBufferedBytes: 1_000_000, maxQueuedEvents: 100 }, null, socket as unknown as Duplex);
   session.state = 'open';
   session.subs.set('r', { lastSent: 0, queue: null });
   return { session, socket };
