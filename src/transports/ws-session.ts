@@ -126,7 +126,8 @@ export class Session {
   }
 
   /**
-   * Writes one room event; after the first of a tick, coalesced with the others of the tick (see coalesceWrites).
+   * Writes one room event: the socket's first of a tick at once, later ones of the tick
+   * coalesced (see coalesceWrites).
    * The frame was built once for all recipients and goes straight to the TCP socket: `ws` writes
    * every frame synchronously (the hub neither compresses nor sends blobs, so its sender never
    * queues), so frames cannot interleave, and `ws.bufferedAmount` still counts these bytes.
@@ -199,9 +200,9 @@ export class Session {
    * Room events written to this socket in the same tick after its first leave in one write. A
    * group commit answers several messages at once and their events are published together:
    * without this, N messages to 1,000 sockets were N × 1,000 write syscalls in one go, blocking
-   * the event loop for hundreds of milliseconds; now they are at most 2,000. (Node counts corks, so ws's own
-   * cork/uncork around each frame nests inside this one.) Replies are not corked: a client
-   * that floods calls gets its answers as they are made, as before.
+   * the event loop for hundreds of milliseconds; now they are at most 2,000. (Node counts
+   * corks, so ws's own cork/uncork around each frame nests inside this one.) Replies are not
+   * corked: a client that floods calls gets its answers as they are made, as before.
    */
   private coalesceWrites(): void {
     if (this.corked) return;
