@@ -62,7 +62,14 @@ describe.skipIf(!enabled)('the same events on every node', () => {
         const e = f as AnyEventFrame;
         return `${e.event} ${JSON.stringify(e.data)}`;
       });
-    await expect.poll(() => stream(watchB, fromB).length, { timeout: 5000 }).toBe(stream(watchA, fromA).length);
+    // The last change is B's update_room: once both watchers have its room_update, both streams
+    // are complete (A's length read any earlier may still lack the events that reach A last,
+    // through B's notification).
+    const lastChange = (d: any) => d.room?.settings?.max_auto_rounds === 5;
+    await watchA.waitForEventFrom(fromA, 'room_update', lastChange);
+    await watchB.waitForEventFrom(fromB, 'room_update', lastChange);
+    await watchA.barrier();
+    await watchB.barrier();
     expect(stream(watchB, fromB)).toEqual(stream(watchA, fromA));
     expect(stream(watchA, fromA).filter((e) => e.startsWith('room_update')).length).toBeGreaterThan(0);
     await watchA.close();

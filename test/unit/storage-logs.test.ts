@@ -480,7 +480,10 @@ describe('persisted message indexes', () => {
   });
 
   it('closes at once while the background warm-up is still loading index cores', async () => {
-    for (const r of ['r1', 'r2', 'r3']) await writeRoom(r, 200);
+    // Twelve rooms: the poll below must see the warm-up before it reaches the last room (with
+    // three, a loaded machine sometimes first looked while the third was loading, and the close
+    // then let that last room finish the warm-up).
+    for (let i = 1; i <= 12; i++) await writeRoom(`r${i}`, 200);
     const first = store();
     await first.open();
     await first.close(); // persists the indexes and the manifest: the next open is lazy
